@@ -1,0 +1,282 @@
+//! The one vocabulary of facts: every tap emits timestamped [`Event`]s, the recorder writes them
+//! as JSON Lines, and the model folds them. Nothing else crosses from I/O into the model.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// Version of the recording format written in a recording's first line.
+pub const FORMAT_VERSION: u32 = 1;
+
+/// Identifies one HTTP exchange (a request and its response stream), numbered from 1 per run.
+pub type StreamId = u64;
+
+/// One timestamped fact observed by the proxy (or injected by it).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Event {
+    /// When the fact was observed, UTC.
+    #[serde(with = "rfc3339_micros")]
+    pub t: DateTime<Utc>,
+    /// What was observed.
+    #[serde(flatten)]
+    pub kind: EventKind,
+}
+
+impl Event {
+    /// An event observed now.
+    pub fn now(kind: EventKind) -> Self {
+        Self {
+            t: Utc::now(),
+            kind,
+        }
+    }
+
+    /// An event at a given time.
+    pub fn at(t: DateTime<Utc>, kind: EventKind) -> Self {
+        Self { t, kind }
+    }
+}
+
+/// Who sent a message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Direction {
+    /// Client to server (a request body).
+    ClientToServer,
+    /// Server to client (a response body or SSE event).
+    ServerToClient,
+}
+
+/// How a response stream ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EndHow {
+    /// The body ended cleanly (end of stream / FIN after a complete framing).
+    Eof,
+    /// The connection was reset (TCP RST).
+    Reset,
+    /// Any other transport error (truncated framing, protocol error, timeout).
+    Error,
+    /// The body was dropped unfinished by the reader (the client went away).
+    Cancelled,
+}
+
+impl EndHow {
+    /// The lowercase word used in output (`eof`, `reset`, `error`, `cancelled`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EndHow::Eof => "eof",
+            EndHow::Reset => "reset",
+            EndHow::Error => "error",
+            EndHow::Cancelled => "cancelled",
+        }
+    }
+}
+
+/// Which leg of the proxied connection ended a stream first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Leg {
+    /// proxy ↔ upstream server.
+    Upstream,
+    /// client ↔ proxy.
+    Client,
+}
+
+impl Leg {
+    /// The lowercase word used in output.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Leg::Upstream => "upstream",
+            Leg::Client => "client",
+        }
+    }
+}
+
+/// An HTTP header as seen on the wire (values that are not UTF-8 are written lossily).
+pub type Header = (String, String);
+
+/// The kinds of facts, tagged by `"kind"` in JSON.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum EventKind {
+    /// The proxy started listening.
+    ProxyStarted {
+        /// Address the proxy listens on.
+        listen: String,
+        /// Upstream URL.
+        upstream: String,
+        /// mcpscope version.
+        version: String,
+    },
+    /// A client request head arrived; a new exchange begins.
+    StreamOpened {
+        /// Exchange id.
+        stream: StreamId,
+        /// Client connection number (several exchanges may share one).
+        conn: u64,
+        /// HTTP method (`POST`, `GET`, `DELETE`, …).
+        method: String,
+        /// Path and query as requested by the client.
+        path: String,
+        /// Request headers (credentials redacted in recordings).
+        headers: Vec<Header>,
+    },
+    /// The response head was sent toward the client.
+    ResponseHead {
+        /// Exchange id.
+        stream: StreamId,
+        /// HTTP status code.
+        status: u16,
+        /// Response headers.
+        headers: Vec<Header>,
+    },
+    /// One complete SSE event on a response stream.
+    SseEvent {
+        /// Exchange id.
+        stream: StreamId,
+        /// `id:` field, if any.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        id: Option<String>,
+        /// `event:` field, if any.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        event: Option<String>,
+        /// `retry:` field in milliseconds, if any.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        retry: Option<u64>,
+        /// The joined `data:` lines.
+        data: String,
+        /// Offset of the event's first byte in the response body.
+        start: u64,
+        /// Offset one past the event's last byte (its blank line) in the response body.
+        end: u64,
+    },
+    /// A JSON-RPC message (or batch) seen in a body or SSE event.
+    Message {
+        /// Exchange id.
+        stream: StreamId,
+        /// Who sent it.
+        dir: Direction,
+        /// The parsed JSON value: an object, or an array for a batch.
+        body: Value,
+    },
+    /// Bytes that should have been a JSON-RPC message but were not.
+    InvalidMessage {
+        /// Exchange id.
+        stream: StreamId,
+        /// Who sent it.
+        dir: Direction,
+        /// Why it is invalid.
+        reason: String,
+        /// The offending text (truncated to a few KiB).
+        raw: String,
+    },
+    /// A body ended (request or response).
+    StreamEnded {
+        /// Exchange id.
+        stream: StreamId,
+        /// Which body: `client_to_server` is the request body, `server_to_client` the response.
+        dir: Direction,
+        /// How it ended.
+        how: EndHow,
+        /// Which leg ended it.
+        leg: Leg,
+        /// Body bytes that passed.
+        bytes: u64,
+        /// Transport detail (error text), if any.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        detail: Option<String>,
+    },
+    /// The upstream could not be reached for this exchange; the client got a 502.
+    UpstreamUnreachable {
+        /// Exchange id.
+        stream: StreamId,
+        /// The cause.
+        error: String,
+    },
+    /// The proxy injected a fault on an exchange.
+    FaultInjected {
+        /// Exchange id.
+        stream: StreamId,
+        /// The fault, in the rule grammar (`reset`, `eof`, `status:503`, …).
+        fault: String,
+        /// The rule or action that caused it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        rule: Option<String>,
+    },
+    /// A note from the tool (e.g. a replay mismatch); shown, never interpreted.
+    Note {
+        /// Exchange id, if the note is about one.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        stream: Option<StreamId>,
+        /// The text.
+        text: String,
+    },
+}
+
+impl EventKind {
+    /// The exchange this fact is about, if any.
+    pub fn stream(&self) -> Option<StreamId> {
+        match self {
+            EventKind::ProxyStarted { .. } => None,
+            EventKind::Note { stream, .. } => *stream,
+            EventKind::StreamOpened { stream, .. }
+            | EventKind::ResponseHead { stream, .. }
+            | EventKind::SseEvent { stream, .. }
+            | EventKind::Message { stream, .. }
+            | EventKind::InvalidMessage { stream, .. }
+            | EventKind::StreamEnded { stream, .. }
+            | EventKind::UpstreamUnreachable { stream, .. }
+            | EventKind::FaultInjected { stream, .. } => Some(*stream),
+        }
+    }
+}
+
+/// Case-insensitive lookup of a header value.
+pub fn header<'a>(headers: &'a [Header], name: &str) -> Option<&'a str> {
+    headers
+        .iter()
+        .find(|(k, _)| k.eq_ignore_ascii_case(name))
+        .map(|(_, v)| v.as_str())
+}
+
+/// Serializes timestamps as RFC 3339 with microseconds and `Z`.
+pub mod rfc3339_micros {
+    use chrono::{DateTime, SecondsFormat, Utc};
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    /// Writes `t` as RFC 3339 with microseconds.
+    pub fn serialize<S: Serializer>(t: &DateTime<Utc>, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&t.to_rfc3339_opts(SecondsFormat::Micros, true))
+    }
+
+    /// Reads any RFC 3339 timestamp.
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<DateTime<Utc>, D::Error> {
+        let text = <std::borrow::Cow<'de, str>>::deserialize(d)?;
+        DateTime::parse_from_rfc3339(&text)
+            .map(|t| t.with_timezone(&Utc))
+            .map_err(serde::de::Error::custom)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn event_round_trips_through_json() {
+        let ev = Event::now(EventKind::StreamEnded {
+            stream: 3,
+            dir: Direction::ServerToClient,
+            how: EndHow::Reset,
+            leg: Leg::Upstream,
+            bytes: 42,
+            detail: Some("connection reset".into()),
+        });
+        let line = serde_json::to_string(&ev).expect("serialize");
+        assert!(line.contains(r#""kind":"stream_ended""#), "{line}");
+        assert!(line.contains(r#""how":"reset""#), "{line}");
+        let back: Event = serde_json::from_str(&line).expect("deserialize");
+        assert_eq!(back, ev);
+    }
+}

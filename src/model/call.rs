@@ -1,0 +1,109 @@
+//! A JSON-RPC request and what became of it.
+
+use chrono::{DateTime, Utc};
+use serde_json::Value;
+
+use super::verdict::Verdict;
+use crate::event::{Direction, StreamId};
+
+/// What the client did after a call was orphaned or left resumable.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Reaction {
+    /// How many times the same method and params arrived again.
+    pub retries: u32,
+    /// The client sent `notifications/cancelled` for it.
+    pub cancelled: bool,
+    /// The client sent a new `initialize`.
+    pub reinitialized: bool,
+    /// The client opened a new GET stream in the session.
+    pub new_get: bool,
+}
+
+impl Reaction {
+    /// A short summary: `silent`, `retried ×2`, `cancelled`, `re-initialized`, `new GET`, joined by `, `.
+    pub fn summary(&self) -> String {
+        let mut parts = Vec::new();
+        if self.retries > 0 {
+            parts.push(format!("retried ×{}", self.retries));
+        }
+        if self.cancelled {
+            parts.push("cancelled".to_string());
+        }
+        if self.reinitialized {
+            parts.push("re-initialized".to_string());
+        }
+        if self.new_get {
+            parts.push("new GET".to_string());
+        }
+        if parts.is_empty() {
+            "silent".to_string()
+        } else {
+            parts.join(", ")
+        }
+    }
+}
+
+/// One request (client → server, or server → client) and its fate.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Call {
+    /// Index of this call in [`crate::model::Model::calls`].
+    pub index: usize,
+    /// Index of its session in [`crate::model::Model::sessions`].
+    pub session: usize,
+    /// Who sent the request.
+    pub dir: Direction,
+    /// The JSON-RPC id.
+    pub id: Value,
+    /// The method.
+    pub method: String,
+    /// The tool name, for `tools/call`.
+    pub tool: Option<String>,
+    /// The request params.
+    pub params: Value,
+    /// When the request was seen.
+    pub started_at: DateTime<Utc>,
+    /// The stream the request arrived on (its POST, or the SSE stream of a server request).
+    pub request_stream: StreamId,
+    /// The stream that owns the response now (the POST, or a resumption GET).
+    pub owner: StreamId,
+    /// Whether it came in a batch.
+    pub batch: bool,
+    /// The protocol revision in force for it, if known.
+    pub revision: Option<String>,
+    /// Its fate so far.
+    pub verdict: Verdict,
+    /// When the verdict stopped being pending.
+    pub ended_at: Option<DateTime<Utc>>,
+    /// The response (result or error object), when it arrived.
+    pub response: Option<Value>,
+    /// Progress and other notifications seen on its stream, by time.
+    pub progress: Vec<DateTime<Utc>>,
+    /// What the client did after it was orphaned.
+    pub reaction: Reaction,
+    /// Which arrival of the same method and params this is (1 for the first).
+    pub arrival: u32,
+    /// The earlier unanswered call this one repeats, if it is a retry.
+    pub retry_of: Option<usize>,
+    /// Whether the call was hit by an injected fault.
+    pub injected: bool,
+}
+
+impl Call {
+    /// The id as text (`7`, `"abc"`).
+    pub fn id_text(&self) -> String {
+        crate::wire::jsonrpc::id_text(&self.id)
+    }
+
+    /// `tools/call poke`, or the method alone.
+    pub fn title(&self) -> String {
+        match &self.tool {
+            Some(tool) => format!("{} {tool}", self.method),
+            None => self.method.clone(),
+        }
+    }
+
+    /// Milliseconds from the request to `now` (or to the end, if it ended).
+    pub fn elapsed_ms(&self, now: DateTime<Utc>) -> i64 {
+        (self.ended_at.unwrap_or(now) - self.started_at).num_milliseconds()
+    }
+}

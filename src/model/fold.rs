@@ -1,0 +1,1030 @@
+//! `Model::apply`: how each fact changes the state.
+
+use chrono::{DateTime, SecondsFormat, Utc};
+use serde_json::Value;
+
+use super::{
+    Body, Call, Death, End, Mark, MessageRec, Model, Notice, OrphanCause, ProxyInfo, Reaction,
+    Session, SessionEnd, Stream, ToolInfo, Verdict, What,
+};
+use crate::event::{Direction, EndHow, Event, EventKind, Header, Leg, StreamId, header};
+use crate::wire::jsonrpc::{Kind, canonical, classify, id_text, messages};
+
+/// The first revision without sessions, GET streams or resumption.
+const STATELESS_REVISION: &str = "2026-07-28";
+
+/// Methods whose repetition is not a retry.
+const NOT_RETRIES: &[&str] = &["initialize", "ping", "server/discover"];
+
+fn is_stateless(revision: Option<&str>) -> bool {
+    revision.is_some_and(|r| r >= STATELESS_REVISION)
+}
+
+fn retry_key(method: &str, params: &Value) -> String {
+    let mut params = params.clone();
+    if let Some(obj) = params.as_object_mut() {
+        obj.remove("_meta");
+        obj.remove("inputResponses");
+    }
+    format!("{method} {}", canonical(&params))
+}
+
+fn body_of(headers: &[Header]) -> Body {
+    match header(headers, "content-type").map(|v| v.to_ascii_lowercase()) {
+        Some(ct) if ct.starts_with("text/event-stream") => Body::Sse,
+        Some(ct) if ct.starts_with("application/json") => Body::Json,
+        _ => Body::Other,
+    }
+}
+
+impl Model {
+    /// Folds one event into the state; returns the notable changes it caused.
+    pub fn apply(&mut self, event: &Event) -> Vec<Notice> {
+        if self.sessions.is_empty() {
+            self.sessions.push(Session {
+                id: None,
+                revision: None,
+                client: None,
+                server: None,
+                started_at: event.t,
+                ended: None,
+                streams: Vec::new(),
+                tools: Default::default(),
+            });
+        }
+        self.events_applied += 1;
+        self.last_t = Some(event.t);
+        let mut out = Vec::new();
+        let t = event.t;
+        match &event.kind {
+            EventKind::ProxyStarted {
+                listen, upstream, ..
+            } => {
+                self.proxy = Some(ProxyInfo {
+                    listen: listen.clone(),
+                    upstream: upstream.clone(),
+                });
+            }
+            EventKind::StreamOpened {
+                stream,
+                conn,
+                method,
+                path,
+                headers,
+            } => {
+                self.open_stream(t, *stream, *conn, method, path, headers, &mut out);
+            }
+            EventKind::ResponseHead {
+                stream,
+                status,
+                headers,
+            } => {
+                self.response_head(t, *stream, *status, headers, &mut out);
+            }
+            EventKind::SseEvent {
+                stream,
+                id,
+                retry,
+                start,
+                end,
+                ..
+            } => {
+                self.sse_event(t, *stream, id.as_deref(), *retry, (*start, *end));
+            }
+            EventKind::Message { stream, dir, body } => {
+                self.message(t, *stream, *dir, body, &mut out)
+            }
+            EventKind::InvalidMessage {
+                stream,
+                dir,
+                reason,
+                raw,
+            } => {
+                if let Some(si) = self.stream_index.get(stream).copied() {
+                    let index = self.messages.len();
+                    self.messages.push(MessageRec {
+                        at: t,
+                        stream: *stream,
+                        dir: *dir,
+                        body: Value::String(raw.clone()),
+                        invalid: Some(reason.clone()),
+                        sse_id: None,
+                        call: None,
+                    });
+                    let s = &mut self.streams[si];
+                    s.messages.push(index);
+                    s.invalid += 1;
+                    self.link_mark(si, index, false);
+                }
+                out.push(Notice {
+                    t,
+                    what: What::InvalidMessage {
+                        stream: *stream,
+                        reason: reason.clone(),
+                    },
+                });
+            }
+            EventKind::StreamEnded {
+                stream,
+                dir,
+                how,
+                leg,
+                bytes,
+                detail,
+            } => {
+                let end = End {
+                    at: t,
+                    how: *how,
+                    leg: *leg,
+                    bytes: *bytes,
+                    detail: detail.clone(),
+                };
+                self.stream_ended(*stream, *dir, end, &mut out);
+            }
+            EventKind::UpstreamUnreachable { stream, error } => {
+                if let Some(si) = self.stream_index.get(stream).copied() {
+                    if self.streams[si].is_open() {
+                        self.counts.open_streams -= 1;
+                    }
+                    self.streams[si].unreachable = Some(error.clone());
+                    let message = format!("upstream unreachable: {error}");
+                    for index in self.open_calls_owned_by(si) {
+                        self.fail(index, message.clone(), t, &mut out);
+                    }
+                }
+                out.push(Notice {
+                    t,
+                    what: What::UpstreamUnreachable {
+                        stream: *stream,
+                        error: error.clone(),
+                    },
+                });
+            }
+            EventKind::FaultInjected {
+                stream,
+                fault,
+                rule,
+            } => {
+                if let Some(si) = self.stream_index.get(stream).copied() {
+                    self.streams[si].faults.push(fault.clone());
+                    self.counts.faults += 1;
+                    for index in self.streams[si].calls.clone() {
+                        self.calls[index].injected = true;
+                    }
+                }
+                let text = match rule {
+                    Some(rule) => format!("fault {fault} injected ({rule})"),
+                    None => format!("fault {fault} injected"),
+                };
+                self.notes.push((t, Some(*stream), text));
+                out.push(Notice {
+                    t,
+                    what: What::FaultInjected {
+                        stream: *stream,
+                        fault: fault.clone(),
+                    },
+                });
+            }
+            EventKind::Note { stream, text } => self.notes.push((t, *stream, text.clone())),
+        }
+        out
+    }
+
+    fn session_for_id(
+        &mut self,
+        t: DateTime<Utc>,
+        id: &str,
+        revision: Option<&str>,
+        out: &mut Vec<Notice>,
+    ) -> usize {
+        if let Some(&index) = self.session_index.get(id) {
+            return index;
+        }
+        let index = self.sessions.len();
+        self.sessions.push(Session {
+            id: Some(id.to_string()),
+            revision: revision.map(str::to_string),
+            client: None,
+            server: None,
+            started_at: t,
+            ended: None,
+            streams: Vec::new(),
+            tools: Default::default(),
+        });
+        self.session_index.insert(id.to_string(), index);
+        out.push(Notice {
+            t,
+            what: What::SessionStarted {
+                session: Some(id.to_string()),
+                revision: revision.map(str::to_string),
+            },
+        });
+        index
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn open_stream(
+        &mut self,
+        t: DateTime<Utc>,
+        id: StreamId,
+        conn: u64,
+        method: &str,
+        path: &str,
+        headers: &[Header],
+        out: &mut Vec<Notice>,
+    ) {
+        let revision = header(headers, "mcp-protocol-version");
+        let session = match header(headers, "mcp-session-id") {
+            Some(sid) => self.session_for_id(t, sid, revision, out),
+            None => 0,
+        };
+        let si = self.streams.len();
+        self.streams.push(Stream {
+            id,
+            conn,
+            method: method.to_string(),
+            path: path.to_string(),
+            session,
+            opened_at: t,
+            request_headers: headers.to_vec(),
+            status: None,
+            response_headers: Vec::new(),
+            head_at: None,
+            body: Body::Unknown,
+            marks: Vec::new(),
+            messages: Vec::new(),
+            calls: Vec::new(),
+            last_event_id: None,
+            retry_ms: None,
+            resumes: None,
+            ended: None,
+            request_aborted: None,
+            unreachable: None,
+            faults: Vec::new(),
+            invalid: 0,
+        });
+        self.stream_index.insert(id, si);
+        self.sessions[session].streams.push(id);
+        self.counts.open_streams += 1;
+        if !method.eq_ignore_ascii_case("GET") {
+            return;
+        }
+        match header(headers, "last-event-id") {
+            Some(last) => self.resume(t, si, session, last, out),
+            None => {
+                for call in self.calls.iter_mut() {
+                    if call.session == session && matches!(call.verdict, Verdict::Orphaned { .. }) {
+                        call.reaction.new_get = true;
+                    }
+                }
+            }
+        }
+    }
+
+    fn resume(
+        &mut self,
+        t: DateTime<Utc>,
+        si: usize,
+        session: usize,
+        last: &str,
+        out: &mut Vec<Notice>,
+    ) {
+        let Some(&target) = self.event_owner.get(&(session, last.to_string())) else {
+            return;
+        };
+        self.streams[si].resumes = Some(target);
+        self.streams[si].last_event_id = None;
+        let new_id = self.streams[si].id;
+        let Some(&ti) = self.stream_index.get(&target) else {
+            return;
+        };
+        for index in self.streams[ti].calls.clone() {
+            let call = &self.calls[index];
+            if call.owner != target || !matches!(call.verdict, Verdict::Resumable { .. }) {
+                continue;
+            }
+            self.set_verdict(index, Verdict::Pending, None);
+            self.calls[index].owner = new_id;
+            self.streams[si].calls.push(index);
+            out.push(Notice {
+                t,
+                what: What::CallResumed {
+                    call: self.call_ref(index),
+                    stream: new_id,
+                    last_event_id: last.to_string(),
+                },
+            });
+        }
+    }
+
+    fn response_head(
+        &mut self,
+        t: DateTime<Utc>,
+        id: StreamId,
+        status: u16,
+        headers: &[Header],
+        out: &mut Vec<Notice>,
+    ) {
+        let Some(si) = self.stream_index.get(&id).copied() else {
+            return;
+        };
+        let body = body_of(headers);
+        {
+            let s = &mut self.streams[si];
+            s.status = Some(status);
+            s.response_headers = headers.to_vec();
+            s.head_at = Some(t);
+            s.body = body;
+        }
+        // The response that assigns a session (to `initialize`) moves the exchange into it.
+        if self.streams[si].session == 0 {
+            if let Some(sid) = header(headers, "mcp-session-id") {
+                let revision = self.streams[si]
+                    .request_header("mcp-protocol-version")
+                    .map(str::to_string);
+                let session = self.session_for_id(t, sid, revision.as_deref(), out);
+                self.move_stream(si, session);
+            }
+        }
+        let session = self.streams[si].session;
+        let method = self.streams[si].method.clone();
+        let ok = (200..300).contains(&status);
+        if status == 404
+            && session != 0
+            && self.streams[si].request_header("mcp-session-id").is_some()
+        {
+            self.end_session(t, session, SessionEnd::Expired, out);
+            return;
+        }
+        if method.eq_ignore_ascii_case("DELETE") && ok && session != 0 {
+            self.end_session(t, session, SessionEnd::Deleted, out);
+            return;
+        }
+        if self.streams[si].resumes.is_some() && !ok {
+            for index in self.open_calls_owned_by(si) {
+                let death = Death {
+                    stream: id,
+                    at: t,
+                    how: None,
+                    leg: None,
+                };
+                self.orphan(index, OrphanCause::ResumeFailed, death, t, out);
+            }
+            return;
+        }
+        if ok && body == Body::Other {
+            for index in self.open_calls_owned_by(si) {
+                let death = Death {
+                    stream: id,
+                    at: t,
+                    how: None,
+                    leg: None,
+                };
+                self.orphan(index, OrphanCause::NoResponseBody, death, t, out);
+            }
+        } else if !ok && body != Body::Json && body != Body::Sse {
+            for index in self.open_calls_owned_by(si) {
+                self.fail(index, format!("HTTP {status}"), t, out);
+            }
+        }
+    }
+
+    fn move_stream(&mut self, si: usize, session: usize) {
+        let old = self.streams[si].session;
+        let id = self.streams[si].id;
+        self.sessions[old].streams.retain(|&s| s != id);
+        self.sessions[session].streams.push(id);
+        self.streams[si].session = session;
+        for index in self.streams[si].calls.clone() {
+            let call = &mut self.calls[index];
+            let old_key = (call.session, call.dir, id_text(&call.id));
+            call.session = session;
+            let new_key = (session, call.dir, id_text(&call.id));
+            if let Some(list) = self.calls_by_id.get_mut(&old_key) {
+                list.retain(|&i| i != index);
+            }
+            self.calls_by_id.entry(new_key).or_default().push(index);
+        }
+    }
+
+    fn end_session(
+        &mut self,
+        t: DateTime<Utc>,
+        session: usize,
+        how: SessionEnd,
+        out: &mut Vec<Notice>,
+    ) {
+        if self.sessions[session].ended.is_some() {
+            return;
+        }
+        self.sessions[session].ended = Some((t, how));
+        out.push(Notice {
+            t,
+            what: What::SessionEnded {
+                session: self.sessions[session].id.clone(),
+                how: match how {
+                    SessionEnd::Expired => "expired",
+                    SessionEnd::Deleted => "deleted",
+                },
+            },
+        });
+        let cause = match how {
+            SessionEnd::Expired => OrphanCause::SessionExpired,
+            SessionEnd::Deleted => OrphanCause::SessionDeleted,
+        };
+        let open: Vec<usize> = self
+            .calls
+            .iter()
+            .filter(|c| {
+                c.session == session && c.dir == Direction::ClientToServer && c.verdict.is_open()
+            })
+            .map(|c| c.index)
+            .collect();
+        for index in open {
+            let death = match self.calls[index].verdict.death() {
+                Some(d) => *d,
+                None => Death {
+                    stream: self.calls[index].owner,
+                    at: t,
+                    how: None,
+                    leg: None,
+                },
+            };
+            self.orphan(index, cause, death, t, out);
+        }
+    }
+
+    fn sse_event(
+        &mut self,
+        t: DateTime<Utc>,
+        id: StreamId,
+        event_id: Option<&str>,
+        retry: Option<u64>,
+        span: (u64, u64),
+    ) {
+        let Some(si) = self.stream_index.get(&id).copied() else {
+            return;
+        };
+        let session = self.streams[si].session;
+        let s = &mut self.streams[si];
+        s.marks.push(Mark {
+            at: t,
+            id: event_id.map(str::to_string),
+            message: None,
+            response: false,
+            span,
+        });
+        if let Some(retry) = retry {
+            s.retry_ms = Some(retry);
+        }
+        if let Some(event_id) = event_id {
+            s.last_event_id = Some(event_id.to_string());
+            self.event_owner.insert((session, event_id.to_string()), id);
+        }
+    }
+
+    /// Links a message to the SSE event that carried it, or adds a mark for a JSON body.
+    fn link_mark(&mut self, si: usize, message: usize, response: bool) {
+        let at = self.messages[message].at;
+        let s = &mut self.streams[si];
+        match s.marks.last_mut() {
+            Some(mark) if s.body == Body::Sse && mark.message.is_none() => {
+                mark.message = Some(message);
+                mark.response = response;
+                self.messages[message].sse_id = mark.id.clone();
+            }
+            _ => s.marks.push(Mark {
+                at,
+                id: None,
+                message: Some(message),
+                response,
+                span: (0, 0),
+            }),
+        }
+    }
+
+    fn message(
+        &mut self,
+        t: DateTime<Utc>,
+        id: StreamId,
+        dir: Direction,
+        body: &Value,
+        out: &mut Vec<Notice>,
+    ) {
+        let Some(si) = self.stream_index.get(&id).copied() else {
+            return;
+        };
+        let batch = body.is_array();
+        for msg in messages(body) {
+            let index = self.messages.len();
+            self.messages.push(MessageRec {
+                at: t,
+                stream: id,
+                dir,
+                body: msg.clone(),
+                invalid: None,
+                sse_id: None,
+                call: None,
+            });
+            self.streams[si].messages.push(index);
+            let kind = classify(msg);
+            let is_response = matches!(kind, Kind::Result { .. } | Kind::Error { .. });
+            if dir == Direction::ServerToClient {
+                self.link_mark(si, index, is_response);
+            }
+            match kind {
+                Kind::Request {
+                    id: rid,
+                    method,
+                    params,
+                } => {
+                    let call = self.start_call(t, si, dir, rid, method, params, batch, out);
+                    self.messages[index].call = Some(call);
+                }
+                Kind::Notification { method, params } => {
+                    self.notification(t, si, dir, method, params, out)
+                }
+                Kind::Result { id: rid, result } => {
+                    if let Some(call) = self.find_call(si, dir, rid) {
+                        self.messages[index].call = Some(call);
+                        self.answer(call, si, Ok(result), t, out);
+                    }
+                }
+                Kind::Error { id: rid, error } => {
+                    if let Some(call) = self.find_call(si, dir, rid) {
+                        self.messages[index].call = Some(call);
+                        self.answer(call, si, Err(error), t, out);
+                    }
+                }
+                Kind::Invalid(_) => {}
+            }
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn start_call(
+        &mut self,
+        t: DateTime<Utc>,
+        si: usize,
+        dir: Direction,
+        rid: &Value,
+        method: &str,
+        params: &Value,
+        batch: bool,
+        out: &mut Vec<Notice>,
+    ) -> usize {
+        let stream = &self.streams[si];
+        let session = stream.session;
+        let revision = stream
+            .request_header("mcp-protocol-version")
+            .map(str::to_string)
+            .or_else(|| {
+                params
+                    .pointer("/_meta/io.modelcontextprotocol~1protocolVersion")
+                    .and_then(Value::as_str)
+                    .map(str::to_string)
+            })
+            .or_else(|| self.sessions[session].revision.clone())
+            .or_else(|| {
+                (method == "initialize")
+                    .then(|| {
+                        params
+                            .get("protocolVersion")
+                            .and_then(Value::as_str)
+                            .map(str::to_string)
+                    })
+                    .flatten()
+            });
+        let tool = (method == "tools/call")
+            .then(|| {
+                params
+                    .get("name")
+                    .and_then(Value::as_str)
+                    .map(str::to_string)
+            })
+            .flatten();
+        let index = self.calls.len();
+        let mut call = Call {
+            index,
+            session,
+            dir,
+            id: rid.clone(),
+            method: method.to_string(),
+            tool,
+            params: params.clone(),
+            started_at: t,
+            request_stream: stream.id,
+            owner: stream.id,
+            batch,
+            revision,
+            verdict: Verdict::Pending,
+            ended_at: None,
+            response: None,
+            progress: Vec::new(),
+            reaction: Reaction::default(),
+            arrival: 1,
+            retry_of: None,
+            injected: !stream.faults.is_empty(),
+        };
+        if dir == Direction::ClientToServer && method == "initialize" {
+            if let Some(info) = params.get("clientInfo") {
+                let name = info.get("name").and_then(Value::as_str).unwrap_or("?");
+                let version = info.get("version").and_then(Value::as_str).unwrap_or("");
+                self.sessions[session].client =
+                    Some(format!("{name} {version}").trim().to_string());
+            }
+            for other in self.calls.iter_mut() {
+                if matches!(
+                    other.verdict,
+                    Verdict::Orphaned { .. } | Verdict::Resumable { .. }
+                ) {
+                    other.reaction.reinitialized = true;
+                }
+            }
+        }
+        let mut retry_notice = None;
+        if dir == Direction::ClientToServer && !NOT_RETRIES.contains(&method) {
+            let key = retry_key(method, params);
+            let earlier = self
+                .calls_by_key
+                .get(&key)
+                .and_then(|list| list.last())
+                .copied();
+            if let Some(prev) = earlier.filter(|&p| self.calls[p].verdict != Verdict::Answered) {
+                call.arrival = self.calls[prev].arrival + 1;
+                call.retry_of = Some(prev);
+                let mut root = prev;
+                while let Some(up) = self.calls[root].retry_of {
+                    root = up;
+                }
+                self.calls[root].reaction.retries += 1;
+                let idempotent = match &call.tool {
+                    Some(tool) => self
+                        .tool_info(session, tool)
+                        .is_some_and(ToolInfo::safe_to_retry),
+                    None => true,
+                };
+                retry_notice = Some((call.arrival, idempotent, self.calls[prev].id.clone()));
+            }
+            self.calls_by_key.entry(key).or_default().push(index);
+        }
+        self.calls_by_id
+            .entry((session, dir, id_text(rid)))
+            .or_default()
+            .push(index);
+        self.calls.push(call);
+        self.streams[si].calls.push(index);
+        self.counts.pending += 1;
+        if dir == Direction::ClientToServer {
+            out.push(Notice {
+                t,
+                what: What::CallStarted {
+                    call: self.call_ref(index),
+                    stream: self.streams[si].id,
+                },
+            });
+            if let Some((arrival, idempotent, retry_of)) = retry_notice {
+                out.push(Notice {
+                    t,
+                    what: What::ClientRetry {
+                        call: self.call_ref(index),
+                        arrival,
+                        idempotent,
+                        retry_of,
+                    },
+                });
+            }
+        }
+        index
+    }
+
+    fn notification(
+        &mut self,
+        t: DateTime<Utc>,
+        si: usize,
+        dir: Direction,
+        method: &str,
+        params: &Value,
+        out: &mut Vec<Notice>,
+    ) {
+        match (dir, method) {
+            (Direction::ClientToServer, "notifications/cancelled") => {
+                let Some(rid) = params.get("requestId") else {
+                    return;
+                };
+                let session = self.streams[si].session;
+                let key = (session, Direction::ClientToServer, id_text(rid));
+                let Some(index) = self.calls_by_id.get(&key).and_then(|l| l.last()).copied() else {
+                    return;
+                };
+                if self.calls[index].verdict.is_open() {
+                    self.set_verdict(index, Verdict::Cancelled { at: t }, Some(t));
+                    out.push(Notice {
+                        t,
+                        what: What::CallCancelled {
+                            call: self.call_ref(index),
+                        },
+                    });
+                }
+                self.calls[index].reaction.cancelled = true;
+            }
+            (Direction::ServerToClient, _) => {
+                let token = params.get("progressToken");
+                let owned: Vec<usize> = self.streams[si]
+                    .calls
+                    .iter()
+                    .copied()
+                    .filter(|&c| {
+                        self.calls[c].dir == Direction::ClientToServer
+                            && self.calls[c].verdict.is_open()
+                    })
+                    .collect();
+                let by_token = token.and_then(|tok| {
+                    owned.iter().copied().find(|&c| {
+                        self.calls[c].params.pointer("/_meta/progressToken") == Some(tok)
+                    })
+                });
+                if let Some(index) = by_token.or_else(|| owned.first().copied()) {
+                    self.calls[index].progress.push(t);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn find_call(&self, si: usize, response_dir: Direction, rid: &Value) -> Option<usize> {
+        let request_dir = match response_dir {
+            Direction::ServerToClient => Direction::ClientToServer,
+            Direction::ClientToServer => Direction::ServerToClient,
+        };
+        let stream = &self.streams[si];
+        let text = id_text(rid);
+        let owned = stream
+            .calls
+            .iter()
+            .rev()
+            .copied()
+            .find(|&c| self.calls[c].dir == request_dir && id_text(&self.calls[c].id) == text);
+        owned.or_else(|| {
+            let list = self.calls_by_id.get(&(stream.session, request_dir, text))?;
+            list.iter()
+                .rev()
+                .copied()
+                .find(|&c| self.calls[c].verdict.is_open())
+                .or_else(|| list.last().copied())
+        })
+    }
+
+    fn answer(
+        &mut self,
+        index: usize,
+        si: usize,
+        response: Result<&Value, &Value>,
+        t: DateTime<Utc>,
+        out: &mut Vec<Notice>,
+    ) {
+        let stream_id = self.streams[si].id;
+        let was_open = self.calls[index].verdict.is_open();
+        let late = matches!(self.calls[index].verdict, Verdict::Orphaned { .. });
+        if !was_open && !late {
+            self.calls[index].response = Some(response.map_or_else(Clone::clone, Clone::clone));
+            return;
+        }
+        if self.calls[index].owner != stream_id {
+            self.calls[index].owner = stream_id;
+            if !self.streams[si].calls.contains(&index) {
+                self.streams[si].calls.push(index);
+            }
+        }
+        let elapsed_ms = (t - self.calls[index].started_at).num_milliseconds();
+        match response {
+            Ok(result) => {
+                self.calls[index].response = Some(result.clone());
+                if self.calls[index].method == "tools/list" {
+                    self.learn_tools(self.calls[index].session, result);
+                }
+                if self.calls[index].method == "initialize" {
+                    let session = self.calls[index].session;
+                    if let Some(v) = result.get("protocolVersion").and_then(Value::as_str) {
+                        self.sessions[session].revision = Some(v.to_string());
+                    }
+                    if let Some(info) = result.get("serverInfo") {
+                        let name = info.get("name").and_then(Value::as_str).unwrap_or("?");
+                        let version = info.get("version").and_then(Value::as_str).unwrap_or("");
+                        self.sessions[session].server =
+                            Some(format!("{name} {version}").trim().to_string());
+                    }
+                }
+                self.set_verdict(index, Verdict::Answered, Some(t));
+                if self.calls[index].dir == Direction::ClientToServer {
+                    out.push(Notice {
+                        t,
+                        what: What::CallAnswered {
+                            call: self.call_ref(index),
+                            stream: stream_id,
+                            elapsed_ms,
+                        },
+                    });
+                }
+            }
+            Err(error) => {
+                self.calls[index].response = Some(error.clone());
+                let message = error
+                    .get("message")
+                    .and_then(Value::as_str)
+                    .unwrap_or("error")
+                    .to_string();
+                self.fail(index, message, t, out);
+            }
+        }
+    }
+
+    fn learn_tools(&mut self, session: usize, result: &Value) {
+        let Some(tools) = result.get("tools").and_then(Value::as_array) else {
+            return;
+        };
+        for tool in tools {
+            let Some(name) = tool.get("name").and_then(Value::as_str) else {
+                continue;
+            };
+            let hint = |key: &str| {
+                tool.pointer(&format!("/annotations/{key}"))
+                    .and_then(Value::as_bool)
+                    == Some(true)
+            };
+            let info = ToolInfo {
+                read_only: hint("readOnlyHint"),
+                idempotent: hint("idempotentHint"),
+            };
+            self.sessions[session]
+                .tools
+                .insert(name.to_string(), info.clone());
+            self.tools.insert(name.to_string(), info);
+        }
+    }
+
+    fn stream_ended(&mut self, id: StreamId, dir: Direction, end: End, out: &mut Vec<Notice>) {
+        let Some(si) = self.stream_index.get(&id).copied() else {
+            return;
+        };
+        if dir == Direction::ClientToServer {
+            if end.how != EndHow::Eof {
+                self.streams[si].request_aborted = Some(end);
+            }
+            return;
+        }
+        if self.streams[si].ended.is_some() {
+            return;
+        }
+        if self.streams[si].unreachable.is_none() {
+            self.counts.open_streams -= 1;
+        }
+        let t = end.at;
+        let (how, leg) = (end.how, end.leg);
+        self.streams[si].ended = Some(end);
+        let open = self.open_calls_owned_by(si);
+        out.push(Notice {
+            t,
+            what: What::StreamEnded {
+                stream: id,
+                label: self.streams[si].label(),
+                how,
+                leg,
+                pending: open.len(),
+            },
+        });
+        let stream = &self.streams[si];
+        let session_alive = self.sessions[stream.session].is_alive();
+        let status = stream.status.unwrap_or(0);
+        let resumption = stream.resumes.is_some();
+        let has_ids = stream.has_event_ids();
+        let (last_event_id, retry_ms) = (stream.last_event_id.clone(), stream.retry_ms);
+        let death = Death {
+            stream: id,
+            at: t,
+            how: Some(how),
+            leg: Some(leg),
+        };
+        for index in open {
+            let stateless = is_stateless(self.calls[index].revision.as_deref());
+            if status >= 400 {
+                self.fail(index, format!("HTTP {status}"), t, out);
+            } else if stateless && leg == Leg::Client {
+                self.set_verdict(index, Verdict::Cancelled { at: t }, Some(t));
+                out.push(Notice {
+                    t,
+                    what: What::CallCancelled {
+                        call: self.call_ref(index),
+                    },
+                });
+            } else if !stateless && has_ids && session_alive {
+                let verdict = Verdict::Resumable {
+                    death,
+                    last_event_id: last_event_id.clone(),
+                    retry_ms,
+                };
+                self.set_verdict(index, verdict, None);
+                out.push(Notice {
+                    t,
+                    what: What::CallResumable {
+                        call: self.call_ref(index),
+                        stream: id,
+                        last_event_id: last_event_id.clone(),
+                        retry_ms,
+                    },
+                });
+            } else {
+                let cause = match (resumption, leg) {
+                    (true, _) => OrphanCause::ResumeFailed,
+                    (false, Leg::Client) => OrphanCause::ClientClosed,
+                    (false, Leg::Upstream) => OrphanCause::StreamEnded,
+                };
+                self.orphan(index, cause, death, t, out);
+            }
+        }
+    }
+
+    /// Client → server calls whose response this stream owns and that are still waiting on it.
+    fn open_calls_owned_by(&self, si: usize) -> Vec<usize> {
+        let stream = &self.streams[si];
+        stream
+            .calls
+            .iter()
+            .copied()
+            .filter(|&c| {
+                let call = &self.calls[c];
+                call.owner == stream.id
+                    && call.dir == Direction::ClientToServer
+                    && call.verdict == Verdict::Pending
+            })
+            .collect()
+    }
+
+    pub(super) fn orphan(
+        &mut self,
+        index: usize,
+        cause: OrphanCause,
+        death: Death,
+        t: DateTime<Utc>,
+        out: &mut Vec<Notice>,
+    ) {
+        self.set_verdict(index, Verdict::Orphaned { cause, death }, Some(t));
+        out.push(Notice {
+            t,
+            what: What::CallOrphaned {
+                call: self.call_ref(index),
+                stream: death.stream,
+                stream_ended_at: death.at.to_rfc3339_opts(SecondsFormat::Millis, true),
+                how: death.how,
+                cause: cause.describe(),
+            },
+        });
+    }
+
+    fn fail(&mut self, index: usize, message: String, t: DateTime<Utc>, out: &mut Vec<Notice>) {
+        let elapsed_ms = (t - self.calls[index].started_at).num_milliseconds();
+        self.set_verdict(
+            index,
+            Verdict::Error {
+                message: message.clone(),
+            },
+            Some(t),
+        );
+        if self.calls[index].dir == Direction::ClientToServer {
+            out.push(Notice {
+                t,
+                what: What::CallFailed {
+                    call: self.call_ref(index),
+                    error: message,
+                    elapsed_ms,
+                },
+            });
+        }
+    }
+
+    /// Changes a verdict and keeps the counts in step.
+    fn set_verdict(&mut self, index: usize, verdict: Verdict, ended_at: Option<DateTime<Utc>>) {
+        let call = &mut self.calls[index];
+        let before = (
+            call.verdict.is_open(),
+            matches!(call.verdict, Verdict::Orphaned { .. }),
+        );
+        let after = (
+            verdict.is_open(),
+            matches!(verdict, Verdict::Orphaned { .. }),
+        );
+        call.verdict = verdict;
+        call.ended_at = ended_at;
+        let counts = &mut self.counts;
+        match (before.0, after.0) {
+            (true, false) => counts.pending -= 1,
+            (false, true) => counts.pending += 1,
+            _ => {}
+        }
+        match (before.1, after.1) {
+            (true, false) => counts.orphaned -= 1,
+            (false, true) => counts.orphaned += 1,
+            _ => {}
+        }
+    }
+}

@@ -1,0 +1,209 @@
+//! The pure session model: a deterministic fold over [`Event`]s.
+//!
+//! It imports no I/O. Time comes from the events (and from `now` arguments for timers), so the
+//! live view, a replay and a test that feeds the same events reach the same state.
+
+pub mod call;
+mod fold;
+pub mod notice;
+pub mod session;
+pub mod stream;
+pub mod verdict;
+
+use std::collections::HashMap;
+
+use chrono::{DateTime, Utc};
+use serde_json::Value;
+
+pub use call::{Call, Reaction};
+pub use notice::{CallRef, Notice, What};
+pub use session::{Session, SessionEnd, ToolInfo};
+pub use stream::{Body, End, Mark, Stream};
+pub use verdict::{Death, OrphanCause, Verdict};
+
+use crate::event::{Direction, Event, StreamId};
+
+/// How long a resumable call waits for a resumption (beyond the server's `retry:` hint) before it
+/// counts as orphaned.
+pub const RESUME_GRACE_MS: i64 = 15_000;
+
+/// One JSON-RPC message as the model keeps it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MessageRec {
+    /// When it was seen.
+    pub at: DateTime<Utc>,
+    /// The stream it travelled on.
+    pub stream: StreamId,
+    /// Who sent it.
+    pub dir: Direction,
+    /// The message (one element of a batch), or the raw text of an invalid one.
+    pub body: Value,
+    /// Why it is invalid, if it is.
+    pub invalid: Option<String>,
+    /// The SSE event id it came with.
+    pub sse_id: Option<String>,
+    /// The call it belongs to.
+    pub call: Option<usize>,
+}
+
+impl MessageRec {
+    /// A short line: `→ tools/call id=3`, `← result id=3`, `← notifications/progress`.
+    pub fn summary(&self) -> String {
+        use crate::wire::jsonrpc::{Kind, classify, id_text};
+        let arrow = match self.dir {
+            Direction::ClientToServer => "→",
+            Direction::ServerToClient => "←",
+        };
+        if let Some(reason) = &self.invalid {
+            return format!("{arrow} invalid: {reason}");
+        }
+        match classify(&self.body) {
+            Kind::Request { id, method, .. } => format!("{arrow} {method} id={}", id_text(id)),
+            Kind::Notification { method, .. } => format!("{arrow} {method}"),
+            Kind::Result { id, .. } => format!("{arrow} result id={}", id_text(id)),
+            Kind::Error { id, .. } => format!("{arrow} error id={}", id_text(id)),
+            Kind::Invalid(reason) => format!("{arrow} invalid: {reason}"),
+        }
+    }
+}
+
+/// What the proxy said of itself.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProxyInfo {
+    /// Listen address.
+    pub listen: String,
+    /// Upstream URL.
+    pub upstream: String,
+}
+
+/// Counts for a status bar.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Counts {
+    /// Sessions with traffic.
+    pub sessions: usize,
+    /// Streams still open.
+    pub open_streams: usize,
+    /// Calls pending or resumable.
+    pub pending: usize,
+    /// Calls orphaned.
+    pub orphaned: usize,
+    /// Faults injected.
+    pub faults: usize,
+}
+
+/// The whole state.
+#[derive(Debug, Clone, Default)]
+pub struct Model {
+    /// Sessions; index 0 is the session-less traffic.
+    pub sessions: Vec<Session>,
+    /// Streams in the order they opened.
+    pub streams: Vec<Stream>,
+    /// Calls in the order they started.
+    pub calls: Vec<Call>,
+    /// Every message, in order.
+    pub messages: Vec<MessageRec>,
+    /// The proxy's own description, if the recording has it.
+    pub proxy: Option<ProxyInfo>,
+    /// Notes and faults, in order: (time, stream, text).
+    pub notes: Vec<(DateTime<Utc>, Option<StreamId>, String)>,
+    /// Events folded so far.
+    pub events_applied: u64,
+    /// Time of the last event folded.
+    pub last_t: Option<DateTime<Utc>>,
+    stream_index: HashMap<StreamId, usize>,
+    session_index: HashMap<String, usize>,
+    event_owner: HashMap<(usize, String), StreamId>,
+    calls_by_id: HashMap<(usize, Direction, String), Vec<usize>>,
+    calls_by_key: HashMap<String, Vec<usize>>,
+    tools: HashMap<String, ToolInfo>,
+    counts: Counts,
+}
+
+impl Model {
+    /// An empty model.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Folds every event in order; returns the notices.
+    pub fn from_events<'a>(events: impl IntoIterator<Item = &'a Event>) -> (Self, Vec<Notice>) {
+        let mut model = Self::new();
+        let mut notices = Vec::new();
+        for event in events {
+            notices.extend(model.apply(event));
+        }
+        (model, notices)
+    }
+
+    /// A stream by id.
+    pub fn stream(&self, id: StreamId) -> Option<&Stream> {
+        self.stream_index.get(&id).map(|&i| &self.streams[i])
+    }
+
+    /// The session a stream belongs to.
+    pub fn session_of(&self, stream: &Stream) -> &Session {
+        &self.sessions[stream.session]
+    }
+
+    /// Calls that are pending or resumable, oldest first.
+    pub fn open_calls(&self) -> impl Iterator<Item = &Call> {
+        self.calls.iter().filter(|c| c.verdict.is_open())
+    }
+
+    /// Counts for a status bar.
+    pub fn counts(&self) -> Counts {
+        Counts {
+            sessions: self
+                .sessions
+                .iter()
+                .filter(|s| !s.streams.is_empty())
+                .count(),
+            ..self.counts
+        }
+    }
+
+    /// What `tools/list` said of a tool, in this session or any.
+    pub fn tool_info(&self, session: usize, tool: &str) -> Option<&ToolInfo> {
+        self.sessions
+            .get(session)
+            .and_then(|s| s.tools.get(tool))
+            .or_else(|| self.tools.get(tool))
+    }
+
+    /// Turns resumable calls whose resumption window has passed by `now` into orphans.
+    pub fn expire(&mut self, now: DateTime<Utc>) -> Vec<Notice> {
+        let mut notices = Vec::new();
+        let due: Vec<usize> = self
+            .calls
+            .iter()
+            .filter_map(|c| match &c.verdict {
+                Verdict::Resumable {
+                    death, retry_ms, ..
+                } => {
+                    let window = retry_ms.map_or(0, |r| r as i64) + RESUME_GRACE_MS;
+                    ((now - death.at).num_milliseconds() >= window).then_some(c.index)
+                }
+                _ => None,
+            })
+            .collect();
+        for index in due {
+            if let Some(death) = self.calls[index].verdict.death().copied() {
+                self.orphan(index, OrphanCause::ResumeFailed, death, now, &mut notices);
+            }
+        }
+        notices
+    }
+
+    fn call_ref(&self, index: usize) -> CallRef {
+        let call = &self.calls[index];
+        CallRef {
+            session: self.sessions[call.session].id.clone(),
+            request_id: call.id.clone(),
+            method: call.method.clone(),
+            tool: call.tool.clone(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,280 @@
+//! Notable changes reported by the fold: the lines of the headless view.
+
+use chrono::{DateTime, SecondsFormat, Utc};
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::event::{EndHow, Leg, StreamId};
+
+/// One notable change, serialized as one JSON object with `kind` and `t`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Notice {
+    /// When it happened (RFC 3339 with milliseconds).
+    #[serde(serialize_with = "millis")]
+    pub t: DateTime<Utc>,
+    /// What happened.
+    #[serde(flatten)]
+    pub what: What,
+}
+
+fn millis<S: serde::Serializer>(t: &DateTime<Utc>, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&t.to_rfc3339_opts(SecondsFormat::Millis, true))
+}
+
+/// The call a notice is about.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CallRef {
+    /// Session id, or null for session-less traffic.
+    pub session: Option<String>,
+    /// JSON-RPC id.
+    pub request_id: Value,
+    /// Method.
+    pub method: String,
+    /// Tool name (tools/call only).
+    pub tool: Option<String>,
+}
+
+/// The kinds of notable change.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum What {
+    /// A session was established (`Mcp-Session-Id` assigned) or first seen.
+    SessionStarted {
+        /// Session id.
+        session: Option<String>,
+        /// Protocol revision, if known.
+        revision: Option<String>,
+    },
+    /// A session ended (404 or DELETE).
+    SessionEnded {
+        /// Session id.
+        session: Option<String>,
+        /// `expired` or `deleted`.
+        how: &'static str,
+    },
+    /// A client request began.
+    CallStarted {
+        /// The call.
+        #[serde(flatten)]
+        call: CallRef,
+        /// Its owning stream.
+        stream: StreamId,
+    },
+    /// A response stream ended.
+    StreamEnded {
+        /// The stream.
+        stream: StreamId,
+        /// Its label (`POST#3 sse`).
+        label: String,
+        /// How.
+        how: EndHow,
+        /// Which leg.
+        leg: Leg,
+        /// Calls it owned that had no response yet.
+        pending: usize,
+    },
+    /// A call can no longer be answered.
+    CallOrphaned {
+        /// The call.
+        #[serde(flatten)]
+        call: CallRef,
+        /// The stream that died.
+        stream: StreamId,
+        /// When it died (RFC 3339, ms).
+        stream_ended_at: String,
+        /// How (`eof`, `reset`, `error`, `cancelled`), or null when no stream died.
+        how: Option<EndHow>,
+        /// Why, in words.
+        cause: &'static str,
+    },
+    /// A call's stream died but it may be resumed.
+    CallResumable {
+        /// The call.
+        #[serde(flatten)]
+        call: CallRef,
+        /// The stream that died.
+        stream: StreamId,
+        /// The last event id seen.
+        last_event_id: Option<String>,
+        /// The server's retry hint, ms.
+        retry_ms: Option<u64>,
+    },
+    /// A resumption GET took over a call.
+    CallResumed {
+        /// The call.
+        #[serde(flatten)]
+        call: CallRef,
+        /// The resuming stream.
+        stream: StreamId,
+        /// The `Last-Event-ID` it sent.
+        last_event_id: String,
+    },
+    /// A call got its result.
+    CallAnswered {
+        /// The call.
+        #[serde(flatten)]
+        call: CallRef,
+        /// The stream that delivered it.
+        stream: StreamId,
+        /// From request to response.
+        elapsed_ms: i64,
+    },
+    /// A call got an error.
+    CallFailed {
+        /// The call.
+        #[serde(flatten)]
+        call: CallRef,
+        /// The error.
+        error: String,
+        /// From request to error.
+        elapsed_ms: i64,
+    },
+    /// The client cancelled a call.
+    CallCancelled {
+        /// The call.
+        #[serde(flatten)]
+        call: CallRef,
+    },
+    /// The same method and params arrived again while an earlier one was unanswered.
+    ClientRetry {
+        /// The new call.
+        #[serde(flatten)]
+        call: CallRef,
+        /// Which arrival (2 for the first retry).
+        arrival: u32,
+        /// Whether the tool says it is safe to repeat (`readOnlyHint` or `idempotentHint`).
+        idempotent: bool,
+        /// The request id of the call it repeats.
+        retry_of: Value,
+    },
+    /// The upstream could not be reached.
+    UpstreamUnreachable {
+        /// The stream.
+        stream: StreamId,
+        /// Why.
+        error: String,
+    },
+    /// A message was not valid JSON-RPC.
+    InvalidMessage {
+        /// The stream.
+        stream: StreamId,
+        /// Why.
+        reason: String,
+    },
+    /// The proxy injected a fault.
+    FaultInjected {
+        /// The stream.
+        stream: StreamId,
+        /// The fault.
+        fault: String,
+    },
+}
+
+impl Notice {
+    /// One readable line for the headless view.
+    pub fn line(&self) -> String {
+        let t = self.t.format("%H:%M:%S%.3f");
+        let call = |c: &CallRef| {
+            let session = c.session.as_deref().unwrap_or("-");
+            let what = match &c.tool {
+                Some(tool) => format!("{} {tool}", c.method),
+                None => c.method.clone(),
+            };
+            format!("{what} id={} session={session}", c.request_id)
+        };
+        let text = match &self.what {
+            What::SessionStarted { session, revision } => format!(
+                "session started   {} revision={}",
+                session.as_deref().unwrap_or("-"),
+                revision.as_deref().unwrap_or("?")
+            ),
+            What::SessionEnded { session, how } => {
+                format!("session {how}   {}", session.as_deref().unwrap_or("-"))
+            }
+            What::CallStarted { call: c, stream } => {
+                format!("call started      {} on #{stream}", call(c))
+            }
+            What::StreamEnded {
+                label,
+                how,
+                leg,
+                pending,
+                ..
+            } => format!(
+                "stream ended      {label} {} ({}) with {pending} call(s) unanswered",
+                how.as_str(),
+                leg.as_str()
+            ),
+            What::CallOrphaned {
+                call: c,
+                stream,
+                how,
+                cause,
+                ..
+            } => format!(
+                "CALL ORPHANED     {} — #{stream} {}: {cause}",
+                call(c),
+                how.map(EndHow::as_str).unwrap_or("-")
+            ),
+            What::CallResumable {
+                call: c,
+                stream,
+                last_event_id,
+                ..
+            } => format!(
+                "call resumable    {} — #{stream} died after event id {}",
+                call(c),
+                last_event_id.as_deref().unwrap_or("-")
+            ),
+            What::CallResumed {
+                call: c,
+                stream,
+                last_event_id,
+            } => {
+                format!(
+                    "call resumed      {} on #{stream} from event id {last_event_id}",
+                    call(c)
+                )
+            }
+            What::CallAnswered {
+                call: c,
+                elapsed_ms,
+                ..
+            } => {
+                format!("call answered     {} in {elapsed_ms} ms", call(c))
+            }
+            What::CallFailed {
+                call: c,
+                error,
+                elapsed_ms,
+            } => {
+                format!("call failed       {} in {elapsed_ms} ms: {error}", call(c))
+            }
+            What::CallCancelled { call: c } => format!("call cancelled    {}", call(c)),
+            What::ClientRetry {
+                call: c,
+                arrival,
+                idempotent,
+                ..
+            } => format!(
+                "CLIENT RETRY      {} arrival {arrival}{}",
+                call(c),
+                if *idempotent {
+                    ""
+                } else {
+                    " — tool is neither read-only nor idempotent"
+                }
+            ),
+            What::UpstreamUnreachable { stream, error } => {
+                format!("upstream unreachable on #{stream}: {error}")
+            }
+            What::InvalidMessage { stream, reason } => {
+                format!("invalid message   on #{stream}: {reason}")
+            }
+            What::FaultInjected { stream, fault } => {
+                format!("FAULT INJECTED    {fault} on #{stream}")
+            }
+        };
+        format!("{t} {text}")
+    }
+}

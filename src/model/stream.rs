@@ -1,0 +1,131 @@
+//! One HTTP exchange: a request and its response stream.
+
+use chrono::{DateTime, Utc};
+
+use crate::event::{EndHow, Header, Leg, StreamId, header};
+
+/// What the response body is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Body {
+    /// No response head yet.
+    Unknown,
+    /// `text/event-stream`.
+    Sse,
+    /// `application/json`.
+    Json,
+    /// Anything else (or none).
+    Other,
+}
+
+/// How an exchange ended, one direction.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct End {
+    /// When.
+    pub at: DateTime<Utc>,
+    /// How.
+    pub how: EndHow,
+    /// Which leg ended it.
+    pub leg: Leg,
+    /// Bytes that passed.
+    pub bytes: u64,
+    /// Transport detail.
+    pub detail: Option<String>,
+}
+
+/// A mark on a stream's timeline.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Mark {
+    /// When.
+    pub at: DateTime<Utc>,
+    /// The SSE event id, if any.
+    pub id: Option<String>,
+    /// Index into [`crate::model::Model::messages`] of the message it carried, if any.
+    pub message: Option<usize>,
+    /// Whether it carried a response (result or error).
+    pub response: bool,
+    /// Body offsets of the event.
+    pub span: (u64, u64),
+}
+
+/// One exchange.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Stream {
+    /// Exchange id.
+    pub id: StreamId,
+    /// Client connection number.
+    pub conn: u64,
+    /// HTTP method.
+    pub method: String,
+    /// Path and query.
+    pub path: String,
+    /// Index of its session.
+    pub session: usize,
+    /// When the request head arrived.
+    pub opened_at: DateTime<Utc>,
+    /// Request headers.
+    pub request_headers: Vec<Header>,
+    /// Response status, once known.
+    pub status: Option<u16>,
+    /// Response headers.
+    pub response_headers: Vec<Header>,
+    /// When the response head was seen.
+    pub head_at: Option<DateTime<Utc>>,
+    /// What the body is.
+    pub body: Body,
+    /// SSE events and JSON bodies, in order.
+    pub marks: Vec<Mark>,
+    /// Indices of the messages carried both ways.
+    pub messages: Vec<usize>,
+    /// Indices of the calls it carried the request of, or owns the response of.
+    pub calls: Vec<usize>,
+    /// The last SSE event id seen.
+    pub last_event_id: Option<String>,
+    /// The server's `retry:` hint, ms.
+    pub retry_ms: Option<u64>,
+    /// The stream this one resumes (GET with `Last-Event-ID`).
+    pub resumes: Option<StreamId>,
+    /// How the response ended.
+    pub ended: Option<End>,
+    /// How the request body ended, if abnormally.
+    pub request_aborted: Option<End>,
+    /// Upstream unreachable: the error.
+    pub unreachable: Option<String>,
+    /// Faults injected on it.
+    pub faults: Vec<String>,
+    /// Invalid messages seen on it.
+    pub invalid: u32,
+}
+
+impl Stream {
+    /// `POST#12 sse`, `GET#3 resumed`, `POST#4 json`.
+    pub fn label(&self) -> String {
+        let suffix = match (self.resumes.is_some(), self.body) {
+            (true, _) => " resumed",
+            (false, Body::Sse) => " sse",
+            (false, Body::Json) => " json",
+            (false, Body::Other) => "",
+            (false, Body::Unknown) => "",
+        };
+        format!("{}#{}{}", self.method, self.id, suffix)
+    }
+
+    /// Whether the response is still flowing.
+    pub fn is_open(&self) -> bool {
+        self.ended.is_none() && self.unreachable.is_none()
+    }
+
+    /// Whether any SSE event on it carried an id.
+    pub fn has_event_ids(&self) -> bool {
+        self.last_event_id.is_some()
+    }
+
+    /// A request header, case-insensitively.
+    pub fn request_header(&self, name: &str) -> Option<&str> {
+        header(&self.request_headers, name)
+    }
+
+    /// A response header, case-insensitively.
+    pub fn response_header(&self, name: &str) -> Option<&str> {
+        header(&self.response_headers, name)
+    }
+}

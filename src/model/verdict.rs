@@ -1,0 +1,114 @@
+//! What became of a call.
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+
+use crate::event::{EndHow, Leg, StreamId};
+
+/// Why a call can no longer be answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OrphanCause {
+    /// Its owning stream ended before the response, and it cannot be resumed.
+    StreamEnded,
+    /// The request was answered by something other than JSON or SSE (e.g. `202`).
+    NoResponseBody,
+    /// The session expired (`404`).
+    SessionExpired,
+    /// The session was deleted.
+    SessionDeleted,
+    /// A resumption was refused, ended again without the response, or never came.
+    ResumeFailed,
+    /// The client closed the stream while the call was pending.
+    ClientClosed,
+}
+
+impl OrphanCause {
+    /// A short phrase for display.
+    pub fn describe(self) -> &'static str {
+        match self {
+            OrphanCause::StreamEnded => "stream ended before the response",
+            OrphanCause::NoResponseBody => "answered with no JSON or SSE body",
+            OrphanCause::SessionExpired => "session expired (404)",
+            OrphanCause::SessionDeleted => "session deleted",
+            OrphanCause::ResumeFailed => "resumption failed",
+            OrphanCause::ClientClosed => "client closed the stream",
+        }
+    }
+}
+
+/// The death of a stream, as a call saw it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Death {
+    /// The stream that died.
+    pub stream: StreamId,
+    /// When.
+    pub at: DateTime<Utc>,
+    /// How (absent when the call died by session expiry or a non-stream answer).
+    pub how: Option<EndHow>,
+    /// Which leg ended first.
+    pub leg: Option<Leg>,
+}
+
+/// The state of a call.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "verdict", rename_all = "snake_case")]
+pub enum Verdict {
+    /// Waiting for its response on a live stream.
+    Pending,
+    /// A result arrived.
+    Answered,
+    /// An error arrived (JSON-RPC error, or an HTTP failure the client was told about).
+    Error {
+        /// What the error said.
+        message: String,
+    },
+    /// Its stream died and the client can no longer receive the response.
+    Orphaned {
+        /// Why.
+        cause: OrphanCause,
+        /// The death, when a stream died.
+        death: Death,
+    },
+    /// Its stream died, but it carried event ids and the session lives: a resumption may save it.
+    Resumable {
+        /// The death.
+        death: Death,
+        /// The last event id seen on the stream.
+        last_event_id: Option<String>,
+        /// The server's `retry:` hint in ms (a deliberate close, 2025-11-25).
+        retry_ms: Option<u64>,
+    },
+    /// The client cancelled it.
+    Cancelled {
+        /// When.
+        at: DateTime<Utc>,
+    },
+}
+
+impl Verdict {
+    /// The one-word name (`pending`, `answered`, `error`, `orphaned`, `resumable`, `cancelled`).
+    pub fn name(&self) -> &'static str {
+        match self {
+            Verdict::Pending => "pending",
+            Verdict::Answered => "answered",
+            Verdict::Error { .. } => "error",
+            Verdict::Orphaned { .. } => "orphaned",
+            Verdict::Resumable { .. } => "resumable",
+            Verdict::Cancelled { .. } => "cancelled",
+        }
+    }
+
+    /// Whether the call may still get its response (pending or resumable).
+    pub fn is_open(&self) -> bool {
+        matches!(self, Verdict::Pending | Verdict::Resumable { .. })
+    }
+
+    /// The stream death behind this verdict, if any.
+    pub fn death(&self) -> Option<&Death> {
+        match self {
+            Verdict::Orphaned { death, .. } | Verdict::Resumable { death, .. } => Some(death),
+            _ => None,
+        }
+    }
+}

@@ -1,0 +1,174 @@
+//! JSON-RPC 2.0 classification: requests, notifications, responses, batches.
+
+use serde_json::Value;
+
+/// What one JSON-RPC message is.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Kind<'a> {
+    /// A request: has `method` and `id`.
+    Request {
+        /// The id.
+        id: &'a Value,
+        /// The method.
+        method: &'a str,
+        /// The params (or `null`).
+        params: &'a Value,
+    },
+    /// A notification: has `method`, no `id`.
+    Notification {
+        /// The method.
+        method: &'a str,
+        /// The params (or `null`).
+        params: &'a Value,
+    },
+    /// A successful response: has `id` and `result`.
+    Result {
+        /// The id.
+        id: &'a Value,
+        /// The result.
+        result: &'a Value,
+    },
+    /// An error response: has `id` (possibly null) and `error`.
+    Error {
+        /// The id.
+        id: &'a Value,
+        /// The error object.
+        error: &'a Value,
+    },
+    /// Anything else, with the reason.
+    Invalid(&'static str),
+}
+
+static NULL: Value = Value::Null;
+
+/// Classifies one JSON-RPC message object.
+pub fn classify(msg: &Value) -> Kind<'_> {
+    let Some(obj) = msg.as_object() else {
+        return Kind::Invalid("not a JSON object");
+    };
+    let params = obj.get("params").unwrap_or(&NULL);
+    match (obj.get("method"), obj.get("id")) {
+        (Some(Value::String(method)), Some(id)) if !id.is_null() => {
+            Kind::Request { id, method, params }
+        }
+        (Some(Value::String(method)), _) => Kind::Notification { method, params },
+        (Some(_), _) => Kind::Invalid("method is not a string"),
+        (None, id) => {
+            let id = id.unwrap_or(&NULL);
+            if let Some(result) = obj.get("result") {
+                Kind::Result { id, result }
+            } else if let Some(error) = obj.get("error") {
+                Kind::Error { id, error }
+            } else {
+                Kind::Invalid("neither method, result nor error")
+            }
+        }
+    }
+}
+
+/// The messages of a body: the elements of a batch, or the one message.
+pub fn messages(body: &Value) -> Vec<&Value> {
+    match body {
+        Value::Array(items) => items.iter().collect(),
+        other => vec![other],
+    }
+}
+
+/// A display form of a JSON-RPC id (`7`, `"abc"`).
+pub fn id_text(id: &Value) -> String {
+    match id {
+        Value::String(s) => format!("{s:?}"),
+        other => other.to_string(),
+    }
+}
+
+/// Parses a body as JSON; the error text says why it is not JSON-RPC.
+pub fn parse_body(bytes: &[u8]) -> Result<Value, String> {
+    let value: Value = serde_json::from_slice(bytes).map_err(|e| format!("invalid JSON: {e}"))?;
+    match &value {
+        Value::Object(_) => Ok(value),
+        Value::Array(items) if !items.is_empty() && items.iter().all(Value::is_object) => Ok(value),
+        Value::Array(_) => Err("a batch must be a non-empty array of objects".into()),
+        _ => Err("a JSON-RPC message must be an object or a batch".into()),
+    }
+}
+
+/// Writes a value with object keys sorted, so equal params compare equal as text.
+pub fn canonical(value: &Value) -> String {
+    fn write(value: &Value, out: &mut String) {
+        match value {
+            Value::Object(map) => {
+                let mut keys: Vec<&String> = map.keys().collect();
+                keys.sort();
+                out.push('{');
+                for (i, key) in keys.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    out.push_str(&Value::String((*key).clone()).to_string());
+                    out.push(':');
+                    if let Some(v) = map.get(*key) {
+                        write(v, out);
+                    }
+                }
+                out.push('}');
+            }
+            Value::Array(items) => {
+                out.push('[');
+                for (i, item) in items.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    write(item, out);
+                }
+                out.push(']');
+            }
+            other => out.push_str(&other.to_string()),
+        }
+    }
+    let mut out = String::new();
+    write(value, &mut out);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn classifies_each_kind() {
+        let req = json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"poke"}});
+        assert!(matches!(
+            classify(&req),
+            Kind::Request {
+                method: "tools/call",
+                ..
+            }
+        ));
+        let note = json!({"jsonrpc":"2.0","method":"notifications/initialized"});
+        assert!(matches!(classify(&note), Kind::Notification { .. }));
+        let res = json!({"jsonrpc":"2.0","id":1,"result":{}});
+        assert!(matches!(classify(&res), Kind::Result { .. }));
+        let err = json!({"jsonrpc":"2.0","id":null,"error":{"code":-1,"message":"x"}});
+        assert!(matches!(classify(&err), Kind::Error { .. }));
+        assert!(matches!(classify(&json!(3)), Kind::Invalid(_)));
+        assert!(matches!(classify(&json!({"id":1})), Kind::Invalid(_)));
+    }
+
+    #[test]
+    fn parse_body_rejects_non_messages() {
+        assert!(parse_body(b"{\"a\":1}").is_ok());
+        assert!(parse_body(b"[{\"a\":1}]").is_ok());
+        assert!(parse_body(b"[]").is_err());
+        assert!(parse_body(b"42").is_err());
+        assert!(parse_body(b"{broken").unwrap_err().contains("invalid JSON"));
+    }
+
+    #[test]
+    fn canonical_ignores_key_order() {
+        let a = json!({"b":1,"a":{"y":2,"x":[1,{"q":1,"p":2}]}});
+        let b = json!({"a":{"x":[1,{"p":2,"q":1}],"y":2},"b":1});
+        assert_eq!(canonical(&a), canonical(&b));
+    }
+}
