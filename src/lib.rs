@@ -6,3 +6,5 @@
 pub mod event;
 pub mod model;
 pub mod wire;
+pub mod cli;
+pub mod fault;

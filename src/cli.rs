@@ -1,0 +1,177 @@
+//! Command-line interface.
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+/// A terminal debugger for MCP Streamable HTTP sessions: which stream owns which pending call,
+/// and when it died.
+#[derive(Debug, Parser)]
+#[command(name = "mcpscope", version, about, args_conflicts_with_subcommands = true)]
+pub struct Cli {
+    /// What to run (default: the proxy).
+    #[command(subcommand)]
+    pub command: Option<Command>,
+    /// Proxy options (when no subcommand is given).
+    #[command(flatten)]
+    pub proxy: ProxyArgs,
+}
+
+/// Subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run a small built-in MCP server for experiments.
+    ServeTest(ServeTestArgs),
+    /// Start the test server, the proxy and the TUI, and drive a scripted client into a failure.
+    Demo(DemoArgs),
+    /// Open a recording in the viewer, or serve it as a mock upstream.
+    Replay(ReplayArgs),
+}
+
+/// Where to listen: a port, or host:port.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Listen(pub SocketAddr);
+
+impl std::str::FromStr for Listen {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        if let Ok(port) = s.parse::<u16>() {
+            return Ok(Listen(SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), port)));
+        }
+        if let Ok(addr) = s.parse::<SocketAddr>() {
+            return Ok(Listen(addr));
+        }
+        if let Some(port) = s.strip_prefix("localhost:") {
+            let port = port.parse::<u16>().map_err(|_| format!("bad port in {s:?}"))?;
+            return Ok(Listen(SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), port)));
+        }
+        Err(format!("expected a port (9000) or host:port (127.0.0.1:9000), got {s:?}"))
+    }
+}
+
+impl Listen {
+    /// Whether the address is loopback.
+    pub fn is_loopback(&self) -> bool {
+        self.0.ip().is_loopback()
+    }
+}
+
+/// Options of the proxy.
+#[derive(Debug, Clone, Args)]
+pub struct ProxyArgs {
+    /// Port or host:port to listen on (binds 127.0.0.1 when only a port is given).
+    #[arg(long, default_value = "9000")]
+    pub listen: Listen,
+    /// The MCP server's URL (http:// or https://), e.g. http://127.0.0.1:8765/mcp.
+    #[arg(long)]
+    pub upstream: Option<String>,
+    /// Print one readable line per notable change instead of the TUI.
+    #[arg(long)]
+    pub headless: bool,
+    /// Print one JSON object per line per notable change (implies --headless).
+    #[arg(long)]
+    pub json: bool,
+    /// Write the recording here (default: a new file in ./recordings/).
+    #[arg(long, value_name = "PATH", conflicts_with = "no_record")]
+    pub record: Option<PathBuf>,
+    /// Do not record.
+    #[arg(long)]
+    pub no_record: bool,
+    /// Keep credentials (Authorization, Cookie, …) in the recording.
+    #[arg(long)]
+    pub no_redact: bool,
+    /// Accept any TLS certificate from the upstream (dangerous).
+    #[arg(long)]
+    pub insecure: bool,
+    /// Allow listening on a non-loopback address.
+    #[arg(long)]
+    pub allow_remote: bool,
+    /// Colour theme: a built-in name (dark, light, high-contrast) or a path to a TOML file.
+    #[arg(long, value_name = "NAME|PATH")]
+    pub theme: Option<String>,
+    /// Arm a fault rule at start (repeatable); see the README for the grammar.
+    #[arg(long = "fault", value_name = "SPEC")]
+    pub faults: Vec<String>,
+    /// Arm the fault rules of a TOML file.
+    #[arg(long = "faults", value_name = "FILE")]
+    pub faults_file: Option<PathBuf>,
+}
+
+/// Options of `serve-test`.
+#[derive(Debug, Clone, Args)]
+pub struct ServeTestArgs {
+    /// Port or host:port to listen on.
+    #[arg(long, default_value = "8765")]
+    pub listen: Listen,
+    /// Answer requests with application/json instead of SSE streams.
+    #[arg(long)]
+    pub json_responses: bool,
+    /// Do not put `id:` fields on SSE events (no resumption possible).
+    #[arg(long)]
+    pub no_event_ids: bool,
+}
+
+/// Options of `demo`.
+#[derive(Debug, Clone, Args)]
+pub struct DemoArgs {
+    /// Print readable lines instead of the TUI.
+    #[arg(long)]
+    pub headless: bool,
+    /// Print JSON lines instead of the TUI.
+    #[arg(long)]
+    pub json: bool,
+    /// Stop after this many seconds (default: run until quit).
+    #[arg(long)]
+    pub seconds: Option<u64>,
+    /// Colour theme.
+    #[arg(long, value_name = "NAME|PATH")]
+    pub theme: Option<String>,
+}
+
+/// Options of `replay`.
+#[derive(Debug, Clone, Args)]
+pub struct ReplayArgs {
+    /// The recording (JSON Lines).
+    pub file: PathBuf,
+    /// Serve the recording as a mock upstream instead of viewing it.
+    #[arg(long)]
+    pub serve: bool,
+    /// With --serve: port or host:port to listen on.
+    #[arg(long, default_value = "9000")]
+    pub listen: Listen,
+    /// Playback speed (1 = recorded pacing; 0 = as fast as possible).
+    #[arg(long, default_value_t = 1.0)]
+    pub speed: f64,
+    /// Print the replayed notices as readable lines instead of the viewer.
+    #[arg(long)]
+    pub headless: bool,
+    /// Print the replayed notices as JSON lines instead of the viewer.
+    #[arg(long)]
+    pub json: bool,
+    /// Colour theme.
+    #[arg(long, value_name = "NAME|PATH")]
+    pub theme: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn listen_takes_a_port_or_host_port() {
+        assert_eq!("9000".parse::<Listen>().map(|l| l.0.to_string()), Ok("127.0.0.1:9000".into()));
+        assert_eq!("[::1]:9".parse::<Listen>().map(|l| l.0.to_string()), Ok("[::1]:9".into()));
+        assert!("0.0.0.0:9".parse::<Listen>().is_ok_and(|l| !l.is_loopback()));
+        assert!("nope".parse::<Listen>().is_err());
+    }
+
+    #[test]
+    fn subcommands_parse() {
+        let cli = Cli::try_parse_from(["mcpscope", "replay", "x.jsonl", "--serve"]).expect("parse");
+        assert!(matches!(cli.command, Some(Command::Replay(ReplayArgs { serve: true, .. }))));
+        let cli = Cli::try_parse_from(["mcpscope", "--upstream", "http://h/mcp", "--json"]).expect("parse");
+        assert!(cli.proxy.json && cli.command.is_none());
+    }
+}
