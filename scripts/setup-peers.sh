@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# setup-peers.sh — installs the real MCP peers used by mcpscope's interop tests (idempotent).
+#
+#   .venv/                  python3 -m venv at the repo root, with PyPI mcp==2.3.0 (the official
+#                           Python SDK) for tests/peers/py_server.py and tests/peers/py_client.py
+#   tests/peers/node/       npm ci of @modelcontextprotocol/sdk (the official TypeScript SDK, 1.x)
+#                           from the committed package-lock.json, for tests/peers/node/*.mjs
+#
+# Needs python3 (3.10+, with venv), node 20 and npm; reaches only PyPI and the npm registry.
+# Quiet on success; exits non-zero with a message on the first failure.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+MCP_PY_PIN="mcp==2.3.0"
+VENV="$ROOT/.venv"
+NODE_DIR="$ROOT/tests/peers/node"
+
+die() { echo "setup-peers: $*" >&2; exit 1; }
+
+command -v python3 >/dev/null || die "python3 not found"
+command -v node >/dev/null || die "node not found"
+command -v npm >/dev/null || die "npm not found"
+
+# --- Python SDK -------------------------------------------------------------------------------
+if [ ! -x "$VENV/bin/python" ]; then
+    python3 -m venv "$VENV" || die "python3 -m venv failed (on Debian: apt-get install python3-venv)"
+fi
+if ! "$VENV/bin/python" - "$MCP_PY_PIN" <<'PY' >/dev/null 2>&1
+import sys
+from importlib.metadata import version
+want = sys.argv[1].split("==")[1]
+sys.exit(0 if version("mcp") == want else 1)
+PY
+then
+    log="$(mktemp)"
+    if ! "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check "$MCP_PY_PIN" >"$log" 2>&1; then
+        cat "$log" >&2; rm -f "$log"; die "pip install $MCP_PY_PIN failed"
+    fi
+    rm -f "$log"
+fi
+"$VENV/bin/python" -c 'import mcp, uvicorn; from mcp.server.mcpserver import MCPServer; from mcp import Client' \
+    || die "the Python SDK in $VENV does not import"
+
+# --- TypeScript SDK ---------------------------------------------------------------------------
+if [ ! -f "$NODE_DIR/node_modules/@modelcontextprotocol/sdk/package.json" ] \
+    || [ "$NODE_DIR/package-lock.json" -nt "$NODE_DIR/node_modules/.package-lock.json" ]; then
+    log="$(mktemp)"
+    if ! (cd "$NODE_DIR" && npm ci --no-audit --no-fund --loglevel=error) >"$log" 2>&1; then
+        cat "$log" >&2; rm -f "$log"; die "npm ci in $NODE_DIR failed"
+    fi
+    rm -f "$log"
+fi
+(cd "$NODE_DIR" && node -e 'import("@modelcontextprotocol/sdk/client/streamableHttp.js")') >/dev/null \
+    || die "the TypeScript SDK in $NODE_DIR does not load"
