@@ -8,3 +8,4 @@ pub mod model;
 pub mod wire;
 pub mod cli;
 pub mod fault;
+pub mod testserver;
