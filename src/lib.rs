@@ -10,8 +10,3 @@ pub mod cli;
 pub mod fault;
 pub mod testserver;
 pub mod democlient;
-pub mod proxy;
-pub mod record;
-pub mod headless;
-pub mod hub;
-pub mod app;
