@@ -3,10 +3,15 @@
 //! Taps on every stream emit [`event::Event`]s; the pure [`model::Model`] folds them into
 //! sessions, streams and calls with a verdict each; views, the recorder and replays share them.
 
-pub mod event;
-pub mod model;
-pub mod wire;
+pub mod app;
 pub mod cli;
-pub mod fault;
-pub mod testserver;
 pub mod democlient;
+pub mod event;
+pub mod fault;
+pub mod headless;
+pub mod hub;
+pub mod model;
+pub mod proxy;
+pub mod record;
+pub mod testserver;
+pub mod wire;

@@ -1,1 +1,63 @@
-fn main() {}
+//! The `mcpscope` command: parse, dispatch, report errors in one line.
+
+use std::process::ExitCode;
+
+use clap::Parser;
+use mcpscope::app::{self, UsageError};
+use mcpscope::cli::{Cli, Command};
+
+fn init_tracing() {
+    let path = std::env::var_os("MCPSCOPE_LOG")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| std::env::temp_dir().join("mcpscope.log"));
+    let Ok(file) = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&path)
+    else {
+        return;
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_ansi(false)
+        .with_writer(std::sync::Mutex::new(file))
+        .try_init();
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_tracing();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("mcpscope: cannot start the runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let result = runtime.block_on(async move {
+        match cli.command {
+            None => app::run_proxy(cli.proxy).await,
+            Some(Command::ServeTest(args)) => mcpscope::testserver::run(&args).await,
+            Some(Command::Demo(_)) | Some(Command::Replay(_)) => {
+                anyhow::bail!("this subcommand is not available in this build")
+            }
+        }
+    });
+    runtime.shutdown_timeout(std::time::Duration::from_millis(200));
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) if e.downcast_ref::<UsageError>().is_some() => {
+            eprintln!("mcpscope: {e}");
+            ExitCode::from(2)
+        }
+        Err(e) => {
+            eprintln!("mcpscope: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -6,6 +6,7 @@
 pub mod call;
 mod fold;
 pub mod notice;
+mod query;
 pub mod session;
 pub mod stream;
 pub mod verdict;

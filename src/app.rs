@@ -1,0 +1,140 @@
+//! Wiring: the proxy, the hub (recorder) and a view, started from parsed arguments.
+
+use std::path::PathBuf;
+
+use anyhow::{Context, bail};
+use http::Uri;
+
+use crate::cli::{Listen, ProxyArgs};
+use crate::headless::{self, Style};
+use crate::hub::Hub;
+use crate::proxy::{self, Config, Proxy, sink::EventSink};
+use crate::record::Recorder;
+
+/// A usage error: reported in one line with exit code 2.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct UsageError(pub String);
+
+/// Checks an upstream URL: http or https, with a host.
+pub fn parse_upstream(text: &str) -> Result<Uri, UsageError> {
+    let uri: Uri = text
+        .parse()
+        .map_err(|e| UsageError(format!("--upstream {text:?} is not a URL: {e}")))?;
+    match uri.scheme_str() {
+        Some("http") | Some("https") => {}
+        _ => {
+            return Err(UsageError(format!(
+                "--upstream {text:?} must start with http:// or https://"
+            )));
+        }
+    }
+    if uri.host().is_none_or(str::is_empty) {
+        return Err(UsageError(format!("--upstream {text:?} has no host")));
+    }
+    Ok(uri)
+}
+
+/// Refuses a non-loopback listen address unless allowed.
+pub fn check_listen(listen: Listen, allow_remote: bool) -> Result<(), UsageError> {
+    if !listen.is_loopback() && !allow_remote {
+        return Err(UsageError(format!(
+            "--listen {} is not a loopback address; add --allow-remote to expose the proxy to the network",
+            listen.0
+        )));
+    }
+    Ok(())
+}
+
+/// Where the recording goes, if anywhere.
+pub fn recording_path(args: &ProxyArgs) -> Option<PathBuf> {
+    if args.no_record {
+        None
+    } else {
+        Some(args.record.clone().unwrap_or_else(Recorder::default_path))
+    }
+}
+
+/// A proxy with its hub, ready for a view.
+pub struct Running {
+    /// The proxy.
+    pub proxy: Proxy,
+    /// The hub.
+    pub hub: Hub,
+}
+
+/// Starts the hub and the proxy.
+pub async fn start_proxy(config: Config, recording: Option<PathBuf>) -> anyhow::Result<Running> {
+    let recorder = match &recording {
+        Some(path) => Some(
+            Recorder::create(path, config.redact)
+                .with_context(|| format!("cannot create the recording {}", path.display()))?,
+        ),
+        None => None,
+    };
+    let hub = Hub::start(recorder);
+    let proxy = proxy::start(config, EventSink::new(hub.input.clone())).await?;
+    Ok(Running { proxy, hub })
+}
+
+/// `mcpscope --listen … --upstream …`: runs until Ctrl-C (headless) or quit (TUI).
+pub async fn run_proxy(args: ProxyArgs) -> anyhow::Result<()> {
+    let Some(upstream) = args.upstream.as_deref() else {
+        bail!(UsageError(
+            "--upstream URL is required (or run `mcpscope demo`)".into()
+        ));
+    };
+    let upstream = parse_upstream(upstream)?;
+    check_listen(args.listen, args.allow_remote)?;
+    if args.insecure {
+        eprintln!("mcpscope: WARNING: --insecure: the upstream's TLS certificate is NOT verified");
+    }
+    let config = Config {
+        listen: args.listen.0,
+        upstream: upstream.clone(),
+        insecure: args.insecure,
+        allow_remote: args.allow_remote,
+        redact: !args.no_redact,
+    };
+    let mut running = start_proxy(config, recording_path(&args)).await?;
+    eprintln!(
+        "mcpscope: listening on http://{} (upstream {upstream})",
+        running.proxy.addr
+    );
+    if let Some(path) = &running.hub.recording {
+        eprintln!("mcpscope: recording to {}", path.display());
+    }
+    let feed = running
+        .hub
+        .take_output()
+        .context("view feed already taken")?;
+    let style = if args.json { Style::Json } else { Style::Lines };
+    tokio::select! {
+        _ = headless::run(feed, style) => {}
+        _ = shutdown_signal() => {}
+    }
+    running.proxy.shutdown();
+    drop(running.proxy);
+    let recorded = running.hub.finish();
+    tracing::info!("recorded {recorded} events");
+    Ok(())
+}
+
+/// Resolves on SIGINT or SIGTERM.
+pub async fn shutdown_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        if let (Ok(mut term), Ok(mut int)) = (
+            signal(SignalKind::terminate()),
+            signal(SignalKind::interrupt()),
+        ) {
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = int.recv() => {}
+            }
+            return;
+        }
+    }
+    let _ = tokio::signal::ctrl_c().await;
+}

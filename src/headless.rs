@@ -1,0 +1,55 @@
+//! The headless view: one readable line (or one JSON object) per notable change.
+
+use std::io::Write;
+use std::time::Duration;
+
+use chrono::Utc;
+use tokio::sync::mpsc::UnboundedReceiver;
+
+use crate::event::Event;
+use crate::model::{Model, Notice};
+
+/// Output style.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Style {
+    /// Readable lines.
+    Lines,
+    /// JSON Lines.
+    Json,
+}
+
+/// Formats one notice.
+pub fn format(notice: &Notice, style: Style) -> String {
+    match style {
+        Style::Lines => notice.line(),
+        Style::Json => serde_json::to_string(notice)
+            .unwrap_or_else(|e| format!("{{\"kind\":\"error\",\"error\":{:?}}}", e.to_string())),
+    }
+}
+
+/// Folds events as they come and prints the notices until the feed closes; returns the model.
+pub async fn run(mut feed: UnboundedReceiver<Event>, style: Style) -> Model {
+    let mut model = Model::new();
+    let mut tick = tokio::time::interval(Duration::from_millis(250));
+    let stdout = std::io::stdout();
+    loop {
+        let notices = tokio::select! {
+            event = feed.recv() => match event {
+                Some(event) => model.apply(&event),
+                None => break,
+            },
+            _ = tick.tick() => model.expire(Utc::now()),
+        };
+        if notices.is_empty() {
+            continue;
+        }
+        let mut out = stdout.lock();
+        for notice in &notices {
+            if writeln!(out, "{}", format(notice, style)).is_err() {
+                return model;
+            }
+        }
+        let _ = out.flush();
+    }
+    model
+}

@@ -1,0 +1,31 @@
+//! Read-only accessors for views: positions, and the messages of a call.
+
+use super::{Call, MessageRec, Model};
+use crate::event::StreamId;
+
+impl Model {
+    /// The position of a stream in [`Model::streams`].
+    pub fn stream_pos(&self, id: StreamId) -> Option<usize> {
+        self.stream_index.get(&id).copied()
+    }
+
+    /// The request message of a call.
+    pub fn request_message(&self, call: &Call) -> Option<&MessageRec> {
+        let stream = self.stream(call.request_stream)?;
+        stream
+            .messages
+            .iter()
+            .map(|&m| &self.messages[m])
+            .find(|m| m.call == Some(call.index) && m.dir == call.dir)
+    }
+
+    /// The response message of a call, if one arrived.
+    pub fn response_message(&self, call: &Call) -> Option<&MessageRec> {
+        let stream = self.stream(call.owner)?;
+        stream
+            .messages
+            .iter()
+            .map(|&m| &self.messages[m])
+            .find(|m| m.call == Some(call.index) && m.dir != call.dir)
+    }
+}

@@ -1,0 +1,28 @@
+//! Recordings: every event of a run as JSON Lines, after a header line with the format version.
+//! The format is documented in `docs/recording-format.md`.
+
+pub mod reader;
+pub mod writer;
+
+pub use reader::{ReadError, Recording, read_file};
+pub use writer::Recorder;
+
+use serde::{Deserialize, Serialize};
+
+/// The value of the header's `format` field.
+pub const FORMAT_NAME: &str = "mcpscope-recording";
+
+/// A recording's first line.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Header {
+    /// Always [`FORMAT_NAME`].
+    pub format: String,
+    /// The format version ([`crate::event::FORMAT_VERSION`]).
+    pub version: u32,
+    /// When recording began (RFC 3339).
+    pub created: String,
+    /// The mcpscope version that wrote it.
+    pub tool_version: String,
+    /// Whether credentials were redacted.
+    pub redacted: bool,
+}

@@ -1,0 +1,106 @@
+//! Reads a recording back, with exact errors for bad files.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+
+use super::{FORMAT_NAME, Header};
+use crate::event::{Event, FORMAT_VERSION};
+
+/// Why a recording cannot be read.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    /// The file could not be opened or read.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// A line is not what it should be.
+    #[error("{path}:{line}: {reason}")]
+    Line {
+        /// The file.
+        path: PathBuf,
+        /// 1-based line number.
+        line: usize,
+        /// What is wrong.
+        reason: String,
+    },
+}
+
+/// A recording read into memory.
+#[derive(Debug, Clone)]
+pub struct Recording {
+    /// Its header.
+    pub header: Header,
+    /// Its events, in order.
+    pub events: Vec<Event>,
+    /// Warnings (a truncated last line, from a crash while recording).
+    pub warnings: Vec<String>,
+}
+
+/// Reads a recording; a truncated last line is dropped with a warning.
+pub fn read_file(path: &Path) -> Result<Recording, ReadError> {
+    let io_err = |source| ReadError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let file = std::fs::File::open(path).map_err(io_err)?;
+    let line_err = |line: usize, reason: String| ReadError::Line {
+        path: path.to_path_buf(),
+        line,
+        reason,
+    };
+    let mut lines = BufReader::new(file).split(b'\n').enumerate().peekable();
+    let header: Header = match lines.next() {
+        None => return Err(line_err(1, "empty file: not an mcpscope recording".into())),
+        Some((_, line)) => {
+            let line = line.map_err(io_err)?;
+            let value: serde_json::Value = serde_json::from_slice(&line)
+                .map_err(|e| line_err(1, format!("not JSON Lines: {e}")))?;
+            if value.get("format").and_then(|f| f.as_str()) != Some(FORMAT_NAME) {
+                return Err(line_err(
+                    1,
+                    format!("not an mcpscope recording (no \"format\": \"{FORMAT_NAME}\" header)"),
+                ));
+            }
+            let header: Header = serde_json::from_value(value)
+                .map_err(|e| line_err(1, format!("bad header: {e}")))?;
+            if header.version != FORMAT_VERSION {
+                return Err(line_err(
+                    1,
+                    format!(
+                        "unknown format version {} (this mcpscope reads version {FORMAT_VERSION})",
+                        header.version
+                    ),
+                ));
+            }
+            header
+        }
+    };
+    let mut events = Vec::new();
+    let mut warnings = Vec::new();
+    while let Some((index, line)) = lines.next() {
+        let line = line.map_err(io_err)?;
+        let number = index + 1;
+        if line.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        match serde_json::from_slice::<Event>(&line) {
+            Ok(event) => events.push(event),
+            Err(e) if lines.peek().is_none() && e.is_eof() => {
+                warnings.push(format!(
+                    "{}:{number}: the last line is truncated (the recording was cut off); ignored",
+                    path.display()
+                ));
+            }
+            Err(e) => return Err(line_err(number, format!("bad event: {e}"))),
+        }
+    }
+    Ok(Recording {
+        header,
+        events,
+        warnings,
+    })
+}
