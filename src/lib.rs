@@ -14,4 +14,5 @@ pub mod model;
 pub mod proxy;
 pub mod record;
 pub mod testserver;
+pub mod tui;
 pub mod wire;
