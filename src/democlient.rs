@@ -54,7 +54,11 @@ pub enum DemoStep {
 impl DemoStep {
     /// A `tools/call` step.
     pub fn call(name: &str, arguments: Value, progress: bool) -> Self {
-        DemoStep::Call { name: name.to_string(), arguments, progress }
+        DemoStep::Call {
+            name: name.to_string(),
+            arguments,
+            progress,
+        }
     }
 
     /// A short label for logs and outcomes.
@@ -105,7 +109,11 @@ pub fn default_script() -> Vec<DemoStep> {
 pub async fn run_demo(url: &str) -> anyhow::Result<()> {
     let outcomes = run_script(url, &default_script()).await?;
     let failed = outcomes.iter().filter(|o| !o.ok).count();
-    tracing::info!(steps = outcomes.len(), failed, "demo client: script finished");
+    tracing::info!(
+        steps = outcomes.len(),
+        failed,
+        "demo client: script finished"
+    );
     Ok(())
 }
 
@@ -126,7 +134,12 @@ pub async fn run_script(url: &str, steps: &[DemoStep]) -> anyhow::Result<Vec<Ste
         let outcome = match res {
             Ok(detail) => {
                 tracing::info!(step = %label, %detail, ?elapsed, "demo client: step done");
-                StepOutcome { step: label, ok: true, detail, elapsed }
+                StepOutcome {
+                    step: label,
+                    ok: true,
+                    detail,
+                    elapsed,
+                }
             }
             Err(err) => {
                 tracing::warn!(step = %label, error = %format!("{err:#}"), ?elapsed, "demo client: step failed");
@@ -134,7 +147,12 @@ pub async fn run_script(url: &str, steps: &[DemoStep]) -> anyhow::Result<Vec<Ste
                     client.close();
                     return Err(err.context("demo client: initialize failed"));
                 }
-                StepOutcome { step: label, ok: false, detail: format!("{err:#}"), elapsed }
+                StepOutcome {
+                    step: label,
+                    ok: false,
+                    detail: format!("{err:#}"),
+                    elapsed,
+                }
             }
         };
         outcomes.push(outcome);
@@ -153,12 +171,20 @@ struct DemoClient {
 
 impl DemoClient {
     fn new(url: &str) -> anyhow::Result<Self> {
-        let uri: Uri = url.parse().with_context(|| format!("bad MCP url {url:?}"))?;
+        let uri: Uri = url
+            .parse()
+            .with_context(|| format!("bad MCP url {url:?}"))?;
         if uri.scheme_str() != Some("http") {
             bail!("the demo client speaks plain http only: {url}");
         }
         let http = Client::builder(TokioExecutor::new()).build_http();
-        Ok(Self { http, uri, session: None, next_id: 1, get_task: None })
+        Ok(Self {
+            http,
+            uri,
+            session: None,
+            next_id: 1,
+            get_task: None,
+        })
     }
 
     fn close(&mut self) {
@@ -180,8 +206,14 @@ impl DemoClient {
                         }),
                     )
                     .await?;
-                let version = result.get("protocolVersion").and_then(Value::as_str).unwrap_or("?");
-                Ok(format!("protocol {version}, session {}", self.session.as_deref().unwrap_or("(none)")))
+                let version = result
+                    .get("protocolVersion")
+                    .and_then(Value::as_str)
+                    .unwrap_or("?");
+                Ok(format!(
+                    "protocol {version}, session {}",
+                    self.session.as_deref().unwrap_or("(none)")
+                ))
             }
             DemoStep::Initialized => {
                 let status = self.notify("notifications/initialized", json!({})).await?;
@@ -193,11 +225,20 @@ impl DemoClient {
                 let names: Vec<&str> = result
                     .get("tools")
                     .and_then(Value::as_array)
-                    .map(|tools| tools.iter().filter_map(|t| t.get("name").and_then(Value::as_str)).collect())
+                    .map(|tools| {
+                        tools
+                            .iter()
+                            .filter_map(|t| t.get("name").and_then(Value::as_str))
+                            .collect()
+                    })
                     .unwrap_or_default();
                 Ok(names.join(", "))
             }
-            DemoStep::Call { name, arguments, progress } => {
+            DemoStep::Call {
+                name,
+                arguments,
+                progress,
+            } => {
                 let mut params = json!({"name": name, "arguments": arguments});
                 if *progress {
                     params["_meta"] = json!({"progressToken": format!("demo-{}", self.next_id)});
@@ -234,9 +275,19 @@ impl DemoClient {
         }
     }
 
-    async fn send(&self, method: Method, body: Option<&Value>) -> anyhow::Result<http::Response<Incoming>> {
-        let mut req = Request::builder().method(method.clone()).uri(self.uri.clone());
-        let accept = if method == Method::GET { "text/event-stream" } else { "application/json, text/event-stream" };
+    async fn send(
+        &self,
+        method: Method,
+        body: Option<&Value>,
+    ) -> anyhow::Result<http::Response<Incoming>> {
+        let mut req = Request::builder()
+            .method(method.clone())
+            .uri(self.uri.clone());
+        let accept = if method == Method::GET {
+            "text/event-stream"
+        } else {
+            "application/json, text/event-stream"
+        };
         req = req.header(header::ACCEPT, accept);
         if let Some(session) = &self.session {
             req = req.header("mcp-session-id", session);
@@ -273,7 +324,10 @@ impl DemoClient {
         let resp = self.send(Method::POST, Some(&msg)).await?;
         let status = resp.status();
         if self.session.is_none()
-            && let Some(session) = resp.headers().get("mcp-session-id").and_then(|v| v.to_str().ok())
+            && let Some(session) = resp
+                .headers()
+                .get("mcp-session-id")
+                .and_then(|v| v.to_str().ok())
         {
             self.session = Some(session.to_string());
         }
@@ -284,13 +338,26 @@ impl DemoClient {
             .unwrap_or("")
             .to_ascii_lowercase();
         if !status.is_success() {
-            let body = resp.into_body().collect().await.map(|b| b.to_bytes()).unwrap_or_default();
-            bail!("{method} answered {status}: {}", String::from_utf8_lossy(&body));
+            let body = resp
+                .into_body()
+                .collect()
+                .await
+                .map(|b| b.to_bytes())
+                .unwrap_or_default();
+            bail!(
+                "{method} answered {status}: {}",
+                String::from_utf8_lossy(&body)
+            );
         }
         let response = if content_type.starts_with("text/event-stream") {
             read_sse_response(resp.into_body(), &json!(id)).await?
         } else if content_type.starts_with("application/json") {
-            let body = resp.into_body().collect().await.context("reading the JSON response")?.to_bytes();
+            let body = resp
+                .into_body()
+                .collect()
+                .await
+                .context("reading the JSON response")?
+                .to_bytes();
             serde_json::from_slice(&body).context("parsing the JSON response")?
         } else {
             bail!("{method} answered with unexpected content type {content_type:?}");
@@ -298,7 +365,10 @@ impl DemoClient {
         if let Some(err) = response.get("error") {
             bail!("{method}: JSON-RPC error {err}");
         }
-        response.get("result").cloned().ok_or_else(|| anyhow!("{method}: response without result"))
+        response
+            .get("result")
+            .cloned()
+            .ok_or_else(|| anyhow!("{method}: response without result"))
     }
 
     async fn open_get(&mut self) -> anyhow::Result<String> {
@@ -354,7 +424,9 @@ async fn read_sse_response(mut body: Incoming, id: &Value) -> anyhow::Result<Val
     loop {
         match body.frame().await {
             Some(Ok(frame)) => {
-                let Some(data) = frame.data_ref() else { continue };
+                let Some(data) = frame.data_ref() else {
+                    continue;
+                };
                 parser.feed(data, &mut frames);
                 for f in frames.drain(..) {
                     if f.data.trim().is_empty() {

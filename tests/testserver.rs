@@ -51,15 +51,25 @@ async fn send(
         }
         None => Bytes::new(),
     };
-    c.request(req.body(Full::new(bytes)).expect("request")).await.expect("send")
+    c.request(req.body(Full::new(bytes)).expect("request"))
+        .await
+        .expect("send")
 }
 
-async fn post(c: &HttpClient, url: &str, headers: &[(&str, &str)], body: &Value) -> http::Response<Incoming> {
+async fn post(
+    c: &HttpClient,
+    url: &str,
+    headers: &[(&str, &str)],
+    body: &Value,
+) -> http::Response<Incoming> {
     send(c, Method::POST, url, headers, Some(body)).await
 }
 
 fn content_type(h: &HeaderMap) -> String {
-    h.get("content-type").and_then(|v| v.to_str().ok()).unwrap_or("").to_string()
+    h.get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_string()
 }
 
 async fn body_json(resp: http::Response<Incoming>) -> Value {
@@ -131,9 +141,18 @@ async fn init(c: &HttpClient, url: &str, version: &str) -> String {
     } else {
         vec![body_json(resp).await]
     };
-    assert_eq!(msgs.last().expect("a response")["result"]["protocolVersion"], version);
+    assert_eq!(
+        msgs.last().expect("a response")["result"]["protocolVersion"],
+        version
+    );
     let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-    let resp = post(c, url, &[("mcp-session-id", &sid), ("mcp-protocol-version", version)], &note).await;
+    let resp = post(
+        c,
+        url,
+        &[("mcp-session-id", &sid), ("mcp-protocol-version", version)],
+        &note,
+    )
+    .await;
     assert_eq!(resp.status(), StatusCode::ACCEPTED);
     sid
 }
@@ -152,8 +171,14 @@ async fn initialize_assigns_and_requires_session() {
 
         let resp = post(&c, &url, &[], &init_msg("2025-11-25")).await;
         assert_eq!(resp.status(), StatusCode::OK);
-        let sid = resp.headers()["mcp-session-id"].to_str().expect("ascii").to_string();
-        assert!(sid.len() >= 16 && sid.chars().all(|c| c.is_ascii_hexdigit()), "{sid}");
+        let sid = resp.headers()["mcp-session-id"]
+            .to_str()
+            .expect("ascii")
+            .to_string();
+        assert!(
+            sid.len() >= 16 && sid.chars().all(|c| c.is_ascii_hexdigit()),
+            "{sid}"
+        );
         let mut body = resp.into_body();
         let events = read_events(&mut body, |_| false).await;
         // 2025-11-25: a priming event (id, empty data) first.
@@ -162,7 +187,10 @@ async fn initialize_assigns_and_requires_session() {
         let msgs = messages(&events);
         assert_eq!(msgs.len(), 1);
         assert_eq!(msgs[0]["result"]["protocolVersion"], "2025-11-25");
-        assert_eq!(msgs[0]["result"]["serverInfo"]["name"], "mcpscope-testserver");
+        assert_eq!(
+            msgs[0]["result"]["serverInfo"]["name"],
+            "mcpscope-testserver"
+        );
 
         let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"});
         let resp = post(&c, &url, &[], &list).await;
@@ -180,7 +208,13 @@ async fn initialize_assigns_and_requires_session() {
         assert_eq!(msgs[0]["result"]["protocolVersion"], "2025-11-25");
 
         // Unknown method; notification → 202; elsewhere → 404.
-        let resp = post(&c, &url, &[("mcp-session-id", &sid)], &json!({"jsonrpc": "2.0", "id": 2, "method": "nope/nope"})).await;
+        let resp = post(
+            &c,
+            &url,
+            &[("mcp-session-id", &sid)],
+            &json!({"jsonrpc": "2.0", "id": 2, "method": "nope/nope"}),
+        )
+        .await;
         assert_eq!(sse_messages(resp).await[0]["error"]["code"], -32601);
         let resp = post(&c, &format!("http://{}/other", srv.addr), &[], &list).await;
         assert_eq!(resp.status(), StatusCode::NOT_FOUND);
@@ -216,9 +250,18 @@ async fn tools_list_has_annotations() {
         let url = srv.url();
         let c = client();
         let sid = init(&c, &url, "2025-06-18").await;
-        let resp = post(&c, &url, &[("mcp-session-id", &sid)], &json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})).await;
+        let resp = post(
+            &c,
+            &url,
+            &[("mcp-session-id", &sid)],
+            &json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}),
+        )
+        .await;
         let msgs = sse_messages(resp).await;
-        let tools = msgs[0]["result"]["tools"].as_array().expect("tools").clone();
+        let tools = msgs[0]["result"]["tools"]
+            .as_array()
+            .expect("tools")
+            .clone();
         let by_name = |n: &str| tools.iter().find(|t| t["name"] == n).cloned().expect(n);
         for n in ["echo", "slow", "peek", "poke", "fail"] {
             assert!(by_name(n)["inputSchema"].is_object());
@@ -229,15 +272,39 @@ async fn tools_list_has_annotations() {
         assert!(poke["annotations"]["idempotentHint"].is_null());
 
         // fail → isError; peek/poke move the counter.
-        let resp = post(&c, &url, &[("mcp-session-id", &sid)], &call(2, "fail", json!({}))).await;
+        let resp = post(
+            &c,
+            &url,
+            &[("mcp-session-id", &sid)],
+            &call(2, "fail", json!({})),
+        )
+        .await;
         assert_eq!(sse_messages(resp).await[0]["result"]["isError"], true);
-        let resp = post(&c, &url, &[("mcp-session-id", &sid)], &call(3, "peek", json!({}))).await;
+        let resp = post(
+            &c,
+            &url,
+            &[("mcp-session-id", &sid)],
+            &call(3, "peek", json!({})),
+        )
+        .await;
         assert_eq!(text(&sse_messages(resp).await[0]), "0");
         let t = Instant::now();
-        let resp = post(&c, &url, &[("mcp-session-id", &sid)], &call(4, "poke", json!({}))).await;
+        let resp = post(
+            &c,
+            &url,
+            &[("mcp-session-id", &sid)],
+            &call(4, "poke", json!({})),
+        )
+        .await;
         assert_eq!(text(&sse_messages(resp).await[0]), "1");
         assert!(t.elapsed() >= Duration::from_millis(250));
-        let resp = post(&c, &url, &[("mcp-session-id", &sid)], &call(5, "peek", json!({}))).await;
+        let resp = post(
+            &c,
+            &url,
+            &[("mcp-session-id", &sid)],
+            &call(5, "peek", json!({})),
+        )
+        .await;
         assert_eq!(text(&sse_messages(resp).await[0]), "1");
         srv.shutdown().await;
     })
@@ -254,7 +321,16 @@ async fn slow_streams_progress_events_as_they_happen() {
         let sid = init(&c, &url, "2025-11-25").await;
         let mut msg = call(7, "slow", json!({"steps": 4, "interval_ms": 150}));
         msg["params"]["_meta"] = json!({"progressToken": "tok"});
-        let resp = post(&c, &url, &[("mcp-session-id", &sid), ("mcp-protocol-version", "2025-11-25")], &msg).await;
+        let resp = post(
+            &c,
+            &url,
+            &[
+                ("mcp-session-id", &sid),
+                ("mcp-protocol-version", "2025-11-25"),
+            ],
+            &msg,
+        )
+        .await;
         assert_eq!(resp.status(), StatusCode::OK);
         let mut body = resp.into_body();
         let events = read_events(&mut body, |_| false).await;
@@ -276,11 +352,20 @@ async fn slow_streams_progress_events_as_they_happen() {
         // Each progress event arrived on its own, not all at the end.
         for w in data[..4].windows(2) {
             let gap = w[1].1.duration_since(w[0].1);
-            assert!(gap >= Duration::from_millis(80), "events were buffered: gap {gap:?}");
+            assert!(
+                gap >= Duration::from_millis(80),
+                "events were buffered: gap {gap:?}"
+            );
         }
 
         // Without a progress token: log messages instead.
-        let resp = post(&c, &url, &[("mcp-session-id", &sid)], &call(8, "slow", json!({"steps": 2, "interval_ms": 10}))).await;
+        let resp = post(
+            &c,
+            &url,
+            &[("mcp-session-id", &sid)],
+            &call(8, "slow", json!({"steps": 2, "interval_ms": 10})),
+        )
+        .await;
         let msgs = sse_messages(resp).await;
         assert_eq!(msgs.len(), 3);
         assert_eq!(msgs[0]["method"], "notifications/message");
@@ -293,7 +378,11 @@ async fn slow_streams_progress_events_as_they_happen() {
 #[tokio::test]
 async fn no_event_ids_and_retry_options() {
     tokio::time::timeout(BOUND, async {
-        let srv = server(Options { event_ids: false, ..default_opts() }).await;
+        let srv = server(Options {
+            event_ids: false,
+            ..default_opts()
+        })
+        .await;
         let c = client();
         let resp = post(&c, &srv.url(), &[], &init_msg("2025-11-25")).await;
         let mut body = resp.into_body();
@@ -302,7 +391,11 @@ async fn no_event_ids_and_retry_options() {
         assert!(events[0].0.id.is_none());
         srv.shutdown().await;
 
-        let srv = server(Options { retry_ms: Some(1234), ..default_opts() }).await;
+        let srv = server(Options {
+            retry_ms: Some(1234),
+            ..default_opts()
+        })
+        .await;
         let resp = post(&c, &srv.url(), &[], &init_msg("2025-11-25")).await;
         let mut body = resp.into_body();
         let events = read_events(&mut body, |_| false).await;
@@ -317,11 +410,21 @@ async fn no_event_ids_and_retry_options() {
 #[tokio::test]
 async fn json_mode_answers_application_json() {
     tokio::time::timeout(BOUND, async {
-        let srv = server(Options { json_responses: true, ..default_opts() }).await;
+        let srv = server(Options {
+            json_responses: true,
+            ..default_opts()
+        })
+        .await;
         let url = srv.url();
         let c = client();
         let sid = init(&c, &url, "2025-06-18").await;
-        let resp = post(&c, &url, &[("mcp-session-id", &sid)], &call(1, "echo", json!({"text": "hi"}))).await;
+        let resp = post(
+            &c,
+            &url,
+            &[("mcp-session-id", &sid)],
+            &call(1, "echo", json!({"text": "hi"})),
+        )
+        .await;
         assert_eq!(resp.status(), StatusCode::OK);
         assert!(content_type(resp.headers()).starts_with("application/json"));
         let v = body_json(resp).await;
@@ -346,7 +449,13 @@ async fn delete_ends_the_session() {
         let sid = init(&c, &url, "2025-11-25").await;
         let resp = send(&c, Method::DELETE, &url, &[("mcp-session-id", &sid)], None).await;
         assert_eq!(resp.status(), StatusCode::OK);
-        let resp = post(&c, &url, &[("mcp-session-id", &sid)], &call(1, "echo", json!({"text": "x"}))).await;
+        let resp = post(
+            &c,
+            &url,
+            &[("mcp-session-id", &sid)],
+            &call(1, "echo", json!({"text": "x"})),
+        )
+        .await;
         assert_eq!(resp.status(), StatusCode::NOT_FOUND);
         let resp = send(&c, Method::GET, &url, &[("mcp-session-id", &sid)], None).await;
         assert_eq!(resp.status(), StatusCode::NOT_FOUND);
@@ -364,7 +473,10 @@ async fn sessionless_2026_07_28() {
         let srv = server(default_opts()).await;
         let url = srv.url();
         let c = client();
-        let h = [("mcp-protocol-version", "2026-07-28"), ("mcp-method", "server/discover")];
+        let h = [
+            ("mcp-protocol-version", "2026-07-28"),
+            ("mcp-method", "server/discover"),
+        ];
         let discover = json!({"jsonrpc": "2.0", "id": 1, "method": "server/discover",
             "params": {"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}}});
         let resp = post(&c, &url, &h, &discover).await;
@@ -374,10 +486,26 @@ async fn sessionless_2026_07_28() {
         let r = &msgs[0]["result"];
         assert_eq!(r["serverInfo"]["name"], "mcpscope-testserver");
         assert!(r["capabilities"]["tools"].is_object());
-        assert!(r["supportedVersions"].as_array().expect("versions").iter().any(|v| v == "2026-07-28"));
+        assert!(
+            r["supportedVersions"]
+                .as_array()
+                .expect("versions")
+                .iter()
+                .any(|v| v == "2026-07-28")
+        );
 
-        let h = [("mcp-protocol-version", "2026-07-28"), ("mcp-method", "tools/call"), ("mcp-name", "echo")];
-        let resp = post(&c, &url, &h, &call(2, "echo", json!({"text": "no session"}))).await;
+        let h = [
+            ("mcp-protocol-version", "2026-07-28"),
+            ("mcp-method", "tools/call"),
+            ("mcp-name", "echo"),
+        ];
+        let resp = post(
+            &c,
+            &url,
+            &h,
+            &call(2, "echo", json!({"text": "no session"})),
+        )
+        .await;
         assert_eq!(resp.status(), StatusCode::OK);
         assert_eq!(text(&sse_messages(resp).await[0]), "no session");
 
@@ -413,7 +541,14 @@ async fn resumption_replays_missed_events_and_the_result() {
         drop(body); // the client loses the stream after two progress events
         tokio::time::sleep(Duration::from_millis(400)).await;
 
-        let resp = send(&c, Method::GET, &url, &[("mcp-session-id", &sid), ("last-event-id", &last_id)], None).await;
+        let resp = send(
+            &c,
+            Method::GET,
+            &url,
+            &[("mcp-session-id", &sid), ("last-event-id", &last_id)],
+            None,
+        )
+        .await;
         assert_eq!(resp.status(), StatusCode::OK);
         let msgs = sse_messages(resp).await;
         let progress: Vec<u64> = msgs
@@ -426,7 +561,14 @@ async fn resumption_replays_missed_events_and_the_result() {
         assert!(text(msgs.last().expect("result")).contains("done"));
 
         // An id of an unknown stream is refused.
-        let resp = send(&c, Method::GET, &url, &[("mcp-session-id", &sid), ("last-event-id", "s999-1")], None).await;
+        let resp = send(
+            &c,
+            Method::GET,
+            &url,
+            &[("mcp-session-id", &sid), ("last-event-id", "s999-1")],
+            None,
+        )
+        .await;
         assert_eq!(resp.status(), StatusCode::BAD_REQUEST);
         srv.shutdown().await;
     })
@@ -445,12 +587,29 @@ async fn get_stream_carries_server_notifications() {
         assert_eq!(resp.status(), StatusCode::OK);
         assert!(content_type(resp.headers()).starts_with("text/event-stream"));
         let mut get_body = resp.into_body();
-        let resp = post(&c, &url, &[("mcp-session-id", &sid)], &call(1, "poke", json!({}))).await;
+        let resp = post(
+            &c,
+            &url,
+            &[("mcp-session-id", &sid)],
+            &call(1, "poke", json!({})),
+        )
+        .await;
         assert_eq!(text(&sse_messages(resp).await[0]), "1");
         let events = read_events(&mut get_body, |f| f.data.contains("counter is now")).await;
-        assert!(messages(&events).iter().any(|m| m["method"] == "notifications/message"));
+        assert!(
+            messages(&events)
+                .iter()
+                .any(|m| m["method"] == "notifications/message")
+        );
         // 2026-07-28 has no GET stream.
-        let resp = send(&c, Method::GET, &url, &[("mcp-protocol-version", "2026-07-28")], None).await;
+        let resp = send(
+            &c,
+            Method::GET,
+            &url,
+            &[("mcp-protocol-version", "2026-07-28")],
+            None,
+        )
+        .await;
         assert_eq!(resp.status(), StatusCode::METHOD_NOT_ALLOWED);
         srv.shutdown().await;
     })
@@ -509,14 +668,22 @@ async fn demo_client_completes_every_step() {
                 *d = Duration::from_millis(100);
             }
         }
-        let outcomes = democlient::run_script(&srv.url(), &script).await.expect("demo");
+        let outcomes = democlient::run_script(&srv.url(), &script)
+            .await
+            .expect("demo");
         assert_eq!(outcomes.len(), script.len());
         for o in &outcomes {
             assert!(o.ok, "{o:?}");
         }
-        let poke = outcomes.iter().find(|o| o.step == "tools/call poke").expect("poke");
+        let poke = outcomes
+            .iter()
+            .find(|o| o.step == "tools/call poke")
+            .expect("poke");
         assert_eq!(poke.detail, "1");
-        let echo = outcomes.iter().rfind(|o| o.step == "tools/call echo").expect("echo");
+        let echo = outcomes
+            .iter()
+            .rfind(|o| o.step == "tools/call echo")
+            .expect("echo");
         assert_eq!(echo.detail, "still there?");
         democlient::run_demo(&srv.url()).await.expect("run_demo");
         srv.shutdown().await;
@@ -537,13 +704,23 @@ async fn demo_client_carries_on_after_a_dead_stream() {
             DemoStep::EndSession,
             DemoStep::call("echo", json!({"text": "gone"}), false),
         ];
-        let outcomes = democlient::run_script(&srv.url(), &script).await.expect("demo");
+        let outcomes = democlient::run_script(&srv.url(), &script)
+            .await
+            .expect("demo");
         let ok: Vec<bool> = outcomes.iter().map(|o| o.ok).collect();
-        assert_eq!(ok, vec![true, true, false, true, true, false], "{outcomes:?}");
+        assert_eq!(
+            ok,
+            vec![true, true, false, true, true, false],
+            "{outcomes:?}"
+        );
         srv.shutdown().await;
 
         // initialize failing is an error.
-        assert!(democlient::run_script("http://127.0.0.1:1/mcp", &[DemoStep::Initialize]).await.is_err());
+        assert!(
+            democlient::run_script("http://127.0.0.1:1/mcp", &[DemoStep::Initialize])
+                .await
+                .is_err()
+        );
     })
     .await
     .expect("bounded");

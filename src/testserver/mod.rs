@@ -106,7 +106,11 @@ pub async fn start(opts: Options) -> anyhow::Result<TestServer> {
     let shared = Arc::new(Shared::new(opts));
     let (tx, rx) = watch::channel(false);
     let task = tokio::spawn(accept_loop(listener, shared, rx));
-    Ok(TestServer { addr, shutdown: tx, task })
+    Ok(TestServer {
+        addr,
+        shutdown: tx,
+        task,
+    })
 }
 
 /// `mcpscope serve-test`: serves until Ctrl-C.
@@ -124,7 +128,11 @@ pub async fn run(args: &cli::ServeTestArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, mut shutdown: watch::Receiver<bool>) {
+async fn accept_loop(
+    listener: TcpListener,
+    shared: Arc<Shared>,
+    mut shutdown: watch::Receiver<bool>,
+) {
     loop {
         let accepted = tokio::select! {
             accepted = listener.accept() => accepted,
@@ -187,7 +195,11 @@ impl Session {
         self.streams.push_back(Arc::clone(log));
         while self.streams.len() > MAX_STREAMS {
             // Forget the oldest finished stream, or else the oldest one.
-            let pos = self.streams.iter().position(|s| s.is_finished()).unwrap_or(0);
+            let pos = self
+                .streams
+                .iter()
+                .position(|s| s.is_finished())
+                .unwrap_or(0);
             if let Some(old) = self.streams.remove(pos) {
                 old.finish();
             }
@@ -214,7 +226,9 @@ impl Shared {
     }
 
     fn sessions(&self) -> MutexGuard<'_, HashMap<String, Session>> {
-        self.sessions.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.sessions
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     fn new_session_id(&self) -> String {
@@ -263,10 +277,15 @@ fn empty(status: StatusCode) -> Response<Body> {
 }
 
 fn json_response(status: StatusCode, v: &Value) -> Response<Body> {
-    let body = Full::new(Bytes::from(v.to_string())).map_err(|never| match never {}).boxed_unsync();
+    let body = Full::new(Bytes::from(v.to_string()))
+        .map_err(|never| match never {})
+        .boxed_unsync();
     let mut resp = Response::new(body);
     *resp.status_mut() = status;
-    resp.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    resp.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
     resp
 }
 
@@ -277,13 +296,19 @@ fn http_error(status: StatusCode, code: i64, message: &str) -> Response<Body> {
 fn sse_response(body: Body) -> Response<Body> {
     let mut resp = Response::new(body);
     let h = resp.headers_mut();
-    h.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/event-stream"),
+    );
     h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
     resp
 }
 
 fn header_str<'a>(req: &'a Request<Incoming>, name: &str) -> Option<&'a str> {
-    req.headers().get(name).and_then(|v| v.to_str().ok()).map(str::trim)
+    req.headers()
+        .get(name)
+        .and_then(|v| v.to_str().ok())
+        .map(str::trim)
 }
 
 fn with_session_header(mut resp: Response<Body>, session: &str) -> Response<Body> {
@@ -305,20 +330,32 @@ async fn route(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Body> {
         Method::DELETE => delete(shared, req),
         _ => {
             let mut resp = empty(StatusCode::METHOD_NOT_ALLOWED);
-            resp.headers_mut().insert(header::ALLOW, HeaderValue::from_static("GET, POST, DELETE"));
+            resp.headers_mut()
+                .insert(header::ALLOW, HeaderValue::from_static("GET, POST, DELETE"));
             resp
         }
     }
 }
 
 /// Looks up the session of a request: `Err` is the response for a missing or unknown one.
-fn find_session(shared: &Shared, req: &Request<Incoming>) -> Result<(String, String), Box<Response<Body>>> {
+fn find_session(
+    shared: &Shared,
+    req: &Request<Incoming>,
+) -> Result<(String, String), Box<Response<Body>>> {
     let Some(id) = header_str(req, "mcp-session-id") else {
-        return Err(Box::new(http_error(StatusCode::BAD_REQUEST, -32000, "Bad Request: missing Mcp-Session-Id")));
+        return Err(Box::new(http_error(
+            StatusCode::BAD_REQUEST,
+            -32000,
+            "Bad Request: missing Mcp-Session-Id",
+        )));
     };
     match shared.sessions().get(id) {
         Some(s) => Ok((id.to_string(), s.version.clone())),
-        None => Err(Box::new(http_error(StatusCode::NOT_FOUND, -32001, "Session not found"))),
+        None => Err(Box::new(http_error(
+            StatusCode::NOT_FOUND,
+            -32001,
+            "Session not found",
+        ))),
     }
 }
 
@@ -328,7 +365,9 @@ fn is_request(msg: &Value) -> bool {
 
 fn is_valid_message(msg: &Value) -> bool {
     msg.is_object()
-        && (msg.get("method").is_some_and(Value::is_string) || msg.get("result").is_some() || msg.get("error").is_some())
+        && (msg.get("method").is_some_and(Value::is_string)
+            || msg.get("result").is_some()
+            || msg.get("error").is_some())
 }
 
 async fn post(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Body> {
@@ -336,17 +375,33 @@ async fn post(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Body> {
     let session = find_session(&shared, &req);
     let body = match Limited::new(req.into_body(), MAX_BODY).collect().await {
         Ok(collected) => collected.to_bytes(),
-        Err(_) => return http_error(StatusCode::PAYLOAD_TOO_LARGE, tools::INVALID_REQUEST, "Request body too large"),
+        Err(_) => {
+            return http_error(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                tools::INVALID_REQUEST,
+                "Request body too large",
+            );
+        }
     };
     let msg: Value = match serde_json::from_slice(&body) {
         Ok(v) => v,
-        Err(err) => return http_error(StatusCode::BAD_REQUEST, tools::PARSE_ERROR, &format!("Parse error: {err}")),
+        Err(err) => {
+            return http_error(
+                StatusCode::BAD_REQUEST,
+                tools::PARSE_ERROR,
+                &format!("Parse error: {err}"),
+            );
+        }
     };
 
     // 2026-07-28: no session, no handshake.
     if protocol.as_deref() == Some(SESSIONLESS_VERSION) {
         if !is_valid_message(&msg) {
-            return http_error(StatusCode::BAD_REQUEST, tools::INVALID_REQUEST, "Invalid request");
+            return http_error(
+                StatusCode::BAD_REQUEST,
+                tools::INVALID_REQUEST,
+                "Invalid request",
+            );
         }
         if !is_request(&msg) {
             return empty(StatusCode::ACCEPTED);
@@ -356,7 +411,11 @@ async fn post(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Body> {
     if let Some(p) = protocol.as_deref()
         && !SUPPORTED_VERSIONS.contains(&p)
     {
-        return http_error(StatusCode::BAD_REQUEST, -32000, &format!("Bad Request: unsupported MCP-Protocol-Version {p}"));
+        return http_error(
+            StatusCode::BAD_REQUEST,
+            -32000,
+            &format!("Bad Request: unsupported MCP-Protocol-Version {p}"),
+        );
     }
 
     // initialize: a new session.
@@ -371,10 +430,18 @@ async fn post(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Body> {
     let messages = match msg {
         Value::Array(items) => {
             if version != "2025-03-26" {
-                return http_error(StatusCode::BAD_REQUEST, tools::INVALID_REQUEST, "Batches are not supported");
+                return http_error(
+                    StatusCode::BAD_REQUEST,
+                    tools::INVALID_REQUEST,
+                    "Batches are not supported",
+                );
             }
             if items.is_empty() || !items.iter().all(is_valid_message) {
-                return http_error(StatusCode::BAD_REQUEST, tools::INVALID_REQUEST, "Invalid batch");
+                return http_error(
+                    StatusCode::BAD_REQUEST,
+                    tools::INVALID_REQUEST,
+                    "Invalid batch",
+                );
             }
             let requests: Vec<Value> = items.into_iter().filter(is_request).collect();
             if requests.is_empty() {
@@ -385,7 +452,11 @@ async fn post(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Body> {
         other => other,
     };
     if !is_valid_message(&messages) {
-        return http_error(StatusCode::BAD_REQUEST, tools::INVALID_REQUEST, "Invalid request");
+        return http_error(
+            StatusCode::BAD_REQUEST,
+            tools::INVALID_REQUEST,
+            "Invalid request",
+        );
     }
     if !is_request(&messages) {
         return empty(StatusCode::ACCEPTED);
@@ -395,7 +466,10 @@ async fn post(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Body> {
 
 async fn initialize(shared: &Arc<Shared>, msg: &Value) -> Response<Body> {
     let id = msg.get("id").cloned().unwrap_or(Value::Null);
-    let requested = msg.get("params").and_then(|p| p.get("protocolVersion")).and_then(Value::as_str);
+    let requested = msg
+        .get("params")
+        .and_then(|p| p.get("protocolVersion"))
+        .and_then(Value::as_str);
     let version = match requested {
         Some(v) if SUPPORTED_VERSIONS.contains(&v) && v != SESSIONLESS_VERSION => v.to_string(),
         _ => LATEST_SESSION_VERSION.to_string(),
@@ -403,7 +477,11 @@ async fn initialize(shared: &Arc<Shared>, msg: &Value) -> Response<Body> {
     let session_id = shared.new_session_id();
     shared.sessions().insert(
         session_id.clone(),
-        Session { version: version.clone(), streams: VecDeque::new(), gets: VecDeque::new() },
+        Session {
+            version: version.clone(),
+            streams: VecDeque::new(),
+            gets: VecDeque::new(),
+        },
     );
     let response = tools::result(
         &id,
@@ -453,7 +531,9 @@ async fn respond(
     let resp = if shared.opts.json_responses {
         let task_shared = Arc::clone(shared);
         let task = tokio::spawn(async move {
-            let futs = requests.iter().map(|r| tools::handle(&task_shared, session_owned.as_deref(), r, &Emit::Discard));
+            let futs = requests
+                .iter()
+                .map(|r| tools::handle(&task_shared, session_owned.as_deref(), r, &Emit::Discard));
             futures_util::future::join_all(futs).await
         });
         match task.await {
@@ -497,7 +577,8 @@ async fn respond(
 fn get(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Body> {
     if header_str(&req, "mcp-protocol-version") == Some(SESSIONLESS_VERSION) {
         let mut resp = empty(StatusCode::METHOD_NOT_ALLOWED);
-        resp.headers_mut().insert(header::ALLOW, HeaderValue::from_static("POST"));
+        resp.headers_mut()
+            .insert(header::ALLOW, HeaderValue::from_static("POST"));
         return resp;
     }
     let (session_id, version) = match find_session(&shared, &req) {
@@ -506,14 +587,23 @@ fn get(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Body> {
     };
     if let Some(last) = header_str(&req, "last-event-id") {
         let Some((name, seq)) = stream::parse_event_id(last) else {
-            return http_error(StatusCode::BAD_REQUEST, -32000, "Bad Request: malformed Last-Event-ID");
+            return http_error(
+                StatusCode::BAD_REQUEST,
+                -32000,
+                "Bad Request: malformed Last-Event-ID",
+            );
         };
         let found = shared
             .sessions()
             .get(&session_id)
             .and_then(|s| s.streams.iter().find(|l| l.name == name).cloned());
-        let Some((log, from)) = found.and_then(|log| log.resume_point(seq).map(|from| (log, from))) else {
-            return http_error(StatusCode::BAD_REQUEST, -32000, "Bad Request: unknown Last-Event-ID");
+        let Some((log, from)) = found.and_then(|log| log.resume_point(seq).map(|from| (log, from)))
+        else {
+            return http_error(
+                StatusCode::BAD_REQUEST,
+                -32000,
+                "Bad Request: unknown Last-Event-ID",
+            );
         };
         tracing::debug!(stream = %log.name, from, "serve-test: resuming stream");
         return with_session_header(sse_response(log.body(from, KEEPALIVE)), &session_id);

@@ -43,11 +43,18 @@ impl StreamLog {
     /// A new, empty stream.
     pub fn new(name: String, ids: bool) -> Arc<Self> {
         let (tx, _) = watch::channel(0);
-        Arc::new(Self { name, ids, inner: Mutex::new(Inner::default()), tx })
+        Arc::new(Self {
+            name,
+            ids,
+            inner: Mutex::new(Inner::default()),
+            tx,
+        })
     }
 
     fn lock(&self) -> MutexGuard<'_, Inner> {
-        self.inner.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.inner
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     fn push_raw(&self, f: impl FnOnce(Option<String>) -> String) {
@@ -124,13 +131,22 @@ impl StreamLog {
             *next += 1;
             return Step::Event(ev.clone());
         }
-        if inner.finished { Step::End } else { Step::Wait }
+        if inner.finished {
+            Step::End
+        } else {
+            Step::Wait
+        }
     }
 
     /// A response body reading this stream from sequence number `from`, with a keep-alive
     /// comment whenever nothing was sent for `keepalive`.
     pub fn body(self: &Arc<Self>, from: u64, keepalive: Duration) -> Body {
-        let state = Reader { log: Arc::clone(self), next: from, rx: self.tx.subscribe(), keepalive };
+        let state = Reader {
+            log: Arc::clone(self),
+            next: from,
+            rx: self.tx.subscribe(),
+            keepalive,
+        };
         let stream = futures_util::stream::unfold(state, |mut r| async move {
             loop {
                 r.rx.borrow_and_update();

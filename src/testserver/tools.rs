@@ -100,7 +100,12 @@ fn text_result(text: impl Into<String>) -> Value {
 }
 
 /// Answers one request (an object with `id` and `method`). `session` is the session id, if any.
-pub(crate) async fn handle(shared: &Arc<Shared>, session: Option<&str>, req: &Value, emit: &Emit) -> Value {
+pub(crate) async fn handle(
+    shared: &Arc<Shared>,
+    session: Option<&str>,
+    req: &Value,
+    emit: &Emit,
+) -> Value {
     let id = req.get("id").cloned().unwrap_or(Value::Null);
     let method = req.get("method").and_then(Value::as_str).unwrap_or("");
     let params = req.get("params").cloned().unwrap_or(Value::Null);
@@ -116,8 +121,16 @@ pub(crate) async fn handle(shared: &Arc<Shared>, session: Option<&str>, req: &Va
             }),
         ),
         "tools/call" => call_tool(shared, session, &id, &params, emit).await,
-        "initialize" => error(&id, INVALID_REQUEST, "initialize is only valid as the first message of a session"),
-        _ => error(&id, METHOD_NOT_FOUND, &format!("Method not found: {method}")),
+        "initialize" => error(
+            &id,
+            INVALID_REQUEST,
+            "initialize is only valid as the first message of a session",
+        ),
+        _ => error(
+            &id,
+            METHOD_NOT_FOUND,
+            &format!("Method not found: {method}"),
+        ),
     }
 }
 
@@ -125,10 +138,19 @@ fn u64_arg(args: &Value, name: &str, default: u64) -> u64 {
     args.get(name).and_then(Value::as_u64).unwrap_or(default)
 }
 
-async fn call_tool(shared: &Arc<Shared>, session: Option<&str>, id: &Value, params: &Value, emit: &Emit) -> Value {
+async fn call_tool(
+    shared: &Arc<Shared>,
+    session: Option<&str>,
+    id: &Value,
+    params: &Value,
+    emit: &Emit,
+) -> Value {
     let name = params.get("name").and_then(Value::as_str).unwrap_or("");
     let args = params.get("arguments").cloned().unwrap_or(Value::Null);
-    let progress_token = params.get("_meta").and_then(|m| m.get("progressToken")).cloned();
+    let progress_token = params
+        .get("_meta")
+        .and_then(|m| m.get("progressToken"))
+        .cloned();
     match name {
         "echo" => {
             let text = args.get("text").and_then(Value::as_str).unwrap_or("");
