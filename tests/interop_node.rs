@@ -10,7 +10,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::peers::{PyServer, Proxy, ServerMode, node_client, of_kind, ts};
+use common::peers::{Proxy, PyServer, ServerMode, node_client, of_kind, ts};
 
 #[test]
 fn node_client_healthy_is_transparent() {
@@ -20,9 +20,12 @@ fn node_client_healthy_is_transparent() {
     let via = node_client(&proxy.url("/mcp"), "healthy", 20);
 
     assert_eq!(
-        direct.json, via.json,
+        direct.json,
+        via.json,
         "the node client's view differs through the proxy\ndirect: {}\nproxied: {}\n{}",
-        direct.json, via.json, proxy.dump()
+        direct.json,
+        via.json,
+        proxy.dump()
     );
     assert_eq!(direct.json["protocol"], "2025-11-25", "{}", direct.json);
     assert_eq!(direct.json["progress"], 5, "{}", direct.json);
@@ -32,11 +35,19 @@ fn node_client_healthy_is_transparent() {
         let answered = proxy.wait_notice(Duration::from_secs(5), |n| {
             n["kind"] == "call_answered" && n["method"] == "tools/call" && n["tool"] == tool
         });
-        assert!(answered.is_some(), "no call_answered for tools/call {tool}\n{}", proxy.dump());
+        assert!(
+            answered.is_some(),
+            "no call_answered for tools/call {tool}\n{}",
+            proxy.dump()
+        );
     }
     let notices = proxy.notices();
     let orphaned = of_kind(&notices, "call_orphaned");
-    assert!(orphaned.is_empty(), "a healthy session had orphaned calls: {orphaned:?}\n{}", proxy.dump());
+    assert!(
+        orphaned.is_empty(),
+        "a healthy session had orphaned calls: {orphaned:?}\n{}",
+        proxy.dump()
+    );
 }
 
 /// The seed's hang, with the TypeScript client: the server dies mid-`poke`; the client keeps
@@ -53,9 +64,12 @@ fn node_client_waits_for_its_timeout_but_the_proxy_sees_the_orphan() {
     let via = node_client(&proxy.url("/mcp"), "poke", TIMEOUT_S);
 
     assert_eq!(
-        direct.json["outcome"], via.json["outcome"],
+        direct.json["outcome"],
+        via.json["outcome"],
         "poke: outcome differs through the proxy\ndirect: {}\nproxied: {}\n{}",
-        direct.json, via.json, proxy.dump()
+        direct.json,
+        via.json,
+        proxy.dump()
     );
 
     let started = proxy
@@ -73,8 +87,14 @@ fn node_client_waits_for_its_timeout_but_the_proxy_sees_the_orphan() {
         .into_iter()
         .find(|n| n["stream"] == orphan["stream"])
         .unwrap_or_else(|| panic!("no stream_ended for the orphan's stream\n{}", proxy.dump()));
-    let gap = (ts(&orphan["t"]) - ts(&ended["t"])).num_milliseconds().abs();
-    assert!(gap <= 50, "call_orphaned {gap} ms away from its stream_ended\n{}", proxy.dump());
+    let gap = (ts(&orphan["t"]) - ts(&ended["t"]))
+        .num_milliseconds()
+        .abs();
+    assert!(
+        gap <= 50,
+        "call_orphaned {gap} ms away from its stream_ended\n{}",
+        proxy.dump()
+    );
     // The server dies ~300 ms into the call: the diagnosis must come long before the client's timeout.
     let after = (ts(&orphan["t"]) - ts(&started["t"])).num_milliseconds();
     assert!(

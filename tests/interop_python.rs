@@ -12,8 +12,8 @@ use std::collections::BTreeSet;
 use std::path::Path;
 use std::time::Duration;
 
-use common::peers::{PyServer, Proxy, ServerMode, of_kind, py_client, temp_dir, ts};
-use mcpscope::event::Event;
+use common::peers::{Proxy, PyServer, ServerMode, of_kind, py_client, temp_dir, ts};
+use mcpscope::event::{Direction, Event};
 use mcpscope::model::{Model, Verdict};
 use serde_json::Value;
 
@@ -37,19 +37,30 @@ fn healthy_through_proxy(style: &str, proxy_extra: &[&str]) -> (Proxy, Value) {
     let via = py_client(&proxy.url("/mcp"), style, "healthy");
 
     assert_eq!(
-        direct.json, via.json,
+        direct.json,
+        via.json,
         "the {style} client's view differs through the proxy\ndirect: {}\nproxied: {}\n{}",
-        direct.json, via.json, proxy.dump()
+        direct.json,
+        via.json,
+        proxy.dump()
     );
     assert_eq!(direct.json["progress"], 5, "direct run: {}", direct.json);
-    assert_eq!(direct.json["ask"], "answer=42", "direct run: {}", direct.json);
+    assert_eq!(
+        direct.json["ask"], "answer=42",
+        "direct run: {}",
+        direct.json
+    );
 
     // The notices may trail the client's exit a little.
     for tool in HEALTHY_TOOLS {
         let answered = proxy.wait_notice(Duration::from_secs(5), |n| {
             n["kind"] == "call_answered" && n["method"] == "tools/call" && n["tool"] == tool
         });
-        assert!(answered.is_some(), "no call_answered for tools/call {tool}\n{}", proxy.dump());
+        assert!(
+            answered.is_some(),
+            "no call_answered for tools/call {tool}\n{}",
+            proxy.dump()
+        );
     }
     let notices = proxy.notices();
     for tool in HEALTHY_TOOLS {
@@ -60,9 +71,16 @@ fn healthy_through_proxy(style: &str, proxy_extra: &[&str]) -> (Proxy, Value) {
         );
     }
     let orphaned = of_kind(&notices, "call_orphaned");
-    assert!(orphaned.is_empty(), "a healthy {style} session had orphaned calls: {orphaned:?}\n{}", proxy.dump());
+    assert!(
+        orphaned.is_empty(),
+        "a healthy {style} session had orphaned calls: {orphaned:?}\n{}",
+        proxy.dump()
+    );
     for n in &notices {
-        assert!(n["kind"].is_string() && n["t"].is_string(), "a notice without kind/t: {n}");
+        assert!(
+            n["kind"].is_string() && n["t"].is_string(),
+            "a notice without kind/t: {n}"
+        );
     }
     (proxy, via.json)
 }
@@ -97,9 +115,12 @@ fn poke_dies(style: &str) {
     let via = py_client(&proxy.url("/mcp"), style, "poke");
 
     assert_eq!(
-        direct.json["outcome"], via.json["outcome"],
+        direct.json["outcome"],
+        via.json["outcome"],
         "poke ({style}): outcome differs through the proxy\ndirect: {}\nproxied: {}\n{}",
-        direct.json, via.json, proxy.dump()
+        direct.json,
+        via.json,
+        proxy.dump()
     );
     // The Python SDK fails an orphaned call at once; the proxy must not turn that into a wait.
     let direct_ms = direct.json["elapsed_ms"].as_i64().unwrap_or(0);
@@ -115,7 +136,10 @@ fn poke_dies(style: &str) {
         n["kind"] == "call_orphaned" && n["method"] == "tools/call" && n["tool"] == "poke"
     });
     let Some(orphan) = orphan else {
-        panic!("poke ({style}): no call_orphaned for tools/call poke\n{}", proxy.dump());
+        panic!(
+            "poke ({style}): no call_orphaned for tools/call poke\n{}",
+            proxy.dump()
+        );
     };
     let notices = proxy.notices();
     let stream = &orphan["stream"];
@@ -131,8 +155,15 @@ fn poke_dies(style: &str) {
         "poke ({style}): the upstream stream ended by FIN mid-body, but stream_ended says how={how:?}\n{}",
         proxy.dump()
     );
-    assert_eq!(orphan["how"], ended["how"], "call_orphaned.how vs stream_ended.how\n{}", proxy.dump());
-    let gap = (ts(&orphan["t"]) - ts(&ended["t"])).num_milliseconds().abs();
+    assert_eq!(
+        orphan["how"],
+        ended["how"],
+        "call_orphaned.how vs stream_ended.how\n{}",
+        proxy.dump()
+    );
+    let gap = (ts(&orphan["t"]) - ts(&ended["t"]))
+        .num_milliseconds()
+        .abs();
     assert!(
         gap <= 50,
         "poke ({style}): call_orphaned {gap} ms away from its stream_ended\n{}",
@@ -157,25 +188,44 @@ fn server_dies_mid_call_legacy_style_is_orphaned() {
 
 /// Reads a recording: a header line with a format version, then one event per line.
 fn read_recording(path: &Path) -> Vec<Event> {
-    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
+    let text =
+        std::fs::read_to_string(path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
     let mut lines = text.lines().filter(|l| !l.trim().is_empty());
-    let header: Value = serde_json::from_str(lines.next().unwrap_or_else(|| panic!("empty recording")))
-        .unwrap_or_else(|e| panic!("recording header is not JSON: {e}"));
+    let header: Value =
+        serde_json::from_str(lines.next().unwrap_or_else(|| panic!("empty recording")))
+            .unwrap_or_else(|e| panic!("recording header is not JSON: {e}"));
     let has_version = header
         .as_object()
-        .map(|o| o.iter().any(|(k, v)| k.contains("version") && (v.is_u64() || v.is_string())))
+        .map(|o| {
+            o.iter()
+                .any(|(k, v)| k.contains("version") && (v.is_u64() || v.is_string()))
+        })
         .unwrap_or(false);
-    assert!(has_version, "recording header has no format version: {header}");
+    assert!(
+        has_version,
+        "recording header has no format version: {header}"
+    );
     let mut raw = Vec::new();
     for line in lines {
-        let v: Value = serde_json::from_str(line).unwrap_or_else(|e| panic!("recording line is not JSON ({e}): {line}"));
+        let v: Value = serde_json::from_str(line)
+            .unwrap_or_else(|e| panic!("recording line is not JSON ({e}): {line}"));
         assert!(v["kind"].is_string(), "recording line without kind: {line}");
         raw.push(v);
     }
-    // TODO: switch to mcpscope::record::read_file once src/record lands.
-    raw.into_iter()
-        .map(|v| serde_json::from_value::<Event>(v.clone()).unwrap_or_else(|e| panic!("not an Event ({e}): {v}")))
-        .collect()
+    let rec =
+        mcpscope::record::read_file(path).unwrap_or_else(|e| panic!("record::read_file: {e}"));
+    assert!(
+        rec.warnings.is_empty(),
+        "recording read with warnings: {:?}",
+        rec.warnings
+    );
+    assert_eq!(rec.header.version, mcpscope::event::FORMAT_VERSION);
+    assert_eq!(
+        rec.events.len(),
+        raw.len(),
+        "read_file's events vs the recording's lines"
+    );
+    rec.events
 }
 
 /// (session, method, tool, request id) of answered calls.
@@ -204,7 +254,8 @@ fn record_round_trip(style: &str) {
     let folded: BTreeSet<CallKey> = model
         .calls
         .iter()
-        .filter(|c| matches!(c.verdict, Verdict::Answered))
+        // The live notices cover client requests only (not the server's elicitation/create).
+        .filter(|c| c.dir == Direction::ClientToServer && matches!(c.verdict, Verdict::Answered))
         .map(|c| {
             (
                 model.sessions.get(c.session).and_then(|s| s.id.clone()),
@@ -214,8 +265,17 @@ fn record_round_trip(style: &str) {
             )
         })
         .collect();
-    assert!(!live.is_empty(), "no call_answered notices\n{}", proxy.dump());
-    assert_eq!(live, folded, "answered calls: live --json vs the folded recording\n{}", proxy.dump());
+    assert!(
+        !live.is_empty(),
+        "no call_answered notices\n{}",
+        proxy.dump()
+    );
+    assert_eq!(
+        live,
+        folded,
+        "answered calls: live --json vs the folded recording\n{}",
+        proxy.dump()
+    );
 }
 
 #[test]

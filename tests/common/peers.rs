@@ -108,7 +108,11 @@ impl Lines {
     }
 }
 
-fn wait_line(rx: &Receiver<String>, timeout: Duration, mut pick: impl FnMut(&str) -> bool) -> Option<String> {
+fn wait_line(
+    rx: &Receiver<String>,
+    timeout: Duration,
+    mut pick: impl FnMut(&str) -> bool,
+) -> Option<String> {
     let deadline = Instant::now() + timeout;
     loop {
         let left = deadline.saturating_duration_since(Instant::now());
@@ -211,7 +215,10 @@ impl Proxy {
             upstream.into(),
             "--json".into(),
         ];
-        if !extra.iter().any(|a| *a == "--record" || *a == "--no-record") {
+        if !extra
+            .iter()
+            .any(|a| *a == "--record" || *a == "--no-record")
+        {
             args.push("--no-record".into());
         }
         args.extend(extra.iter().map(|s| s.to_string()));
@@ -240,8 +247,11 @@ impl Proxy {
                 stdout.text()
             );
         };
+        // `mcpscope: listening on http://127.0.0.1:NNNNN (upstream …)`
         let base = line[line.find(PREFIX).map(|i| i + PREFIX.len()).unwrap_or(0)..]
-            .trim()
+            .split_whitespace()
+            .next()
+            .unwrap_or("")
             .trim_end_matches('/')
             .to_string();
         Proxy {
@@ -265,14 +275,19 @@ impl Proxy {
             .iter()
             .filter(|l| !l.trim().is_empty())
             .map(|l| {
-                serde_json::from_str::<Value>(l)
-                    .unwrap_or_else(|e| panic!("mcpscope --json printed a non-JSON line ({e}): {l}"))
+                serde_json::from_str::<Value>(l).unwrap_or_else(|e| {
+                    panic!("mcpscope --json printed a non-JSON line ({e}): {l}")
+                })
             })
             .collect()
     }
 
     /// Waits until a notice satisfies `pick` (returns it), or `timeout` passes (returns None).
-    pub fn wait_notice(&self, timeout: Duration, mut pick: impl FnMut(&Value) -> bool) -> Option<Value> {
+    pub fn wait_notice(
+        &self,
+        timeout: Duration,
+        mut pick: impl FnMut(&Value) -> bool,
+    ) -> Option<Value> {
         if let Some(v) = self.notices().into_iter().find(|v| pick(v)) {
             return Some(v);
         }
@@ -362,7 +377,8 @@ pub fn run_json(mut cmd: Command, what: &str, timeout: Duration) -> ClientRun {
         .rev()
         .find(|l| !l.trim().is_empty())
         .unwrap_or_else(|| panic!("{what} printed nothing\nstderr:\n{}", stderr.text()));
-    let json = serde_json::from_str(&last).unwrap_or_else(|e| panic!("{what} printed non-JSON ({e}): {last}"));
+    let json = serde_json::from_str(&last)
+        .unwrap_or_else(|e| panic!("{what} printed non-JSON ({e}): {last}"));
     ClientRun {
         json,
         stderr: stderr.text(),
@@ -376,7 +392,11 @@ pub fn py_client(url: &str, style: &str, scenario: &str) -> ClientRun {
     cmd.arg(root().join("tests/peers/py_client.py"))
         .arg(url)
         .args(["--style", style, "--scenario", scenario, "--timeout", "20"]);
-    run_json(cmd, &format!("py_client {style} {scenario} {url}"), Duration::from_secs(60))
+    run_json(
+        cmd,
+        &format!("py_client {style} {scenario} {url}"),
+        Duration::from_secs(60),
+    )
 }
 
 /// Runs tests/peers/node/client.mjs with the SDK request timeout set to `timeout_s`.
