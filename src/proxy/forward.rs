@@ -44,6 +44,21 @@ pub fn strip_hop_by_hop(headers: &mut HeaderMap) {
     }
 }
 
+/// Whether an upstream response's connection closes after it: `Connection: close`, or a body
+/// delimited by the close (neither `Content-Length` nor chunked).
+pub fn closes_after(headers: &HeaderMap) -> bool {
+    let has = |name: http::header::HeaderName, token: &str| {
+        headers
+            .get_all(name)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .any(|v| v.split(',').any(|t| t.trim().eq_ignore_ascii_case(token)))
+    };
+    has(http::header::CONNECTION, "close")
+        || (!headers.contains_key(http::header::CONTENT_LENGTH)
+            && !has(http::header::TRANSFER_ENCODING, "chunked"))
+}
+
 /// Headers as (name, value) text pairs, credentials replaced unless `redact` is false.
 pub fn header_list(headers: &HeaderMap, redact: bool) -> Vec<Header> {
     headers

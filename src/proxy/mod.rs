@@ -487,7 +487,15 @@ async fn handle(
     };
 
     let (mut parts, incoming) = response.into_parts();
+    // An upstream that closes its connection after this response (close-delimited body or
+    // `Connection: close`) is mirrored: the client's connection closes after it too.
+    let closes = forward::closes_after(&parts.headers);
     forward::strip_hop_by_hop(&mut parts.headers);
+    if closes {
+        parts
+            .headers
+            .insert(http::header::CONNECTION, HeaderValue::from_static("close"));
+    }
     let content_type = parts
         .headers
         .get(http::header::CONTENT_TYPE)
