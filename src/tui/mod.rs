@@ -6,6 +6,7 @@
 
 pub mod app;
 pub mod filter;
+pub mod fixtures;
 pub mod keys;
 pub mod replay;
 pub mod rows;

@@ -233,7 +233,9 @@ impl ReplayCursor {
         self.pos += 1;
         if self.pos > self.frontier {
             self.frontier = self.pos;
-            if self.pos.is_multiple_of(self.spacing) && self.pos / self.spacing == self.checkpoints.len() {
+            if self.pos.is_multiple_of(self.spacing)
+                && self.pos / self.spacing == self.checkpoints.len()
+            {
                 self.checkpoints.push(self.model.clone());
             }
         }

@@ -74,6 +74,13 @@ pub fn render(frame: &mut Frame, app: &mut App, model: &Model, now: DateTime<Utc
             if let Some(c) = cells.get_mut(a) {
                 *c = ('├', bar_style);
             }
+            let death = dead || stream.ended.as_ref().is_some_and(|e| e.how != EndHow::Eof);
+            if let Some(end) = &stream.ended
+                && !death
+                && let Some(c) = cells.get_mut(col(end.at))
+            {
+                *c = ('┤', bar_style);
+            }
             for mark in &stream.marks {
                 if let Some(c) = cells.get_mut(col(mark.at)) {
                     *c = if mark.response {
@@ -84,12 +91,8 @@ pub fn render(frame: &mut Frame, app: &mut App, model: &Model, now: DateTime<Utc
                 }
             }
             if let Some(end) = &stream.ended {
-                if let Some(c) = cells.get_mut(col(end.at)) {
-                    *c = if dead || end.how != EndHow::Eof {
-                        ('✕', theme.death())
-                    } else {
-                        ('┤', bar_style)
-                    };
+                if death && let Some(c) = cells.get_mut(col(end.at)) {
+                    *c = ('✕', theme.death());
                 }
             } else if stream.unreachable.is_some()
                 && let Some(c) = cells.get_mut(b)

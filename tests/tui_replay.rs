@@ -1,0 +1,118 @@
+//! The replay cursor: the model as of any event, seeking, steps and stream-death jumps.
+
+use mcpscope::event::{EndHow, EventKind};
+use mcpscope::model::Verdict;
+use mcpscope::tui::ReplayCursor;
+use mcpscope::tui::fixtures::{at, many_calls, scenario};
+
+fn poke_verdict(cursor: &ReplayCursor) -> Option<&'static str> {
+    cursor
+        .model_at()
+        .calls
+        .iter()
+        .find(|c| c.tool.as_deref() == Some("poke"))
+        .map(|c| c.verdict.name())
+}
+
+fn death_index(events: &[mcpscope::event::Event]) -> usize {
+    events
+        .iter()
+        .position(|e| {
+            matches!(
+                e.kind,
+                EventKind::StreamEnded {
+                    stream: 3,
+                    how: EndHow::Reset,
+                    ..
+                }
+            )
+        })
+        .expect("death in fixture")
+}
+
+#[test]
+fn pending_before_the_death_orphaned_just_after() {
+    let events = scenario();
+    let death = death_index(&events);
+    let mut cursor = ReplayCursor::new(events);
+    cursor.seek(death);
+    assert_eq!(poke_verdict(&cursor), Some("pending"));
+    cursor.step_forward();
+    assert_eq!(poke_verdict(&cursor), Some("orphaned"));
+    cursor.step_back();
+    assert_eq!(poke_verdict(&cursor), Some("pending"));
+    assert_eq!(cursor.time(), Some(at(3_600)));
+}
+
+#[test]
+fn next_and_previous_death() {
+    let events = scenario();
+    let death = death_index(&events);
+    let mut cursor = ReplayCursor::new(events);
+    assert_eq!(cursor.next_death(), Some(death + 1));
+    assert_eq!(poke_verdict(&cursor), Some("orphaned"));
+    // The GET stream reset at the same moment is the next death, then POST#4 (resumable).
+    assert_eq!(cursor.next_death(), Some(death + 2));
+    let third = cursor
+        .next_death()
+        .expect("POST#4 ended with a call pending");
+    assert!(
+        cursor
+            .model_at()
+            .calls
+            .iter()
+            .any(|c| matches!(c.verdict, Verdict::Resumable { .. })),
+        "at {third}"
+    );
+    assert_eq!(cursor.next_death(), None);
+    assert_eq!(cursor.prev_death(), Some(third));
+    assert_eq!(cursor.prev_death(), Some(death + 2));
+    assert_eq!(cursor.prev_death(), Some(death + 1));
+    assert_eq!(cursor.prev_death(), None);
+}
+
+#[test]
+fn seek_time_and_expiry_at_the_cursor() {
+    let events = scenario();
+    let mut cursor = ReplayCursor::new(events);
+    cursor.seek_time(at(4_499));
+    assert_eq!(poke_verdict(&cursor), Some("pending"));
+    cursor.seek_time(at(4_500));
+    assert_eq!(poke_verdict(&cursor), Some("orphaned"));
+    cursor.seek(cursor.len());
+    // 30 s after the end, the resumable call's window has passed: the view shows it orphaned.
+    let later = at(40_000);
+    let view = cursor.view_model(later);
+    let slow = view
+        .calls
+        .iter()
+        .find(|c| c.tool.as_deref() == Some("slow"))
+        .expect("slow");
+    assert_eq!(slow.verdict.name(), "orphaned");
+    let raw = cursor
+        .model_at()
+        .calls
+        .iter()
+        .find(|c| c.tool.as_deref() == Some("slow"))
+        .expect("slow");
+    assert_eq!(
+        raw.verdict.name(),
+        "resumable",
+        "the cursor's own model is not changed"
+    );
+}
+
+#[test]
+fn checkpoints_give_the_same_model_as_a_full_fold() {
+    let events = many_calls(3_000);
+    let len = events.len();
+    let mut cursor = ReplayCursor::with_spacing(events.clone(), 1_000);
+    cursor.seek(len);
+    for target in [len / 2, 10, len - 1, 2_500, 0, len] {
+        cursor.seek(target);
+        let (direct, _) = mcpscope::model::Model::from_events(&events[..target]);
+        assert_eq!(cursor.position(), target);
+        assert_eq!(cursor.model_at().counts(), direct.counts(), "at {target}");
+        assert_eq!(cursor.model_at().calls, direct.calls, "at {target}");
+    }
+}
