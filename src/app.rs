@@ -1,5 +1,6 @@
 //! Wiring: the proxy, the hub (recorder) and a view, started from parsed arguments.
 
+use std::io::IsTerminal;
 use std::path::PathBuf;
 
 use anyhow::{Context, bail};
@@ -108,10 +109,22 @@ pub async fn run_proxy(args: ProxyArgs) -> anyhow::Result<()> {
         .hub
         .take_output()
         .context("view feed already taken")?;
-    let style = if args.json { Style::Json } else { Style::Lines };
-    tokio::select! {
-        _ = headless::run(feed, style) => {}
-        _ = shutdown_signal() => {}
+    let faults: Option<std::sync::Arc<dyn crate::fault::FaultControl>> = None;
+    let headless = args.headless || args.json || !std::io::stdout().is_terminal();
+    if headless {
+        let style = if args.json { Style::Json } else { Style::Lines };
+        tokio::select! {
+            _ = headless::run(feed, style) => {}
+            _ = shutdown_signal() => {}
+        }
+    } else {
+        let info = crate::tui::Info {
+            listen: Some(running.proxy.addr.to_string()),
+            upstream: Some(upstream.to_string()),
+            recording: running.hub.recording.clone(),
+            theme: args.theme.clone(),
+        };
+        crate::tui::run_live(feed, info, faults).await?;
     }
     running.proxy.shutdown();
     drop(running.proxy);
