@@ -183,7 +183,7 @@ impl TapBody {
             dir: Direction::ServerToClient,
             how,
             leg,
-            bytes: self.forwarded,
+            bytes: self.forwarded + self.queue.iter().map(|(_, b)| b.len() as u64).sum::<u64>(),
             detail,
         });
     }
