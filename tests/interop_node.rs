@@ -10,7 +10,8 @@ mod common;
 
 use std::time::Duration;
 
-use common::peers::{Proxy, PyServer, ServerMode, node_client, of_kind, ts};
+use common::peers::{Proxy, PyServer, ServerMode, node_client, of_kind, temp_dir, ts};
+use mcpscope::model::Model;
 
 #[test]
 fn node_client_healthy_is_transparent() {
@@ -60,7 +61,10 @@ fn node_client_waits_for_its_timeout_but_the_proxy_sees_the_orphan() {
     drop(lone);
 
     let server = PyServer::start(ServerMode::Dies);
-    let proxy = Proxy::start(&server.url(), &[]);
+    let dir = temp_dir();
+    let file = dir.path().join("node-poke.jsonl");
+    let file_arg = file.to_string_lossy().to_string();
+    let mut proxy = Proxy::start(&server.url(), &["--record", &file_arg]);
     let via = node_client(&proxy.url("/mcp"), "poke", TIMEOUT_S);
 
     assert_eq!(
@@ -102,4 +106,29 @@ fn node_client_waits_for_its_timeout_but_the_proxy_sees_the_orphan() {
         "call_orphaned came {after} ms after call_started (client timeout {TIMEOUT_S} s)\n{}",
         proxy.dump()
     );
+
+    // What the client did next, from the recording: the 1.x TypeScript client reopens its GET
+    // stream at once (the seed's observation) and sends notifications/cancelled at its timeout.
+    proxy.proc.terminate(Duration::from_secs(5));
+    let rec =
+        mcpscope::record::read_file(&file).unwrap_or_else(|e| panic!("record::read_file: {e}"));
+    let (model, _) = Model::from_events(&rec.events);
+    let poke = model
+        .calls
+        .iter()
+        .find(|c| c.tool.as_deref() == Some("poke"))
+        .unwrap_or_else(|| panic!("no poke call in the recording\n{}", proxy.dump()));
+    assert_eq!(poke.verdict.name(), "orphaned", "{:?}", poke.verdict);
+    assert!(
+        poke.reaction.cancelled,
+        "the TypeScript client sent notifications/cancelled at its timeout, but the model's reaction \
+         is {:?}",
+        poke.reaction
+    );
+    assert!(
+        poke.reaction.new_get,
+        "the TypeScript client reopened its GET stream, but the model's reaction is {:?}",
+        poke.reaction
+    );
+    assert_eq!(poke.reaction.retries, 0, "{:?}", poke.reaction);
 }

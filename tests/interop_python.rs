@@ -147,14 +147,17 @@ fn poke_dies(style: &str) {
         .into_iter()
         .find(|n| n["stream"] == *stream)
         .unwrap_or_else(|| panic!("no stream_ended for stream {stream}\n{}", proxy.dump()));
-    // On the wire (checked by hand): the server's process exit closes the socket with a FIN in the
-    // middle of the chunked SSE body (no terminating chunk) — truncated framing, not a RST.
+    // On the wire (checked by hand with a raw socket): the server's process exit closes the socket
+    // with a FIN in the middle of the chunked SSE body (no terminating 0-chunk). That is truncated
+    // framing — `error` in the event vocabulary (`eof` is a FIN after complete framing), not a RST.
     let how = ended["how"].as_str().unwrap_or("");
-    assert!(
-        how == "eof" || how == "error",
-        "poke ({style}): the upstream stream ended by FIN mid-body, but stream_ended says how={how:?}\n{}",
+    assert_eq!(
+        how,
+        "error",
+        "poke ({style}): the upstream stream ended by FIN mid-chunked-body; stream_ended says how={how:?}\n{}",
         proxy.dump()
     );
+    assert_eq!(ended["leg"], "upstream", "{}", proxy.dump());
     assert_eq!(
         orphan["how"],
         ended["how"],

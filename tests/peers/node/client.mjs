@@ -73,6 +73,8 @@ async function poke(client, transport, timeoutS) {
     out.error = `${e && e.name}: ${e && e.message}`;
   }
   out.elapsed_ms = Math.round(performance.now() - start);
+  // On its timeout the SDK sends notifications/cancelled without awaiting it: let it reach the wire.
+  await new Promise((r) => setTimeout(r, 500));
   return out;
 }
 
