@@ -27,7 +27,21 @@ fn init_tracing() {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) if e.use_stderr() => {
+            // One clear line (clap's first), not the whole usage block.
+            let text = e.to_string();
+            let first = text.lines().next().unwrap_or("bad arguments");
+            let first = first.strip_prefix("error: ").unwrap_or(first);
+            eprintln!("mcpscope: {first} (see mcpscope --help)");
+            return ExitCode::from(2);
+        }
+        Err(e) => {
+            let _ = e.print();
+            return ExitCode::SUCCESS;
+        }
+    };
     init_tracing();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -43,7 +57,8 @@ fn main() -> ExitCode {
         match cli.command {
             None => app::run_proxy(cli.proxy).await,
             Some(Command::ServeTest(args)) => mcpscope::testserver::run(&args).await,
-            Some(Command::Demo(_)) | Some(Command::Replay(_)) => {
+            Some(Command::Replay(args)) => mcpscope::replay::run(&args).await,
+            Some(Command::Demo(_)) => {
                 anyhow::bail!("this subcommand is not available in this build")
             }
         }

@@ -1,3 +1,4 @@
 //! Shared helpers for the integration tests.
 
 pub mod peers;
+pub mod raw;

@@ -1,0 +1,82 @@
+//! The binary's command line: bad input gets one clear line and exit code 2.
+
+use std::process::Command;
+
+fn run(args: &[&str]) -> (i32, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_mcpscope"))
+        .args(args)
+        .output()
+        .expect("run mcpscope");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn assert_usage_error(args: &[&str], needle: &str) {
+    let (code, stderr) = run(args);
+    assert_eq!(code, 2, "{args:?}: {stderr}");
+    assert_eq!(
+        stderr.trim_end().lines().count(),
+        1,
+        "{args:?}: one line, got {stderr:?}"
+    );
+    assert!(
+        stderr.contains(needle),
+        "{args:?}: {stderr:?} should mention {needle:?}"
+    );
+}
+
+#[test]
+fn an_unknown_flag_is_one_line_and_exit_2() {
+    assert_usage_error(&["--bogus"], "--bogus");
+}
+
+#[test]
+fn a_bad_upstream_url_is_refused() {
+    assert_usage_error(
+        &["--upstream", "ftp://example/mcp", "--no-record"],
+        "http:// or https://",
+    );
+    assert_usage_error(&["--upstream", "not a url", "--no-record"], "not a URL");
+}
+
+#[test]
+fn a_missing_upstream_is_refused() {
+    assert_usage_error(&["--no-record"], "--upstream");
+}
+
+#[test]
+fn a_bad_listen_address_is_refused() {
+    assert_usage_error(
+        &[
+            "--listen",
+            "nowhere",
+            "--upstream",
+            "http://127.0.0.1:1/mcp",
+        ],
+        "nowhere",
+    );
+}
+
+#[test]
+fn a_non_loopback_listen_needs_allow_remote() {
+    assert_usage_error(
+        &[
+            "--listen",
+            "0.0.0.0:0",
+            "--upstream",
+            "http://127.0.0.1:1/mcp",
+            "--no-record",
+        ],
+        "--allow-remote",
+    );
+}
+
+#[test]
+fn help_and_version_exit_0() {
+    let (code, _) = run(&["--help"]);
+    assert_eq!(code, 0);
+    let (code, _) = run(&["--version"]);
+    assert_eq!(code, 0);
+}
