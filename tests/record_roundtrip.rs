@@ -1,0 +1,168 @@
+//! Record a run, read it back, fold it: the same verdicts as live; the file is private and
+//! credentials are redacted.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use mcpscope::app;
+use mcpscope::democlient::{self, DemoStep};
+use mcpscope::fault::{Fault, Plan, Planner, RequestInfo, Trigger};
+use mcpscope::model::{Model, Notice};
+use mcpscope::proxy::Config;
+use mcpscope::record;
+use mcpscope::testserver;
+
+/// Resets the stream of the first `tools/call poke`, 300 ms in.
+struct KillPoke(std::sync::atomic::AtomicBool);
+
+impl Planner for KillPoke {
+    fn plan(&self, request: &RequestInfo<'_>) -> Option<Plan> {
+        let body = request.body?;
+        let is_poke = body["method"] == "tools/call" && body["params"]["name"] == "poke";
+        (is_poke && !self.0.swap(true, std::sync::atomic::Ordering::SeqCst)).then(|| Plan {
+            fault: Fault::Reset,
+            trigger: Trigger::After(Duration::from_millis(300)),
+            origin: "test".into(),
+        })
+    }
+}
+
+fn verdicts(model: &Model) -> Vec<(String, String, &'static str)> {
+    model
+        .calls
+        .iter()
+        .map(|c| (c.id_text(), c.title(), c.verdict.name()))
+        .collect()
+}
+
+#[tokio::test]
+async fn a_recording_folds_to_the_live_verdicts() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("run.jsonl");
+    // No event ids: a dead stream cannot be resumed, so the poke is orphaned (not resumable).
+    let options = testserver::Options {
+        event_ids: false,
+        ..Default::default()
+    };
+    let server = testserver::start(options).await.expect("test server");
+    let config = Config {
+        listen: "127.0.0.1:0".parse().expect("addr"),
+        upstream: server.url().parse().expect("uri"),
+        insecure: false,
+        allow_remote: false,
+        redact: true,
+    };
+    let mut running = app::start_proxy(config, Some(path.clone()))
+        .await
+        .expect("proxy");
+    running
+        .proxy
+        .shared
+        .set_planner(Arc::new(KillPoke(Default::default())));
+    let mut feed = running.hub.take_output().expect("feed");
+    let url = format!("http://{}/mcp", running.proxy.addr);
+    let steps = [
+        DemoStep::Initialize,
+        DemoStep::Initialized,
+        DemoStep::ListTools,
+        DemoStep::call("echo", serde_json::json!({"text": "hi"}), false),
+        DemoStep::call(
+            "slow",
+            serde_json::json!({"steps": 3, "interval_ms": 20}),
+            true,
+        ),
+        DemoStep::call("poke", serde_json::json!({}), false),
+        DemoStep::call("peek", serde_json::json!({}), false),
+    ];
+    let outcomes = democlient::run_script(&url, &steps).await.expect("script");
+    assert!(
+        !outcomes[5].ok,
+        "poke's stream was reset: {:?}",
+        outcomes[5]
+    );
+
+    running.proxy.shutdown();
+    drop(running.proxy);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let recorded = running.hub.finish();
+    let mut live = Model::new();
+    let mut live_notices: Vec<Notice> = Vec::new();
+    while let Ok(event) = feed.try_recv() {
+        live_notices.extend(live.apply(&event));
+    }
+
+    let recording = record::read_file(&path).expect("read back");
+    assert!(recording.warnings.is_empty(), "{:?}", recording.warnings);
+    assert_eq!(recording.events.len() as u64, recorded);
+    let (replayed, replayed_notices) = Model::from_events(&recording.events);
+    assert_eq!(verdicts(&replayed), verdicts(&live));
+    assert_eq!(replayed_notices, live_notices);
+    let poke = replayed
+        .calls
+        .iter()
+        .find(|c| c.tool.as_deref() == Some("poke"))
+        .expect("poke");
+    assert_eq!(poke.verdict.name(), "orphaned");
+    assert!(
+        replayed
+            .calls
+            .iter()
+            .filter(|c| c.tool.as_deref() != Some("poke"))
+            .all(|c| c.verdict.name() == "answered")
+    );
+
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&path).expect("meta").permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+    }
+}
+
+#[tokio::test]
+async fn credentials_are_redacted_in_the_recording_unless_asked() {
+    for redact in [true, false] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("run.jsonl");
+        let server = testserver::start(testserver::Options::default())
+            .await
+            .expect("test server");
+        let config = Config {
+            listen: "127.0.0.1:0".parse().expect("addr"),
+            upstream: server.url().parse().expect("uri"),
+            insecure: false,
+            allow_remote: false,
+            redact,
+        };
+        let running = app::start_proxy(config, Some(path.clone()))
+            .await
+            .expect("proxy");
+        let client = reqwest_like_post(running.proxy.addr).await;
+        assert!(client.starts_with("HTTP/1.1 200"), "{client}");
+        running.proxy.shutdown();
+        drop(running.proxy);
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        running.hub.finish();
+        let text = std::fs::read_to_string(&path).expect("recording");
+        assert_eq!(text.contains("s3cr3t"), !redact, "redact={redact}");
+        assert_eq!(
+            text.contains("Bearer [redacted]"),
+            redact,
+            "redact={redact}"
+        );
+    }
+}
+
+async fn reqwest_like_post(addr: std::net::SocketAddr) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let body = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+    let mut sock = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    let req = format!(
+        "POST /mcp HTTP/1.1\r\nhost: {addr}\r\nauthorization: Bearer s3cr3t\r\ncookie: sid=s3cr3t\r\ncontent-type: application/json\r\naccept: application/json, text/event-stream\r\nconnection: close\r\ncontent-length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    sock.write_all(req.as_bytes()).await.expect("write");
+    let mut out = Vec::new();
+    let _ = tokio::time::timeout(Duration::from_secs(5), sock.read_to_end(&mut out)).await;
+    String::from_utf8_lossy(&out).into_owned()
+}
