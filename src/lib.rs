@@ -13,6 +13,7 @@ pub mod hub;
 pub mod model;
 pub mod proxy;
 pub mod record;
+pub mod replay;
 pub mod testserver;
 pub mod tui;
 pub mod wire;
