@@ -33,9 +33,9 @@ impl Hub {
                 let mut recorder = recorder;
                 let mut warned = false;
                 while let Some(event) = rx.blocking_recv() {
-                    if let Some(rec) = recorder.as_mut() {
-                        if let Err(e) = rec.write(&event) {
-                            if !warned {
+                    if let Some(rec) = recorder.as_mut()
+                        && let Err(e) = rec.write(&event)
+                            && !warned {
                                 tracing::error!(
                                     "recording to {} failed: {e}",
                                     rec.path().display()
@@ -46,8 +46,6 @@ impl Hub {
                                 );
                                 warned = true;
                             }
-                        }
-                    }
                     let _ = tx.send(event);
                 }
                 recorder.map_or(0, |r| r.events())

@@ -337,15 +337,14 @@ impl Model {
             s.body = body;
         }
         // The response that assigns a session (to `initialize`) moves the exchange into it.
-        if self.streams[si].session == 0 {
-            if let Some(sid) = header(headers, "mcp-session-id") {
+        if self.streams[si].session == 0
+            && let Some(sid) = header(headers, "mcp-session-id") {
                 let revision = self.streams[si]
                     .request_header("mcp-protocol-version")
                     .map(str::to_string);
                 let session = self.session_for_id(t, sid, revision.as_deref(), out);
                 self.move_stream(si, session);
             }
-        }
         let session = self.streams[si].session;
         let method = self.streams[si].method.clone();
         let ok = (200..300).contains(&status);

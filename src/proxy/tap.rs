@@ -393,13 +393,11 @@ impl TapBody {
             trigger: Trigger::AfterEvents(k),
             ..
         }) = &self.plan
-        {
-            if !self.plan_fired && self.events_seen >= *k {
+            && !self.plan_fired && self.events_seen >= *k {
                 self.enqueue(piece);
                 self.fire();
                 return;
             }
-        }
         match self.active_fault().cloned() {
             Some(Fault::Stall) if carries_response => {
                 self.ctx.sink.emit(EventKind::Note {
@@ -432,14 +430,13 @@ fn truncate_text(bytes: &[u8]) -> String {
 fn classify_error(err: &hyper::Error) -> (EndHow, String) {
     let mut source: Option<&(dyn std::error::Error + 'static)> = Some(err);
     while let Some(e) = source {
-        if let Some(io) = e.downcast_ref::<std::io::Error>() {
-            if matches!(
+        if let Some(io) = e.downcast_ref::<std::io::Error>()
+            && matches!(
                 io.kind(),
                 std::io::ErrorKind::ConnectionReset | std::io::ErrorKind::ConnectionAborted
             ) {
                 return (EndHow::Reset, io.to_string());
             }
-        }
         source = e.source();
     }
     if err.is_incomplete_message() {
@@ -469,8 +466,8 @@ impl Body for TapBody {
                     Poll::Pending => break,
                 }
             }
-            if !this.plan_fired {
-                if let Some(plan) = &this.plan {
+            if !this.plan_fired
+                && let Some(plan) = &this.plan {
                     let due = match (plan.trigger, &mut this.plan_timer) {
                         (Trigger::Now, _) => true,
                         (Trigger::After(_), Some(timer)) => timer.as_mut().poll(cx).is_ready(),
@@ -480,7 +477,6 @@ impl Body for TapBody {
                         this.fire();
                     }
                 }
-            }
             if let Some(pace) = &mut this.pace {
                 if pace.as_mut().poll(cx).is_pending() {
                     return Poll::Pending;
@@ -488,12 +484,11 @@ impl Body for TapBody {
                 this.pace = None;
             }
             if let Some((ready_at, _)) = this.queue.front() {
-                if let Some(at) = *ready_at {
-                    if at > Instant::now() {
+                if let Some(at) = *ready_at
+                    && at > Instant::now() {
                         this.pace = Some(Box::pin(tokio::time::sleep_until(at)));
                         continue;
                     }
-                }
                 if let Some((_, mut bytes)) = this.queue.pop_front() {
                     if let Some(cut) = this.cut_at {
                         let room = cut.saturating_sub(this.forwarded) as usize;
