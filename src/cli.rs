@@ -8,7 +8,12 @@ use clap::{Args, Parser, Subcommand};
 /// A terminal debugger for MCP Streamable HTTP sessions: which stream owns which pending call,
 /// and when it died.
 #[derive(Debug, Parser)]
-#[command(name = "mcpscope", version, about, args_conflicts_with_subcommands = true)]
+#[command(
+    name = "mcpscope",
+    version,
+    about,
+    args_conflicts_with_subcommands = true
+)]
 pub struct Cli {
     /// What to run (default: the proxy).
     #[command(subcommand)]
@@ -38,16 +43,26 @@ impl std::str::FromStr for Listen {
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         if let Ok(port) = s.parse::<u16>() {
-            return Ok(Listen(SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), port)));
+            return Ok(Listen(SocketAddr::new(
+                IpAddr::V4(Ipv4Addr::LOCALHOST),
+                port,
+            )));
         }
         if let Ok(addr) = s.parse::<SocketAddr>() {
             return Ok(Listen(addr));
         }
         if let Some(port) = s.strip_prefix("localhost:") {
-            let port = port.parse::<u16>().map_err(|_| format!("bad port in {s:?}"))?;
-            return Ok(Listen(SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), port)));
+            let port = port
+                .parse::<u16>()
+                .map_err(|_| format!("bad port in {s:?}"))?;
+            return Ok(Listen(SocketAddr::new(
+                IpAddr::V4(Ipv4Addr::LOCALHOST),
+                port,
+            )));
         }
-        Err(format!("expected a port (9000) or host:port (127.0.0.1:9000), got {s:?}"))
+        Err(format!(
+            "expected a port (9000) or host:port (127.0.0.1:9000), got {s:?}"
+        ))
     }
 }
 
@@ -161,17 +176,31 @@ mod tests {
 
     #[test]
     fn listen_takes_a_port_or_host_port() {
-        assert_eq!("9000".parse::<Listen>().map(|l| l.0.to_string()), Ok("127.0.0.1:9000".into()));
-        assert_eq!("[::1]:9".parse::<Listen>().map(|l| l.0.to_string()), Ok("[::1]:9".into()));
-        assert!("0.0.0.0:9".parse::<Listen>().is_ok_and(|l| !l.is_loopback()));
+        assert_eq!(
+            "9000".parse::<Listen>().map(|l| l.0.to_string()),
+            Ok("127.0.0.1:9000".into())
+        );
+        assert_eq!(
+            "[::1]:9".parse::<Listen>().map(|l| l.0.to_string()),
+            Ok("[::1]:9".into())
+        );
+        assert!(
+            "0.0.0.0:9"
+                .parse::<Listen>()
+                .is_ok_and(|l| !l.is_loopback())
+        );
         assert!("nope".parse::<Listen>().is_err());
     }
 
     #[test]
     fn subcommands_parse() {
         let cli = Cli::try_parse_from(["mcpscope", "replay", "x.jsonl", "--serve"]).expect("parse");
-        assert!(matches!(cli.command, Some(Command::Replay(ReplayArgs { serve: true, .. }))));
-        let cli = Cli::try_parse_from(["mcpscope", "--upstream", "http://h/mcp", "--json"]).expect("parse");
+        assert!(matches!(
+            cli.command,
+            Some(Command::Replay(ReplayArgs { serve: true, .. }))
+        ));
+        let cli = Cli::try_parse_from(["mcpscope", "--upstream", "http://h/mcp", "--json"])
+            .expect("parse");
         assert!(cli.proxy.json && cli.command.is_none());
     }
 }
