@@ -86,6 +86,24 @@ pub struct Call {
     pub retry_of: Option<usize>,
     /// Whether the call was hit by an injected fault.
     pub injected: bool,
+    /// Whether its result asked the client for input (2026-07-28 `InputRequiredResult`): the
+    /// logical call goes on in a later round.
+    pub input_required: bool,
+    /// The earlier round of the same logical call that this request continues (MRTR), if any.
+    pub continues: Option<usize>,
+}
+
+impl Call {
+    /// Which round of its logical call this request is (1 for the first).
+    pub fn round(&self, calls: &[Call]) -> u32 {
+        let mut round = 1;
+        let mut at = self.continues;
+        while let Some(prev) = at {
+            round += 1;
+            at = calls.get(prev).and_then(|c| c.continues);
+        }
+        round
+    }
 }
 
 impl Call {

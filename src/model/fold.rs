@@ -25,8 +25,15 @@ fn retry_key(method: &str, params: &Value) -> String {
     if let Some(obj) = params.as_object_mut() {
         obj.remove("_meta");
         obj.remove("inputResponses");
+        obj.remove("requestState");
     }
     format!("{method} {}", canonical(&params))
+}
+
+/// Whether a result is a 2026-07-28 `InputRequiredResult` (the client must retry with input).
+fn is_input_required(result: &Value) -> bool {
+    result.get("resultType").and_then(Value::as_str) == Some("input_required")
+        || result.get("inputRequests").is_some()
 }
 
 fn body_of(headers: &[Header]) -> Body {
@@ -50,6 +57,7 @@ impl Model {
                 ended: None,
                 streams: Vec::new(),
                 tools: Default::default(),
+                announced: true,
             });
         }
         self.events_applied += 1;
@@ -195,6 +203,7 @@ impl Model {
         t: DateTime<Utc>,
         id: &str,
         revision: Option<&str>,
+        announce: bool,
         out: &mut Vec<Notice>,
     ) -> usize {
         if let Some(&index) = self.session_index.get(id) {
@@ -210,16 +219,29 @@ impl Model {
             ended: None,
             streams: Vec::new(),
             tools: Default::default(),
+            announced: false,
         });
         self.session_index.insert(id.to_string(), index);
+        if announce {
+            self.announce_session(t, index, out);
+        }
+        index
+    }
+
+    /// Reports `session_started` once.
+    fn announce_session(&mut self, t: DateTime<Utc>, index: usize, out: &mut Vec<Notice>) {
+        let session = &mut self.sessions[index];
+        if session.announced {
+            return;
+        }
+        session.announced = true;
         out.push(Notice {
             t,
             what: What::SessionStarted {
-                session: Some(id.to_string()),
-                revision: revision.map(str::to_string),
+                session: session.id.clone(),
+                revision: session.revision.clone(),
             },
         });
-        index
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -235,7 +257,7 @@ impl Model {
     ) {
         let revision = header(headers, "mcp-protocol-version");
         let session = match header(headers, "mcp-session-id") {
-            Some(sid) => self.session_for_id(t, sid, revision, out),
+            Some(sid) => self.session_for_id(t, sid, revision, true, out),
             None => 0,
         };
         let si = self.streams.len();
@@ -338,13 +360,19 @@ impl Model {
         }
         // The response that assigns a session (to `initialize`) moves the exchange into it.
         if self.streams[si].session == 0
-            && let Some(sid) = header(headers, "mcp-session-id") {
-                let revision = self.streams[si]
-                    .request_header("mcp-protocol-version")
-                    .map(str::to_string);
-                let session = self.session_for_id(t, sid, revision.as_deref(), out);
-                self.move_stream(si, session);
-            }
+            && let Some(sid) = header(headers, "mcp-session-id")
+        {
+            let revision = self.streams[si]
+                .request_header("mcp-protocol-version")
+                .map(str::to_string);
+            // An `initialize` answer announces the session with its negotiated revision.
+            let initializing = self.streams[si]
+                .calls
+                .iter()
+                .any(|&c| self.calls[c].method == "initialize");
+            let session = self.session_for_id(t, sid, revision.as_deref(), !initializing, out);
+            self.move_stream(si, session);
+        }
         let session = self.streams[si].session;
         let method = self.streams[si].method.clone();
         let ok = (200..300).contains(&status);
@@ -624,6 +652,8 @@ impl Model {
             arrival: 1,
             retry_of: None,
             injected: !stream.faults.is_empty(),
+            input_required: false,
+            continues: None,
         };
         if dir == Direction::ClientToServer && method == "initialize" {
             if let Some(info) = params.get("clientInfo") {
@@ -649,7 +679,13 @@ impl Model {
                 .get(&key)
                 .and_then(|list| list.last())
                 .copied();
-            if let Some(prev) = earlier.filter(|&p| self.calls[p].verdict != Verdict::Answered) {
+            let continuing =
+                params.get("inputResponses").is_some() || params.get("requestState").is_some();
+            if let Some(prev) = earlier.filter(|&p| continuing && self.calls[p].input_required) {
+                call.continues = Some(prev);
+            } else if let Some(prev) =
+                earlier.filter(|&p| self.calls[p].verdict != Verdict::Answered)
+            {
                 call.arrival = self.calls[prev].arrival + 1;
                 call.retry_of = Some(prev);
                 let mut root = prev;
@@ -674,14 +710,36 @@ impl Model {
         self.calls.push(call);
         self.streams[si].calls.push(index);
         self.counts.pending += 1;
+        let stream_id = self.streams[si].id;
+        if dir == Direction::ServerToClient {
+            out.push(Notice {
+                t,
+                what: What::ServerRequest {
+                    call: self.call_ref(index),
+                    stream: stream_id,
+                },
+            });
+        }
         if dir == Direction::ClientToServer {
             out.push(Notice {
                 t,
                 what: What::CallStarted {
                     call: self.call_ref(index),
-                    stream: self.streams[si].id,
+                    stream: stream_id,
                 },
             });
+            if let Some(prev) = self.calls[index].continues {
+                let round = self.calls[index].round(&self.calls);
+                let continues = self.calls[prev].id.clone();
+                out.push(Notice {
+                    t,
+                    what: What::CallContinued {
+                        call: self.call_ref(index),
+                        round,
+                        continues,
+                    },
+                });
+            }
             if let Some((arrival, idempotent, retry_of)) = retry_notice {
                 out.push(Notice {
                     t,
@@ -813,18 +871,27 @@ impl Model {
                         self.sessions[session].server =
                             Some(format!("{name} {version}").trim().to_string());
                     }
+                    self.announce_session(t, session, out);
                 }
+                let input_required = is_input_required(result);
+                self.calls[index].input_required = input_required;
                 self.set_verdict(index, Verdict::Answered, Some(t));
-                if self.calls[index].dir == Direction::ClientToServer {
-                    out.push(Notice {
-                        t,
-                        what: What::CallAnswered {
-                            call: self.call_ref(index),
-                            stream: stream_id,
-                            elapsed_ms,
-                        },
-                    });
-                }
+                let call = self.call_ref(index);
+                let what = match (self.calls[index].dir, input_required) {
+                    (Direction::ServerToClient, _) => {
+                        What::ServerRequestAnswered { call, elapsed_ms }
+                    }
+                    (Direction::ClientToServer, true) => What::CallInputRequired {
+                        call,
+                        input_requests: result.get("inputRequests").cloned().unwrap_or(Value::Null),
+                    },
+                    (Direction::ClientToServer, false) => What::CallAnswered {
+                        call,
+                        stream: stream_id,
+                        elapsed_ms,
+                    },
+                };
+                out.push(Notice { t, what });
             }
             Err(error) => {
                 self.calls[index].response = Some(error.clone());
@@ -892,6 +959,7 @@ impl Model {
                 pending: open.len(),
             },
         });
+        self.announce_session(t, self.streams[si].session, out);
         let stream = &self.streams[si];
         let session_alive = self.sessions[stream.session].is_alive();
         let status = stream.status.unwrap_or(0);

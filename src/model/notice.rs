@@ -129,6 +129,40 @@ pub enum What {
         /// From request to error.
         elapsed_ms: i64,
     },
+    /// A round of a multi-round-trip call ended asking the client for input.
+    CallInputRequired {
+        /// The call.
+        #[serde(flatten)]
+        call: CallRef,
+        /// What the server asked for (`inputRequests`), as sent.
+        input_requests: Value,
+    },
+    /// A request continues an earlier round of the same logical call (MRTR).
+    CallContinued {
+        /// The new round's request.
+        #[serde(flatten)]
+        call: CallRef,
+        /// Which round (2 for the first continuation).
+        round: u32,
+        /// The request id of the previous round.
+        continues: Value,
+    },
+    /// The server sent the client a request (elicitation, sampling, roots).
+    ServerRequest {
+        /// The request (its `session`, `request_id`, `method`).
+        #[serde(flatten)]
+        call: CallRef,
+        /// The stream it arrived on.
+        stream: StreamId,
+    },
+    /// The client answered a server request.
+    ServerRequestAnswered {
+        /// The request.
+        #[serde(flatten)]
+        call: CallRef,
+        /// From request to answer.
+        elapsed_ms: i64,
+    },
     /// The client cancelled a call.
     CallCancelled {
         /// The call.
@@ -251,6 +285,26 @@ impl Notice {
                 format!("call failed       {} in {elapsed_ms} ms: {error}", call(c))
             }
             What::CallCancelled { call: c } => format!("call cancelled    {}", call(c)),
+            What::CallInputRequired { call: c, .. } => format!("input required    {}", call(c)),
+            What::CallContinued {
+                call: c,
+                round,
+                continues,
+            } => {
+                format!(
+                    "call continued    {} round {round} (after id={continues})",
+                    call(c)
+                )
+            }
+            What::ServerRequest { call: c, stream } => {
+                format!("server request    {} on #{stream}", call(c))
+            }
+            What::ServerRequestAnswered {
+                call: c,
+                elapsed_ms,
+            } => {
+                format!("server request answered {} in {elapsed_ms} ms", call(c))
+            }
             What::ClientRetry {
                 call: c,
                 arrival,

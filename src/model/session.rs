@@ -50,6 +50,9 @@ pub struct Session {
     pub streams: Vec<StreamId>,
     /// Tools by name, from `tools/list` results.
     pub tools: HashMap<String, ToolInfo>,
+    /// Whether `session_started` was reported (it waits for the `initialize` result, so that it
+    /// can name the negotiated revision).
+    pub announced: bool,
 }
 
 impl Session {

@@ -162,6 +162,10 @@ fn kinds(notices: &[Notice]) -> Vec<&'static str> {
             What::UpstreamUnreachable { .. } => "upstream_unreachable",
             What::InvalidMessage { .. } => "invalid_message",
             What::FaultInjected { .. } => "fault_injected",
+            What::CallInputRequired { .. } => "call_input_required",
+            What::CallContinued { .. } => "call_continued",
+            What::ServerRequest { .. } => "server_request",
+            What::ServerRequestAnswered { .. } => "server_request_answered",
         })
         .collect()
 }
@@ -575,4 +579,71 @@ fn folding_is_deterministic() {
     let (b, nb) = s.fold();
     assert_eq!(na, nb);
     assert_eq!(a.calls, b.calls);
+}
+
+#[test]
+fn session_started_names_the_negotiated_revision() {
+    let mut s = Script::new();
+    s.initialize("2025-11-25");
+    let (_, notices) = s.fold();
+    let started: Vec<Option<String>> = notices
+        .iter()
+        .filter_map(|n| match &n.what {
+            What::SessionStarted { revision, .. } => Some(revision.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(started, [Some("2025-11-25".to_string())]);
+}
+
+#[test]
+fn r2026_07_28_input_required_rounds_are_one_logical_call() {
+    let h: &[(&str, &str)] = &[("mcp-protocol-version", "2026-07-28")];
+    let mut s = Script::new();
+    s.post(1, h, call("ask", 5))
+        .head(1, 200, "application/json", &[]);
+    s.json_body(1, json!({"jsonrpc":"2.0","id":5,"result":{"resultType":"input_required","inputRequests":{"q":{"method":"elicitation/create"}}}}));
+    s.end(1, EndHow::Eof, Leg::Upstream);
+    s.post(2, h, json!({"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"ask","arguments":{},"inputResponses":{"q":{"action":"accept"}}}}));
+    s.head(2, 200, "application/json", &[])
+        .json_body(2, result(6))
+        .end(2, EndHow::Eof, Leg::Upstream);
+    let (model, notices) = s.fold();
+    let k = kinds(&notices);
+    assert!(
+        k.contains(&"call_input_required") && k.contains(&"call_continued"),
+        "{k:?}"
+    );
+    assert!(
+        !k.contains(&"client_retry"),
+        "a continuation is not a retry"
+    );
+    assert!(model.calls[0].input_required);
+    assert_eq!(model.calls[1].continues, Some(0));
+    assert_eq!(model.calls[1].round(&model.calls), 2);
+    assert_eq!(model.calls[1].verdict, Verdict::Answered);
+}
+
+#[test]
+fn server_requests_are_reported() {
+    let mut s = Script::new();
+    s.initialize("2025-11-25")
+        .post(2, S1, call("ask", 1))
+        .head(2, 200, "text/event-stream", S1);
+    s.sse(
+        2,
+        None,
+        Some(json!({"jsonrpc":"2.0","id":"e","method":"elicitation/create","params":{}})),
+    );
+    s.post(
+        3,
+        S1,
+        json!({"jsonrpc":"2.0","id":"e","result":{"action":"accept"}}),
+    );
+    let (_, notices) = s.fold();
+    let k = kinds(&notices);
+    assert!(
+        k.contains(&"server_request") && k.contains(&"server_request_answered"),
+        "{k:?}"
+    );
 }

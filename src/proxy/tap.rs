@@ -103,6 +103,8 @@ pub struct TapBody {
     pace: Option<Pin<Box<Sleep>>>,
     finish: Option<Finish>,
     cut_at: Option<u64>,
+    /// Whether the tap has yielded once before an abort (so hyper flushes what it was given).
+    abort_yielded: bool,
 }
 
 impl TapBody {
@@ -130,6 +132,7 @@ impl TapBody {
             pace: None,
             finish: None,
             cut_at: None,
+            abort_yielded: false,
         };
         if let Some(plan) = plan {
             body.attach(plan);
@@ -332,9 +335,12 @@ impl TapBody {
                 frames.clear();
                 self.parser.feed(&data, &mut frames);
                 for frame in frames.drain(..) {
-                    let carries_response = self.tap_frame(&frame);
-                    if aligned && self.inner.is_some() {
-                        self.place_event(&frame, carries_response);
+                    self.events_seen += 1;
+                    if !aligned {
+                        self.tap_frame(&frame);
+                    } else if self.inner.is_some() && self.place_event(&frame) {
+                        // Event-aligned: reported only when the client gets it whole.
+                        self.tap_frame(&frame);
                     }
                 }
                 self.frames = frames;
@@ -342,9 +348,8 @@ impl TapBody {
         }
     }
 
-    /// Reports one SSE event and the message in it; returns whether it carries a response.
-    fn tap_frame(&mut self, frame: &SseFrame) -> bool {
-        self.events_seen += 1;
+    /// Reports one SSE event and the message in it.
+    fn tap_frame(&mut self, frame: &SseFrame) {
         self.ctx.sink.emit(EventKind::SseEvent {
             stream: self.ctx.stream,
             id: frame.id.clone(),
@@ -355,37 +360,27 @@ impl TapBody {
             end: frame.end,
         });
         if !frame.has_data || frame.data.is_empty() {
-            return false;
+            return;
         }
-        match jsonrpc::parse_body(frame.data.as_bytes()) {
-            Ok(body) => {
-                let response = jsonrpc::messages(&body).iter().any(|m| {
-                    matches!(
-                        jsonrpc::classify(m),
-                        Kind::Result { .. } | Kind::Error { .. }
-                    )
-                });
-                self.ctx.sink.emit(EventKind::Message {
-                    stream: self.ctx.stream,
-                    dir: Direction::ServerToClient,
-                    body,
-                });
-                response
-            }
-            Err(reason) => {
-                self.ctx.sink.emit(EventKind::InvalidMessage {
-                    stream: self.ctx.stream,
-                    dir: Direction::ServerToClient,
-                    reason,
-                    raw: truncate_text(frame.data.as_bytes()),
-                });
-                false
-            }
-        }
+        let kind = match jsonrpc::parse_body(frame.data.as_bytes()) {
+            Ok(body) => EventKind::Message {
+                stream: self.ctx.stream,
+                dir: Direction::ServerToClient,
+                body,
+            },
+            Err(reason) => EventKind::InvalidMessage {
+                stream: self.ctx.stream,
+                dir: Direction::ServerToClient,
+                reason,
+                raw: truncate_text(frame.data.as_bytes()),
+            },
+        };
+        self.ctx.sink.emit(kind);
     }
 
-    /// In event-aligned mode: decides what the client gets of one whole event.
-    fn place_event(&mut self, frame: &SseFrame, carries_response: bool) {
+    /// In event-aligned mode: decides what the client gets of one whole event; returns whether
+    /// it gets it whole (a swallowed or truncated event is not reported as received).
+    fn place_event(&mut self, frame: &SseFrame) -> bool {
         let take = frame.end.saturating_sub(self.held_offset) as usize;
         let piece = self.held.split_to(take.min(self.held.len())).freeze();
         self.held_offset = frame.end;
@@ -393,32 +388,61 @@ impl TapBody {
             trigger: Trigger::AfterEvents(k),
             ..
         }) = &self.plan
-            && !self.plan_fired && self.events_seen >= *k {
-                self.enqueue(piece);
-                self.fire();
-                return;
-            }
+            && !self.plan_fired
+            && self.events_seen >= *k
+        {
+            self.enqueue(piece);
+            self.fire();
+            return true;
+        }
         match self.active_fault().cloned() {
-            Some(Fault::Stall) if carries_response => {
+            Some(Fault::Stall) if carries_response(frame) => {
                 self.ctx.sink.emit(EventKind::Note {
                     stream: Some(self.ctx.stream),
                     text: "stall: the response event was swallowed".into(),
                 });
+                false
             }
             Some(Fault::Duplicate) => {
                 self.spent = true;
                 self.enqueue(piece.clone());
                 self.enqueue(piece);
+                true
             }
             Some(Fault::Truncate) => {
                 self.spent = true;
                 let half = piece.len() / 2;
                 self.enqueue(piece.slice(..half.max(1)));
                 self.cut(Finish::Eof { injected: true });
+                self.ctx.sink.emit(EventKind::Note {
+                    stream: Some(self.ctx.stream),
+                    text: format!(
+                        "truncate: the client got {} of {} bytes of an event",
+                        half.max(1),
+                        piece.len()
+                    ),
+                });
+                false
             }
-            _ => self.enqueue(piece),
+            _ => {
+                self.enqueue(piece);
+                true
+            }
         }
     }
+}
+
+/// Whether an SSE event carries a JSON-RPC response (result or error).
+fn carries_response(frame: &SseFrame) -> bool {
+    frame.has_data
+        && jsonrpc::parse_body(frame.data.as_bytes()).is_ok_and(|body| {
+            jsonrpc::messages(&body).iter().any(|m| {
+                matches!(
+                    jsonrpc::classify(m),
+                    Kind::Result { .. } | Kind::Error { .. }
+                )
+            })
+        })
 }
 
 fn truncate_text(bytes: &[u8]) -> String {
@@ -429,21 +453,25 @@ fn truncate_text(bytes: &[u8]) -> String {
 /// How an upstream body error ended the stream.
 fn classify_error(err: &hyper::Error) -> (EndHow, String) {
     let mut source: Option<&(dyn std::error::Error + 'static)> = Some(err);
+    let mut fin = err.is_incomplete_message();
     while let Some(e) = source {
-        if let Some(io) = e.downcast_ref::<std::io::Error>()
-            && matches!(
-                io.kind(),
-                std::io::ErrorKind::ConnectionReset | std::io::ErrorKind::ConnectionAborted
-            ) {
-                return (EndHow::Reset, io.to_string());
+        if let Some(io) = e.downcast_ref::<std::io::Error>() {
+            match io.kind() {
+                std::io::ErrorKind::ConnectionReset | std::io::ErrorKind::ConnectionAborted => {
+                    return (EndHow::Reset, io.to_string());
+                }
+                std::io::ErrorKind::UnexpectedEof => fin = true,
+                _ => {}
             }
+        }
         source = e.source();
     }
-    if err.is_incomplete_message() {
-        // A clean close (FIN) that cut the body's framing short.
+    if fin {
+        // The connection closed cleanly (FIN), but inside the body's framing: the body is cut
+        // short, which is an error of the stream, not a clean end.
         return (
-            EndHow::Eof,
-            format!("{err} (connection closed before the body was complete)"),
+            EndHow::Error,
+            "the upstream closed the connection (FIN) before the body's framing ended".into(),
         );
     }
     (EndHow::Error, err.to_string())
@@ -467,16 +495,17 @@ impl Body for TapBody {
                 }
             }
             if !this.plan_fired
-                && let Some(plan) = &this.plan {
-                    let due = match (plan.trigger, &mut this.plan_timer) {
-                        (Trigger::Now, _) => true,
-                        (Trigger::After(_), Some(timer)) => timer.as_mut().poll(cx).is_ready(),
-                        _ => false,
-                    };
-                    if due {
-                        this.fire();
-                    }
+                && let Some(plan) = &this.plan
+            {
+                let due = match (plan.trigger, &mut this.plan_timer) {
+                    (Trigger::Now, _) => true,
+                    (Trigger::After(_), Some(timer)) => timer.as_mut().poll(cx).is_ready(),
+                    _ => false,
+                };
+                if due {
+                    this.fire();
                 }
+            }
             if let Some(pace) = &mut this.pace {
                 if pace.as_mut().poll(cx).is_pending() {
                     return Poll::Pending;
@@ -485,10 +514,11 @@ impl Body for TapBody {
             }
             if let Some((ready_at, _)) = this.queue.front() {
                 if let Some(at) = *ready_at
-                    && at > Instant::now() {
-                        this.pace = Some(Box::pin(tokio::time::sleep_until(at)));
-                        continue;
-                    }
+                    && at > Instant::now()
+                {
+                    this.pace = Some(Box::pin(tokio::time::sleep_until(at)));
+                    continue;
+                }
                 if let Some((_, mut bytes)) = this.queue.pop_front() {
                     if let Some(cut) = this.cut_at {
                         let room = cut.saturating_sub(this.forwarded) as usize;
@@ -515,6 +545,12 @@ impl Body for TapBody {
                     return Poll::Ready(None);
                 }
                 Some(Finish::Abort { how, reset }) => {
+                    if !this.abort_yielded && this.forwarded > 0 {
+                        // Let hyper flush the bytes it already has before the connection dies.
+                        this.abort_yielded = true;
+                        cx.waker().wake_by_ref();
+                        return Poll::Pending;
+                    }
                     if reset {
                         this.ctx.reset.set();
                     }
