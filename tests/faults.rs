@@ -1,0 +1,711 @@
+//! Every fault kind on real sockets: the built-in test server (or a raw TCP upstream) behind the
+//! proxy, rules armed through `fault::install`, and a raw HTTP/1.1 client that tells a reset
+//! from a clean end. For each fault: what the client observes is exactly the fault, the
+//! `FaultInjected` event is recorded, and the verdict of the affected call is right.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use mcpscope::event::{EndHow, Event, EventKind};
+use mcpscope::fault::{self, FaultControl, RuleEngine};
+use mcpscope::model::{Model, OrphanCause, Verdict};
+use mcpscope::proxy::{self, Config, Proxy, sink::EventSink};
+use mcpscope::testserver::{self, TestServer};
+use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::mpsc;
+
+const VERSION: &str = "2025-06-18";
+/// Bound on any one exchange.
+const WAIT: Duration = Duration::from_secs(5);
+
+/// The proxy with rules, in front of an upstream; collects every event.
+struct Rig {
+    proxy: Proxy,
+    rx: mpsc::UnboundedReceiver<Event>,
+    events: Vec<Event>,
+    engine: Arc<RuleEngine>,
+    _server: Option<TestServer>,
+}
+
+async fn rig_with(url: &str, rules: &[&str], server: Option<TestServer>) -> Rig {
+    let (tx, rx) = mpsc::unbounded_channel();
+    let config = Config {
+        listen: "127.0.0.1:0".parse().expect("addr"),
+        upstream: url.parse().expect("uri"),
+        insecure: false,
+        allow_remote: false,
+        redact: true,
+    };
+    let proxy = proxy::start(config, EventSink::new(tx))
+        .await
+        .expect("proxy");
+    let specs: Vec<String> = rules.iter().map(|s| s.to_string()).collect();
+    let engine = fault::install(&proxy, &specs, None).expect("rules");
+    Rig {
+        proxy,
+        rx,
+        events: Vec::new(),
+        engine,
+        _server: server,
+    }
+}
+
+/// The test server (no event ids, so that a dead stream orphans its call at once).
+async fn rig(json_responses: bool, rules: &[&str]) -> Rig {
+    let server = testserver::start(testserver::Options {
+        json_responses,
+        event_ids: false,
+        ..Default::default()
+    })
+    .await
+    .expect("test server");
+    let url = server.url();
+    rig_with(&url, rules, Some(server)).await
+}
+
+impl Rig {
+    fn addr(&self) -> SocketAddr {
+        self.proxy.addr
+    }
+
+    /// Every event so far (waits a moment for the taps to report).
+    async fn events(&mut self) -> &[Event] {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        while let Ok(event) = self.rx.try_recv() {
+            self.events.push(event);
+        }
+        &self.events
+    }
+
+    async fn model(&mut self) -> Model {
+        Model::from_events(self.events().await).0
+    }
+
+    /// The verdict of the last call of `tool`.
+    async fn verdict(&mut self, tool: &str) -> Verdict {
+        let model = self.model().await;
+        model
+            .calls
+            .iter()
+            .rev()
+            .find(|c| c.tool.as_deref() == Some(tool))
+            .map(|c| c.verdict.clone())
+            .unwrap_or_else(|| panic!("no call of {tool}"))
+    }
+
+    /// `(stream, fault, rule)` of every injected fault.
+    async fn faults(&mut self) -> Vec<(u64, String, String)> {
+        self.events()
+            .await
+            .iter()
+            .filter_map(|e| match &e.kind {
+                EventKind::FaultInjected {
+                    stream,
+                    fault,
+                    rule,
+                } => Some((*stream, fault.clone(), rule.clone().unwrap_or_default())),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Initializes a session through the proxy; returns its id.
+    async fn session(&self) -> String {
+        let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": VERSION, "capabilities": {},
+            "clientInfo": {"name": "faults-test", "version": "0"}}});
+        let reply = exchange(self.addr(), "POST", None, Some(&init), WAIT).await;
+        assert_eq!(reply.status, 200, "{}", reply.text());
+        let session = reply.header("mcp-session-id").expect("session id");
+        let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+        let reply = exchange(self.addr(), "POST", Some(&session), Some(&note), WAIT).await;
+        assert_eq!(reply.status, 202);
+        session
+    }
+}
+
+fn call(id: u64, tool: &str, arguments: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+           "params": {"name": tool, "arguments": arguments}})
+}
+
+/// Three `notifications/message` events 100 ms apart, then the result.
+fn slow(id: u64) -> Value {
+    call(id, "slow", json!({"steps": 3, "interval_ms": 100}))
+}
+
+/// How the connection ended, as the client saw it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum End {
+    /// A read returned 0 (FIN).
+    Fin,
+    /// A read (or write) failed with ConnectionReset.
+    Reset,
+    /// Still open when the wait ran out.
+    Open,
+}
+
+/// What the raw client observed.
+#[derive(Debug)]
+struct Reply {
+    /// 0 when no head arrived.
+    status: u16,
+    head: String,
+    /// The decoded body.
+    body: Vec<u8>,
+    /// Whether the body's framing completed (last chunk, or Content-Length reached).
+    complete: bool,
+    end: End,
+    /// Reads that carried body bytes: (time since the request was sent, bytes so far in the body).
+    body_reads: Vec<(Duration, usize)>,
+}
+
+impl Reply {
+    fn text(&self) -> String {
+        String::from_utf8_lossy(&self.body).into_owned()
+    }
+
+    fn header(&self, name: &str) -> Option<String> {
+        self.head.lines().find_map(|line| {
+            let (k, v) = line.split_once(':')?;
+            k.trim()
+                .eq_ignore_ascii_case(name)
+                .then(|| v.trim().to_string())
+        })
+    }
+}
+
+/// Decodes a chunked body; returns the bytes and whether the last chunk arrived.
+fn decode_chunked(raw: &[u8]) -> (Vec<u8>, bool) {
+    let mut out = Vec::new();
+    let mut rest = raw;
+    loop {
+        let Some(eol) = rest.windows(2).position(|w| w == b"\r\n") else {
+            return (out, false);
+        };
+        let size_text = String::from_utf8_lossy(&rest[..eol]).to_string();
+        let Ok(size) = usize::from_str_radix(size_text.trim(), 16) else {
+            return (out, false);
+        };
+        rest = &rest[eol + 2..];
+        if size == 0 {
+            return (out, true);
+        }
+        if rest.len() < size + 2 {
+            out.extend_from_slice(&rest[..rest.len().min(size)]);
+            return (out, false);
+        }
+        out.extend_from_slice(&rest[..size]);
+        rest = &rest[size + 2..];
+    }
+}
+
+/// The body so far, decoded per the head.
+fn decode(head: &str, raw_body: &[u8], fin: bool) -> (Vec<u8>, bool) {
+    let lower = head.to_ascii_lowercase();
+    if lower.contains("transfer-encoding: chunked") {
+        return decode_chunked(raw_body);
+    }
+    let length = lower.lines().find_map(|l| {
+        l.strip_prefix("content-length:")
+            .and_then(|v| v.trim().parse::<usize>().ok())
+    });
+    match length {
+        Some(n) => (
+            raw_body[..raw_body.len().min(n)].to_vec(),
+            raw_body.len() >= n,
+        ),
+        None => (raw_body.to_vec(), fin),
+    }
+}
+
+/// Writes one request (with `Connection: close`).
+async fn send(
+    addr: SocketAddr,
+    method: &str,
+    session: Option<&str>,
+    body: Option<&Value>,
+) -> TcpStream {
+    let mut sock = TcpStream::connect(addr).await.expect("connect");
+    let body = body.map(Value::to_string).unwrap_or_default();
+    let mut request = format!(
+        "{method} /mcp HTTP/1.1\r\nhost: {addr}\r\nconnection: close\r\ncontent-length: {}\r\n",
+        body.len()
+    );
+    if method == "GET" {
+        request.push_str("accept: text/event-stream\r\n");
+    } else {
+        request.push_str(
+            "content-type: application/json\r\naccept: application/json, text/event-stream\r\n",
+        );
+    }
+    if let Some(session) = session {
+        request.push_str(&format!(
+            "mcp-session-id: {session}\r\nmcp-protocol-version: {VERSION}\r\n"
+        ));
+    }
+    request.push_str("\r\n");
+    request.push_str(&body);
+    // A write may fail when the proxy resets at once; the read below reports it.
+    let _ = sock.write_all(request.as_bytes()).await;
+    sock
+}
+
+/// Reads until FIN, a reset, or `wait` runs out.
+async fn read_reply(mut sock: TcpStream, sent: Instant, wait: Duration) -> Reply {
+    let deadline = tokio::time::Instant::now() + wait;
+    let mut raw = Vec::new();
+    let mut reads = Vec::new();
+    let mut buf = [0u8; 16 * 1024];
+    let end = loop {
+        match tokio::time::timeout_at(deadline, sock.read(&mut buf)).await {
+            Err(_) => break End::Open,
+            Ok(Ok(0)) => break End::Fin,
+            Ok(Ok(n)) => {
+                raw.extend_from_slice(&buf[..n]);
+                reads.push((sent.elapsed(), raw.len()));
+            }
+            Ok(Err(e)) if e.kind() == std::io::ErrorKind::ConnectionReset => break End::Reset,
+            Ok(Err(e)) => panic!("read failed with {e:?}, not a reset"),
+        }
+    };
+    let Some(split) = raw.windows(4).position(|w| w == b"\r\n\r\n") else {
+        return Reply {
+            status: 0,
+            head: String::from_utf8_lossy(&raw).into_owned(),
+            body: Vec::new(),
+            complete: false,
+            end,
+            body_reads: Vec::new(),
+        };
+    };
+    let head = String::from_utf8_lossy(&raw[..split]).into_owned();
+    let status = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    let body_start = split + 4;
+    let (body, complete) = decode(&head, &raw[body_start..], end == End::Fin);
+    let body_reads = reads
+        .into_iter()
+        .filter(|(_, total)| *total > body_start)
+        .map(|(t, total)| (t, decode(&head, &raw[body_start..total], false).0.len()))
+        .collect();
+    Reply {
+        status,
+        head,
+        body,
+        complete,
+        end,
+        body_reads,
+    }
+}
+
+async fn exchange(
+    addr: SocketAddr,
+    method: &str,
+    session: Option<&str>,
+    body: Option<&Value>,
+    wait: Duration,
+) -> Reply {
+    let sent = Instant::now();
+    let sock = send(addr, method, session, body).await;
+    read_reply(sock, sent, wait).await
+}
+
+fn assert_orphaned(verdict: &Verdict, how: EndHow) {
+    match verdict {
+        Verdict::Orphaned {
+            cause: OrphanCause::StreamEnded,
+            death,
+        } => assert_eq!(death.how, Some(how), "{verdict:?}"),
+        other => panic!("expected orphaned by a {how:?} end, got {other:?}"),
+    }
+}
+
+fn assert_fault(faults: &[(u64, String, String)], fault: &str, rule: &str) {
+    assert!(
+        faults
+            .iter()
+            .any(|(_, f, r)| f == fault && r.contains(rule)),
+        "no {fault} by {rule:?} in {faults:?}"
+    );
+}
+
+fn count(text: &str, needle: &str) -> usize {
+    text.matches(needle).count()
+}
+
+#[tokio::test]
+async fn eof_ends_the_sse_stream_cleanly_before_the_result() {
+    let mut rig = rig(false, &["eof after 1 events when tool=slow"]).await;
+    let s = rig.session().await;
+    let reply = exchange(rig.addr(), "POST", Some(&s), Some(&slow(1)), WAIT).await;
+    assert_eq!(reply.status, 200);
+    assert!(reply.complete, "the framing completes: {reply:?}");
+    assert_eq!(reply.end, End::Fin);
+    let text = reply.text();
+    assert_eq!(count(&text, "notifications/message"), 1, "{text}");
+    assert!(!text.contains("\"result\""), "{text}");
+    assert_fault(&rig.faults().await, "eof", "rule #1");
+    assert_orphaned(&rig.verdict("slow").await, EndHow::Eof);
+}
+
+#[tokio::test]
+async fn reset_resets_the_client_connection() {
+    let mut rig = rig(false, &["reset after 1 events when tool=slow"]).await;
+    let s = rig.session().await;
+    let reply = exchange(rig.addr(), "POST", Some(&s), Some(&slow(1)), WAIT).await;
+    assert_eq!(reply.status, 200);
+    assert_eq!(reply.end, End::Reset, "{reply:?}");
+    assert!(!reply.complete);
+    assert!(!reply.text().contains("\"result\""));
+    assert_fault(&rig.faults().await, "reset", "rule #1");
+    assert_orphaned(&rig.verdict("slow").await, EndHow::Reset);
+}
+
+#[tokio::test]
+async fn reset_after_a_time_fires_mid_call() {
+    // The seed's rule: the first tools/call of each tool is reset after a while (here 150 ms,
+    // before `slow` answers at 300 ms); later calls are answered.
+    let mut rig = rig(
+        false,
+        &["reset after 150ms when method=tools/call per-tool"],
+    )
+    .await;
+    let s = rig.session().await;
+    let started = Instant::now();
+    let reply = exchange(rig.addr(), "POST", Some(&s), Some(&slow(1)), WAIT).await;
+    assert_eq!(reply.end, End::Reset);
+    assert!(started.elapsed() >= Duration::from_millis(150));
+    assert_orphaned(&rig.verdict("slow").await, EndHow::Reset);
+    let again = exchange(rig.addr(), "POST", Some(&s), Some(&slow(2)), WAIT).await;
+    assert!(
+        again.complete && again.text().contains("\"result\""),
+        "{again:?}"
+    );
+    assert_eq!(rig.verdict("slow").await, Verdict::Answered);
+    let echo = call(3, "echo", json!({"text": "x"}));
+    let reply = exchange(rig.addr(), "POST", Some(&s), Some(&echo), WAIT).await;
+    // echo answers at once, before the 150 ms: the rule fired (per tool) but was too late.
+    assert!(reply.text().contains("\"result\""), "{reply:?}");
+    assert_eq!(rig.engine.armed().len(), 1);
+}
+
+#[tokio::test]
+async fn server_dies_resets_the_post_and_get_streams_and_refuses_for_a_while() {
+    let mut rig = rig(false, &["server-dies:1s after 1 events when tool=slow"]).await;
+    let s = rig.session().await;
+    let get_sent = Instant::now();
+    let get = send(rig.addr(), "GET", Some(&s), None).await;
+    let get_task = tokio::spawn(read_reply(get, get_sent, WAIT));
+    tokio::time::sleep(Duration::from_millis(200)).await;
+
+    let reply = exchange(rig.addr(), "POST", Some(&s), Some(&slow(1)), WAIT).await;
+    assert_eq!(reply.status, 200);
+    assert_eq!(reply.end, End::Reset, "{reply:?}");
+    let get = get_task.await.expect("GET reader");
+    assert_eq!(get.status, 200, "{get:?}");
+    assert_eq!(get.end, End::Reset, "the GET stream dies too: {get:?}");
+    assert!(get_sent.elapsed() < Duration::from_secs(2));
+
+    // During the down window, a new request is reset.
+    let ping = json!({"jsonrpc": "2.0", "id": 2, "method": "ping"});
+    let refused = exchange(rig.addr(), "POST", Some(&s), Some(&ping), WAIT).await;
+    assert_eq!(refused.end, End::Reset, "{refused:?}");
+    assert_eq!(refused.status, 0);
+
+    // After it, requests pass again.
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    let ping = json!({"jsonrpc": "2.0", "id": 3, "method": "ping"});
+    let back = exchange(rig.addr(), "POST", Some(&s), Some(&ping), WAIT).await;
+    assert_eq!(back.status, 200, "{back:?}");
+    assert!(back.text().contains("\"result\""));
+
+    let faults = rig.faults().await;
+    assert_fault(&faults, "server-dies:1000ms", "rule #1");
+    assert_fault(&faults, "reset", "server-dies on #");
+    assert_fault(&faults, "refused", "server-dies");
+    assert_orphaned(&rig.verdict("slow").await, EndHow::Reset);
+}
+
+#[tokio::test]
+async fn json_reset_cuts_a_json_body_and_resets() {
+    let mut rig = rig(true, &["json-reset when tool=echo"]).await;
+    let s = rig.session().await;
+    let echo = call(
+        1,
+        "echo",
+        json!({"text": "a fairly long text so that half of it is visible"}),
+    );
+    let reply = exchange(rig.addr(), "POST", Some(&s), Some(&echo), WAIT).await;
+    assert_eq!(reply.status, 200);
+    assert_eq!(reply.end, End::Reset, "{reply:?}");
+    assert!(!reply.complete);
+    let length: usize = reply
+        .header("content-length")
+        .and_then(|v| v.parse().ok())
+        .expect("content-length");
+    assert!(reply.body.len() <= length / 2, "{reply:?}");
+    assert_fault(&rig.faults().await, "json-reset", "rule #1");
+    assert_orphaned(&rig.verdict("echo").await, EndHow::Reset);
+}
+
+#[tokio::test]
+async fn status_faults_answer_without_the_upstream() {
+    let mut rig = rig(false, &["503 when tool=poke", "status:500 when tool=peek"]).await;
+    let s = rig.session().await;
+    let reply = exchange(
+        rig.addr(),
+        "POST",
+        Some(&s),
+        Some(&call(1, "poke", json!({}))),
+        WAIT,
+    )
+    .await;
+    assert_eq!(reply.status, 503, "{reply:?}");
+    assert_fault(&rig.faults().await, "status:503", "rule #1");
+    assert!(matches!(rig.verdict("poke").await, Verdict::Error { .. }));
+
+    let reply = exchange(
+        rig.addr(),
+        "POST",
+        Some(&s),
+        Some(&call(2, "peek", json!({}))),
+        WAIT,
+    )
+    .await;
+    assert_eq!(reply.status, 500, "{reply:?}");
+    assert!(matches!(rig.verdict("peek").await, Verdict::Error { .. }));
+
+    // The upstream never saw the poke: its counter is still 0.
+    let reply = exchange(
+        rig.addr(),
+        "POST",
+        Some(&s),
+        Some(&call(3, "peek", json!({}))),
+        WAIT,
+    )
+    .await;
+    assert!(reply.text().contains("\"text\":\"0\""), "{}", reply.text());
+}
+
+#[tokio::test]
+async fn status_404_expires_the_session() {
+    let mut rig = rig(false, &["404 when tool=echo"]).await;
+    let s = rig.session().await;
+    let echo = call(1, "echo", json!({"text": "x"}));
+    let reply = exchange(rig.addr(), "POST", Some(&s), Some(&echo), WAIT).await;
+    assert_eq!(reply.status, 404);
+    assert!(
+        reply.text().contains("Session not found"),
+        "{}",
+        reply.text()
+    );
+    assert_fault(&rig.faults().await, "status:404", "rule #1");
+    match rig.verdict("echo").await {
+        Verdict::Orphaned {
+            cause: OrphanCause::SessionExpired,
+            ..
+        } => {}
+        other => panic!("expected orphaned by session expiry, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn stall_swallows_the_result_and_keeps_the_stream_open() {
+    let mut rig = rig(false, &["stall when tool=slow"]).await;
+    let s = rig.session().await;
+    let sent = Instant::now();
+    let sock = send(rig.addr(), "POST", Some(&s), Some(&slow(1))).await;
+    let client = tokio::spawn(read_reply(sock, sent, Duration::from_millis(1500)));
+    // Well after `slow` answered upstream (300 ms), while the client still waits: pending.
+    tokio::time::sleep(Duration::from_millis(900)).await;
+    assert_fault(&rig.faults().await, "stall", "rule #1");
+    assert_eq!(rig.verdict("slow").await, Verdict::Pending);
+    let reply = client.await.expect("client");
+    assert_eq!(reply.status, 200);
+    assert_eq!(reply.end, End::Open, "{reply:?}");
+    let text = reply.text();
+    assert_eq!(count(&text, "notifications/message"), 3, "{text}");
+    assert!(!text.contains("\"result\""), "{text}");
+}
+
+#[tokio::test]
+async fn delay_holds_the_event_back() {
+    let mut rig = rig(false, &["delay:400ms when tool=echo"]).await;
+    let s = rig.session().await;
+    let echo = call(1, "echo", json!({"text": "late"}));
+    let reply = exchange(rig.addr(), "POST", Some(&s), Some(&echo), WAIT).await;
+    assert!(reply.complete, "{reply:?}");
+    let (at, _) = reply.body_reads.first().copied().expect("a body read");
+    assert!(at >= Duration::from_millis(400), "result after {at:?}");
+    assert!(reply.text().contains("late"));
+    assert_fault(&rig.faults().await, "delay:400ms", "rule #1");
+    assert_eq!(rig.verdict("echo").await, Verdict::Answered);
+}
+
+#[tokio::test]
+async fn drip_trickles_the_bytes() {
+    let mut rig = rig(false, &["drip:200 when tool=echo"]).await;
+    let s = rig.session().await;
+    let echo = call(1, "echo", json!({"text": "drip drip drip"}));
+    let reply = exchange(rig.addr(), "POST", Some(&s), Some(&echo), WAIT).await;
+    assert!(reply.complete, "{reply:?}");
+    assert!(reply.text().contains("drip drip drip"));
+    let reads = &reply.body_reads;
+    assert!(reads.len() >= 4, "{} reads: {reads:?}", reads.len());
+    let span = reads[reads.len() - 1].0 - reads[0].0;
+    // ~100+ bytes at 200 B/s.
+    assert!(span >= Duration::from_millis(300), "{span:?}: {reads:?}");
+    assert_fault(&rig.faults().await, "drip:200", "rule #1");
+    assert_eq!(rig.verdict("echo").await, Verdict::Answered);
+}
+
+#[tokio::test]
+async fn truncate_sends_half_an_event_then_ends_cleanly() {
+    let mut rig = rig(false, &["truncate when tool=echo"]).await;
+    let s = rig.session().await;
+    let echo = call(1, "echo", json!({"text": "cut me"}));
+    let reply = exchange(rig.addr(), "POST", Some(&s), Some(&echo), WAIT).await;
+    assert_eq!(reply.status, 200);
+    assert!(reply.complete, "{reply:?}");
+    assert_eq!(reply.end, End::Fin);
+    let text = reply.text();
+    assert!(text.starts_with("event: message\ndata: {"), "{text}");
+    assert!(!text.contains("\n\n"), "half an event: {text:?}");
+    assert!(!text.contains("cut me"), "{text:?}");
+    assert_fault(&rig.faults().await, "truncate", "rule #1");
+    assert_orphaned(&rig.verdict("echo").await, EndHow::Eof);
+}
+
+#[tokio::test]
+async fn duplicate_sends_the_event_twice() {
+    let mut rig = rig(false, &["duplicate when tool=echo"]).await;
+    let s = rig.session().await;
+    let echo = call(1, "echo", json!({"text": "twice"}));
+    let reply = exchange(rig.addr(), "POST", Some(&s), Some(&echo), WAIT).await;
+    assert!(reply.complete && reply.end == End::Fin, "{reply:?}");
+    assert_eq!(count(&reply.text(), "\"result\""), 2, "{}", reply.text());
+    assert_fault(&rig.faults().await, "duplicate", "rule #1");
+    assert_eq!(rig.verdict("echo").await, Verdict::Answered);
+}
+
+/// A raw upstream that answers a POST with an SSE head and then waits; reports when the proxy
+/// drops the upstream connection.
+async fn waiting_upstream() -> (SocketAddr, mpsc::UnboundedReceiver<Duration>) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let (tx, rx) = mpsc::unbounded_channel();
+    tokio::spawn(async move {
+        while let Ok((mut sock, _)) = listener.accept().await {
+            let tx = tx.clone();
+            tokio::spawn(async move {
+                let mut buf = [0u8; 8192];
+                let mut raw = Vec::new();
+                while !raw.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match sock.read(&mut buf).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => raw.extend_from_slice(&buf[..n]),
+                    }
+                }
+                let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nmcp-session-id: s1\r\ntransfer-encoding: chunked\r\n\r\n";
+                let _ = sock.write_all(head.as_bytes()).await;
+                let started = Instant::now();
+                // Wait for the proxy to go away (FIN or RST), at most 5 s.
+                loop {
+                    match tokio::time::timeout(WAIT, sock.read(&mut buf)).await {
+                        Ok(Ok(0)) | Ok(Err(_)) => {
+                            let _ = tx.send(started.elapsed());
+                            return;
+                        }
+                        Ok(Ok(_)) => {}
+                        Err(_) => return,
+                    }
+                }
+            });
+        }
+    });
+    (addr, rx)
+}
+
+#[tokio::test]
+async fn vanish_drops_the_upstream_request_and_keeps_the_client_waiting() {
+    let (upstream, mut dropped) = waiting_upstream().await;
+    let mut rig = rig_with(
+        &format!("http://{upstream}/mcp"),
+        &["vanish when method=tools/call"],
+        None,
+    )
+    .await;
+    let poke = call(1, "poke", json!({}));
+    let sent = Instant::now();
+    let sock = send(rig.addr(), "POST", Some("s1"), Some(&poke)).await;
+    let client = tokio::spawn(read_reply(sock, sent, Duration::from_millis(1500)));
+    let gone = tokio::time::timeout(WAIT, dropped.recv())
+        .await
+        .expect("the upstream sees its request dropped within 5 s")
+        .expect("upstream report");
+    assert!(gone < Duration::from_secs(1), "{gone:?}");
+    // While the client still waits, the call is pending.
+    assert_fault(&rig.faults().await, "vanish", "rule #1");
+    assert_eq!(rig.verdict("poke").await, Verdict::Pending);
+    let reply = client.await.expect("client");
+    assert_eq!(reply.status, 200);
+    assert_eq!(
+        reply.end,
+        End::Open,
+        "the client is still waiting: {reply:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_live_fault_applies_to_a_running_stream() {
+    let mut rig = rig(false, &[]).await;
+    let control = fault::controller(&rig.proxy, rig.engine.clone());
+    assert!(control.stream_faults().iter().any(|c| c.spec == "reset"));
+    let s = rig.session().await;
+    let sent = Instant::now();
+    let sock = send(
+        rig.addr(),
+        "POST",
+        Some(&s),
+        Some(&call(1, "slow", json!({"steps": 20, "interval_ms": 100}))),
+    )
+    .await;
+    let client = tokio::spawn(read_reply(sock, sent, WAIT));
+    tokio::time::sleep(Duration::from_millis(250)).await;
+    let live = rig.proxy.shared.live_streams();
+    let (stream, _, _) = live
+        .iter()
+        .find(|(_, m, _)| m == "POST")
+        .cloned()
+        .expect("a live POST");
+    assert!(control.apply_to_stream(stream, "503").is_err());
+    assert!(control.apply_to_stream(stream, "reset nth=2").is_err());
+    control
+        .apply_to_stream(stream, "reset")
+        .expect("apply reset");
+    let reply = client.await.expect("client");
+    assert_eq!(reply.end, End::Reset, "{reply:?}");
+    assert!(sent.elapsed() < Duration::from_secs(1));
+    assert_fault(&rig.faults().await, "reset", "live: reset");
+    assert_orphaned(&rig.verdict("slow").await, EndHow::Reset);
+    assert!(control.apply_to_stream(stream, "reset").is_err(), "ended");
+
+    // Rules armed from the view fire on the next match.
+    let label = control.arm("eof when tool=echo").expect("arm");
+    assert_eq!(control.armed(), vec![label]);
+    let echo = call(2, "echo", json!({"text": "x"}));
+    let reply = exchange(rig.addr(), "POST", Some(&s), Some(&echo), WAIT).await;
+    assert!(
+        reply.complete && !reply.text().contains("\"result\""),
+        "{reply:?}"
+    );
+    assert!(control.armed().is_empty());
+    assert!(control.arm("explode").is_err());
+}
