@@ -58,7 +58,7 @@ pub fn read_file(path: &Path) -> Result<Recording, ReadError> {
         Some((_, line)) => {
             let line = line.map_err(io_err)?;
             let value: serde_json::Value = serde_json::from_slice(&line)
-                .map_err(|e| line_err(1, format!("not JSON Lines: {e}")))?;
+                .map_err(|e| line_err(1, format!("not JSON Lines: {}", json_reason(&e))))?;
             if value.get("format").and_then(|f| f.as_str()) != Some(FORMAT_NAME) {
                 return Err(line_err(
                     1,
@@ -66,7 +66,7 @@ pub fn read_file(path: &Path) -> Result<Recording, ReadError> {
                 ));
             }
             let header: Header = serde_json::from_value(value)
-                .map_err(|e| line_err(1, format!("bad header: {e}")))?;
+                .map_err(|e| line_err(1, format!("bad header: {}", json_reason(&e))))?;
             if header.version != FORMAT_VERSION {
                 return Err(line_err(
                     1,
@@ -95,7 +95,21 @@ pub fn read_file(path: &Path) -> Result<Recording, ReadError> {
                     path.display()
                 ));
             }
-            Err(e) => return Err(line_err(number, format!("bad event: {e}"))),
+            Err(e) if e.is_syntax() || e.is_eof() => {
+                return Err(line_err(
+                    number,
+                    format!("not JSON Lines: {}", json_reason(&e)),
+                ));
+            }
+            Err(_) if is_header(&line) => {
+                return Err(line_err(
+                    number,
+                    "a second recording header: concatenated recordings are not supported \
+                     (record several sessions through one proxy run instead)"
+                        .into(),
+                ));
+            }
+            Err(e) => return Err(line_err(number, format!("bad event: {}", json_reason(&e)))),
         }
     }
     Ok(Recording {
@@ -103,4 +117,28 @@ pub fn read_file(path: &Path) -> Result<Recording, ReadError> {
         events,
         warnings,
     })
+}
+
+/// A serde error without its "at line 1 column N" (every line is one JSON text): the column
+/// is kept, the line number is the file's.
+fn json_reason(e: &serde_json::Error) -> String {
+    let text = e.to_string();
+    let suffix = format!(" at line {} column {}", e.line(), e.column());
+    match text.strip_suffix(&suffix) {
+        Some(reason) if e.column() > 0 => format!("{reason} (column {})", e.column()),
+        Some(reason) => reason.to_string(),
+        None => text,
+    }
+}
+
+/// Whether a line is a recording header.
+fn is_header(line: &[u8]) -> bool {
+    serde_json::from_slice::<serde_json::Value>(line)
+        .ok()
+        .and_then(|v| {
+            v.get("format")
+                .and_then(|f| f.as_str())
+                .map(|f| f == FORMAT_NAME)
+        })
+        .unwrap_or(false)
 }

@@ -3,6 +3,7 @@
 
 pub mod matching;
 pub mod probe;
+pub mod scenario;
 pub mod serve;
 
 use std::io::{IsTerminal, Write};

@@ -1,0 +1,375 @@
+//! The mock upstream: a shipped recording served to live clients (a raw Rust client and the
+//! official Python SDK client) re-enacts the server side: the same results, the same deaths.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use mcpscope::event::EndHow;
+use mcpscope::record;
+use mcpscope::replay::probe::{Outcome, Probe};
+use mcpscope::replay::{ServeHandle, serve};
+
+const BOUND: Duration = Duration::from_secs(30);
+
+fn shipped(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("recordings")
+        .join(format!("{name}.jsonl"))
+}
+
+async fn mock(name: &str, speed: f64) -> ServeHandle {
+    let recording = record::read_file(&shipped(name)).expect("read the shipped recording");
+    let listen = "127.0.0.1:0".parse().expect("addr");
+    serve(recording, listen, speed).await.expect("serve")
+}
+
+fn text(o: &Outcome) -> String {
+    o.text()
+        .map(str::to_string)
+        .unwrap_or_else(|| format!("{o:?}"))
+}
+
+async fn bounded<T>(f: impl std::future::Future<Output = T>) -> T {
+    tokio::time::timeout(BOUND, f).await.expect("bounded")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn server_dies_served_the_client_sees_the_reset() {
+    bounded(async {
+        let mock = mock("server-dies", 1.0).await;
+        let mut c = Probe::new(&mock.url()).expect("client");
+        let init = c.initialize().await.expect("initialize");
+        assert!(init.result().is_some(), "{init:?}");
+        assert!(
+            c.session.is_some(),
+            "the recorded Mcp-Session-Id is handed out"
+        );
+        let mut get = c.open_get().await.expect("GET");
+        assert_eq!(get.status, 200);
+        let tools = c
+            .request("tools/list", json!({}))
+            .await
+            .expect("tools/list");
+        assert!(tools.result().is_some(), "{tools:?}");
+        let echo = c
+            .call("echo", json!({"text": "hello"}), false)
+            .await
+            .expect("echo");
+        assert_eq!(text(&echo), "hello");
+        let started = Instant::now();
+        let poke = c.call("poke", json!({}), true).await.expect("poke");
+        assert_eq!(poke.died(), Some(EndHow::Reset), "{poke:?}");
+        assert!(
+            started.elapsed() >= Duration::from_millis(80),
+            "the recorded pacing (~100 ms to the death) is kept: {:?}",
+            started.elapsed()
+        );
+        let get_end = get.ended(Duration::from_secs(5)).await;
+        assert_eq!(
+            get_end.as_ref().and_then(Outcome::died),
+            Some(EndHow::Reset),
+            "the GET stream dies with the server: {get_end:?}"
+        );
+        let again = c
+            .call("echo", json!({"text": "still there?"}), false)
+            .await
+            .expect("echo");
+        assert_eq!(text(&again), "still there?");
+        assert!(mock.mismatches().is_empty(), "{:?}", mock.mismatches());
+        assert!(mock.unused().is_empty(), "{:?}", mock.unused());
+    })
+    .await;
+}
+
+/// What the raw client gets from a healthy session: tool results by tool.
+async fn healthy_session(url: &str) -> Vec<(String, String)> {
+    let mut c = Probe::new(url).expect("client");
+    let init = c.initialize().await.expect("initialize");
+    assert!(init.result().is_some(), "{init:?}");
+    // No tools/list: the live ids are shifted from the recorded ones, so id substitution shows.
+    let mut out = Vec::new();
+    let calls = [
+        ("echo", json!({"text": "hello"}), false),
+        ("slow", json!({"steps": 3, "interval_ms": 100}), true),
+        ("poke", json!({}), false),
+        ("peek", json!({}), false),
+    ];
+    for (tool, args, progress) in calls {
+        let id = json!(c.next_id());
+        let o = c.call(tool, args, progress).await.expect("call");
+        if let Outcome::Response(v) = &o {
+            assert_eq!(v.get("id"), Some(&id), "the response carries the live id");
+        }
+        out.push((tool.to_string(), text(&o)));
+    }
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn healthy_served_gives_the_same_tool_results_as_live() {
+    bounded(async {
+        let server = mcpscope::testserver::start(mcpscope::testserver::Options {
+            event_ids: false,
+            ..Default::default()
+        })
+        .await
+        .expect("test server");
+        let live = healthy_session(&server.url()).await;
+        server.shutdown().await;
+        let mock = mock("healthy", 0.0).await;
+        let replayed = healthy_session(&mock.url()).await;
+        assert_eq!(replayed, live);
+        assert!(mock.mismatches().is_empty(), "{:?}", mock.mismatches());
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_that_matches_nothing_gets_a_jsonrpc_error() {
+    bounded(async {
+        let mock = mock("healthy", 0.0).await;
+        let mut c = Probe::new(&mock.url()).expect("client");
+        c.initialize().await.expect("initialize");
+        let o = c
+            .call("echo", json!({"text": "never recorded"}), false)
+            .await
+            .expect("echo");
+        let Outcome::Response(v) = &o else {
+            panic!("{o:?}")
+        };
+        assert_eq!(v.pointer("/error/code"), Some(&json!(-32601)));
+        assert_eq!(
+            v.pointer("/error/message").and_then(Value::as_str),
+            Some(
+                "mcpscope replay: no recorded exchange matches POST tools/call \
+                 {\"name\":\"echo\",\"arguments\":{\"text\":\"never recorded\"}}"
+            )
+        );
+        assert_eq!(mock.mismatches().len(), 1);
+        // Each recorded exchange is used once: the second echo "hello" has no recording left.
+        let first = c
+            .call("echo", json!({"text": "hello"}), false)
+            .await
+            .expect("echo");
+        assert_eq!(text(&first), "hello");
+        let second = c
+            .call("echo", json!({"text": "hello"}), false)
+            .await
+            .expect("echo");
+        assert!(second.result().is_none(), "{second:?}");
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_other_deaths_are_re_enacted() {
+    bounded(async {
+        let mock_eof = mock("sse-eof", 0.0).await;
+        let mut c = Probe::new(&mock_eof.url()).expect("client");
+        c.initialize().await.expect("initialize");
+        let poke = c.call("poke", json!({}), false).await.expect("poke");
+        assert_eq!(poke.died(), Some(EndHow::Eof), "{poke:?}");
+
+        let mock_json = mock("json-reset", 0.0).await;
+        let mut c = Probe::new(&mock_json.url()).expect("client");
+        c.initialize().await.expect("initialize");
+        let echo = c
+            .call("echo", json!({"text": "hello"}), false)
+            .await
+            .expect("echo");
+        assert_eq!(text(&echo), "hello");
+        let poke = c.call("poke", json!({}), false).await.expect("poke");
+        assert_eq!(poke.died(), Some(EndHow::Reset), "{poke:?}");
+
+        let mock_503 = mock("status-503", 0.0).await;
+        let mut c = Probe::new(&mock_503.url()).expect("client");
+        c.initialize().await.expect("initialize");
+        let poke = c.call("poke", json!({}), false).await.expect("poke");
+        assert!(matches!(poke, Outcome::Status(503, _)), "{poke:?}");
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resumable_stream_is_cut_and_resumed_as_recorded() {
+    bounded(async {
+        let mock = mock("resumed", 1.0).await;
+        let mut c = Probe::new(&mock.url()).expect("client");
+        c.initialize().await.expect("initialize");
+        let id = json!(c.next_id());
+        let cut = c
+            .call("slow", json!({"steps": 4, "interval_ms": 100}), true)
+            .await
+            .expect("slow");
+        let Outcome::Died {
+            how: EndHow::Reset,
+            last_event_id: Some(last),
+            ..
+        } = &cut
+        else {
+            panic!("expected a reset after an event id: {cut:?}")
+        };
+        // The recording resumed from the id its client had seen; the mock matches on it.
+        let recording = record::read_file(&shipped("resumed")).expect("read");
+        let recorded_last = recording
+            .events
+            .iter()
+            .find_map(|e| match &e.kind {
+                mcpscope::event::EventKind::StreamOpened { headers, .. } => {
+                    mcpscope::event::header(headers, "last-event-id").map(str::to_string)
+                }
+                _ => None,
+            })
+            .expect("a resumption in the recording");
+        assert!(last.starts_with(recorded_last.split('-').next().unwrap_or("")));
+        let resumed = c.resume(&recorded_last, id.clone()).await.expect("resume");
+        let Outcome::Response(v) = &resumed else {
+            panic!("{resumed:?}")
+        };
+        assert_eq!(v.get("id"), Some(&id));
+        assert_eq!(text(&resumed), "slow: done after 4 steps");
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_binary_serves_a_recording() {
+    bounded(async {
+        let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_mcpscope"))
+            .args([
+                "replay",
+                "--serve",
+                "--listen",
+                "127.0.0.1:0",
+                "--speed",
+                "0",
+            ])
+            .arg(shipped("healthy"))
+            .stderr(Stdio::piped())
+            .stdout(Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("spawn mcpscope");
+        let stderr = child.stderr.take().expect("stderr");
+        use tokio::io::AsyncBufReadExt;
+        let mut lines = tokio::io::BufReader::new(stderr).lines();
+        let line = lines
+            .next_line()
+            .await
+            .expect("read")
+            .expect("a first line");
+        let url = line
+            .split_whitespace()
+            .find(|w| w.starts_with("http://"))
+            .unwrap_or_else(|| panic!("no URL in {line:?}"))
+            .to_string();
+        let mut c = Probe::new(&url).expect("client");
+        let init = c.initialize().await.expect("initialize");
+        assert!(init.result().is_some(), "{init:?}");
+        let echo = c
+            .call("echo", json!({"text": "hello"}), false)
+            .await
+            .expect("echo");
+        assert_eq!(text(&echo), "hello");
+        let _ = child.start_kill();
+        let _ = child.wait().await;
+    })
+    .await;
+}
+
+// ---- the official Python SDK client, when scripts/setup-peers.sh has installed it ----
+
+fn venv_python() -> Option<PathBuf> {
+    let py = Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv/bin/python");
+    py.exists().then_some(py)
+}
+
+async fn py_poke(python: &Path, url: &str) -> Value {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/peers/py_client.py");
+    let out = tokio::process::Command::new(python)
+        .arg(script)
+        .arg(url)
+        .args(["--style", "legacy", "--scenario", "poke", "--timeout", "10"])
+        .kill_on_drop(true)
+        .output()
+        .await
+        .expect("run py_client.py");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "py_client.py failed: {}\n{stdout}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_str(stdout.lines().last().unwrap_or("")).expect("one JSON object")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn python_sdk_client_sees_the_same_failure_live_and_from_the_mock() {
+    let Some(python) = venv_python() else {
+        eprintln!("skipped: .venv/bin/python is missing (run scripts/setup-peers.sh)");
+        return;
+    };
+    tokio::time::timeout(Duration::from_secs(90), async {
+        // Live: the test server behind the proxy, the server dying on the first poke.
+        let server = mcpscope::testserver::start(mcpscope::testserver::Options {
+            event_ids: false,
+            ..Default::default()
+        })
+        .await
+        .expect("test server");
+        let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+        let proxy = mcpscope::proxy::start(
+            mcpscope::proxy::Config {
+                listen: "127.0.0.1:0".parse().expect("addr"),
+                upstream: server.url().parse().expect("url"),
+                insecure: false,
+                allow_remote: false,
+                redact: true,
+            },
+            mcpscope::proxy::sink::EventSink::new(tx),
+        )
+        .await
+        .expect("proxy");
+        proxy.shared.set_planner(std::sync::Arc::new(DiesOnPoke(
+            std::sync::atomic::AtomicBool::new(false),
+        )));
+        let live = py_poke(&python, &format!("http://{}/mcp", proxy.addr)).await;
+        proxy.shutdown();
+        server.shutdown().await;
+
+        let mock = mock("server-dies", 1.0).await;
+        let replayed = py_poke(&python, &mock.url()).await;
+        eprintln!("live: {live}\nreplayed: {replayed}");
+        assert_eq!(live["outcome"], "error", "{live}");
+        assert_eq!(replayed["outcome"], live["outcome"], "{replayed}");
+        assert_eq!(
+            replayed["error"], live["error"],
+            "the same failure, in the client's words"
+        );
+    })
+    .await
+    .expect("bounded");
+}
+
+struct DiesOnPoke(std::sync::atomic::AtomicBool);
+
+impl mcpscope::fault::Planner for DiesOnPoke {
+    fn plan(&self, request: &mcpscope::fault::RequestInfo<'_>) -> Option<mcpscope::fault::Plan> {
+        let body = request.body?;
+        if body.pointer("/params/name").and_then(Value::as_str) != Some("poke")
+            || self.0.swap(true, std::sync::atomic::Ordering::SeqCst)
+        {
+            return None;
+        }
+        Some(mcpscope::fault::Plan {
+            fault: mcpscope::fault::Fault::ServerDies {
+                down: Duration::from_millis(400),
+            },
+            trigger: mcpscope::fault::Trigger::After(Duration::from_millis(100)),
+            origin: "server-dies after 100ms when tool=poke".into(),
+        })
+    }
+}
