@@ -98,6 +98,10 @@ pub async fn run_proxy(args: ProxyArgs) -> anyhow::Result<()> {
         redact: !args.no_redact,
     };
     let mut running = start_proxy(config, recording_path(&args)).await?;
+    let engine = crate::fault::install(&running.proxy, &args.faults, args.faults_file.as_deref())?;
+    for label in engine.armed() {
+        eprintln!("mcpscope: fault rule armed: {label}");
+    }
     eprintln!(
         "mcpscope: listening on http://{} (upstream {upstream})",
         running.proxy.addr
@@ -109,7 +113,7 @@ pub async fn run_proxy(args: ProxyArgs) -> anyhow::Result<()> {
         .hub
         .take_output()
         .context("view feed already taken")?;
-    let faults: Option<std::sync::Arc<dyn crate::fault::FaultControl>> = None;
+    let faults = Some(crate::fault::controller(&running.proxy, engine));
     let headless = args.headless || args.json || !std::io::stdout().is_terminal();
     if headless {
         let style = if args.json { Style::Json } else { Style::Lines };
