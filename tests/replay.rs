@@ -115,7 +115,7 @@ fn resumed_answered_after_a_resumption() {
     );
     let kinds: Vec<String> = notices
         .iter()
-        .map(|n| notice_kind(n))
+        .map(notice_kind)
         .filter(|k| k.starts_with("call_") && k != "call_started")
         .collect();
     let resumable = kinds.iter().position(|k| k == "call_resumable");
