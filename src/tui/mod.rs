@@ -101,3 +101,20 @@ pub fn render_app(
     let _ = terminal.draw(|f| view::render(f, app, model, now));
     terminal.backend().buffer().clone()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Not a timing assertion: prints the frame time for a look with `--nocapture`.
+    #[test]
+    fn bench_helper_renders_100k_calls() {
+        let (model, _) = Model::from_events(&fixtures::many_calls(100_000));
+        for _ in 0..3 {
+            let start = std::time::Instant::now();
+            let buf = render_frame_for_bench(&model, fixtures::at(200_000), 160, 48);
+            eprintln!("100k-call frame: {:?}", start.elapsed());
+            assert_eq!(buf.area.width, 160);
+        }
+    }
+}
