@@ -156,9 +156,10 @@ pub struct ReplayArgs {
     /// With --serve: port or host:port to listen on.
     #[arg(long, default_value = "9000")]
     pub listen: Listen,
-    /// Playback speed (1 = recorded pacing; 0 = as fast as possible).
-    #[arg(long, default_value_t = 1.0)]
-    pub speed: f64,
+    /// Playback speed: 1 = recorded pacing, 10 = ten times faster, 0 = as fast as possible
+    /// (default: 1 for --serve, 0 for headless output).
+    #[arg(long)]
+    pub speed: Option<f64>,
     /// Print the replayed notices as readable lines instead of the viewer.
     #[arg(long)]
     pub headless: bool,

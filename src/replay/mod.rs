@@ -98,10 +98,9 @@ fn write_notices(stdout: &std::io::Stdout, notices: &[Notice], style: Style) -> 
 /// `mcpscope replay FILE`: the viewer on a terminal, headless lines or JSON otherwise, or with
 /// `--serve` the mock upstream until Ctrl-C.
 pub async fn run(args: &ReplayArgs) -> anyhow::Result<()> {
-    if !(args.speed >= 0.0 && args.speed.is_finite()) {
+    if let Some(speed) = args.speed.filter(|s| !(*s >= 0.0 && s.is_finite())) {
         anyhow::bail!(UsageError(format!(
-            "--speed {} must be a number ≥ 0 (0 = as fast as possible)",
-            args.speed
+            "--speed {speed} must be a number ≥ 0 (0 = as fast as possible)"
         )));
     }
     let recording = load(&args.file)?;
@@ -111,12 +110,13 @@ pub async fn run(args: &ReplayArgs) -> anyhow::Result<()> {
             .iter()
             .filter(|e| e.http_method != "POST" || e.has_request())
             .count();
-        let handle = serve(recording, args.listen.0, args.speed).await?;
+        let speed = args.speed.unwrap_or(1.0);
+        let handle = serve(recording, args.listen.0, speed).await?;
         eprintln!(
             "mcpscope replay: serving {} as a mock upstream on {} ({exchanges} recorded exchanges, speed {})",
             args.file.display(),
             handle.url(),
-            args.speed
+            speed
         );
         shutdown_signal().await;
         handle.shutdown();
@@ -143,6 +143,6 @@ pub async fn run(args: &ReplayArgs) -> anyhow::Result<()> {
             .with_context(|| format!("replaying {}", args.file.display()));
     }
     let style = if args.json { Style::Json } else { Style::Lines };
-    print_notices(&recording.events, style, args.speed).await?;
+    print_notices(&recording.events, style, args.speed.unwrap_or(0.0)).await?;
     Ok(())
 }
