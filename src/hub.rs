@@ -35,17 +35,15 @@ impl Hub {
                 while let Some(event) = rx.blocking_recv() {
                     if let Some(rec) = recorder.as_mut()
                         && let Err(e) = rec.write(&event)
-                            && !warned {
-                                tracing::error!(
-                                    "recording to {} failed: {e}",
-                                    rec.path().display()
-                                );
-                                eprintln!(
-                                    "mcpscope: recording to {} failed: {e}",
-                                    rec.path().display()
-                                );
-                                warned = true;
-                            }
+                        && !warned
+                    {
+                        tracing::error!("recording to {} failed: {e}", rec.path().display());
+                        eprintln!(
+                            "mcpscope: recording to {} failed: {e}",
+                            rec.path().display()
+                        );
+                        warned = true;
+                    }
                     let _ = tx.send(event);
                 }
                 recorder.map_or(0, |r| r.events())

@@ -124,9 +124,10 @@ impl SseParser {
     /// An event that ended on a CR whose LF followed spans the LF too.
     fn patch_last_end(&mut self, out: &mut [SseFrame]) {
         if let Some(last) = out.last_mut()
-            && last.end + 1 == self.offset {
-                last.end = self.offset;
-            }
+            && last.end + 1 == self.offset
+        {
+            last.end = self.offset;
+        }
     }
 
     fn process_line(&mut self, line: &[u8], start: u64, out: &mut Vec<SseFrame>) {
