@@ -116,3 +116,42 @@ fn checkpoints_give_the_same_model_as_a_full_fold() {
         assert_eq!(cursor.model_at().calls, direct.calls, "at {target}");
     }
 }
+
+#[test]
+fn replay_keys_drive_the_cursor_without_a_terminal() {
+    use chrono::{Offset, Utc};
+    use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+    use mcpscope::tui::app::App;
+    use mcpscope::tui::run::{ReplaySource, Source};
+    use mcpscope::tui::{Info, Theme};
+
+    let mut app = App::new(Info::default(), Theme::dark(), Utc.fix());
+    let mut source = ReplaySource::new(scenario());
+    source.pump(&mut app);
+    let mut press = |app: &mut App, source: &mut ReplaySource, code: KeyCode| {
+        let effects = app.handle_key(KeyEvent::new(code, KeyModifiers::NONE), source.model());
+        for e in &effects {
+            source.effect(e, app);
+        }
+        source.pump(app);
+    };
+    press(&mut app, &mut source, KeyCode::Char('n'));
+    assert_eq!(source.now(), at(4_500));
+    assert_eq!(source.model().counts().orphaned, 1);
+    press(&mut app, &mut source, KeyCode::Char(','));
+    assert_eq!(source.model().counts().orphaned, 0);
+    press(&mut app, &mut source, KeyCode::Char(':'));
+    for c in "19:59:45.0".chars() {
+        press(&mut app, &mut source, KeyCode::Char(c));
+    }
+    press(&mut app, &mut source, KeyCode::Enter);
+    assert_eq!(source.now(), at(3_000));
+    press(&mut app, &mut source, KeyCode::Char(']'));
+    assert_eq!(app.replay.as_ref().map(|r| r.position), Some(source_len()));
+    press(&mut app, &mut source, KeyCode::Char('+'));
+    assert_eq!(app.replay.as_ref().map(|r| r.speed.as_str()), Some("10×"));
+}
+
+fn source_len() -> usize {
+    scenario().len()
+}

@@ -125,9 +125,9 @@ pub enum ReplayCmd {
     NextDeath,
     /// `N`.
     PrevDeath,
-    /// `g` / `G` in replay jump to the start / end.
+    /// `[`: the start of the recording.
     Start,
-    /// End of the recording.
+    /// `]`: the end of the recording.
     End,
     /// `:` seek to a typed time.
     SeekTime(String),

@@ -33,6 +33,7 @@ pub const HELP: &[(&str, &str)] = &[
     ("+ -", "replay: speed 1× / 10× / max"),
     (". ,", "replay: one event forward / back"),
     ("n N", "replay: next / previous stream death"),
+    ("[ ]", "replay: start / end of the recording"),
     (":", "replay: seek to HH:MM:SS[.mmm]"),
 ];
 
@@ -65,6 +66,8 @@ impl App {
                 KeyCode::Char(',') => Some(ReplayCmd::StepBack),
                 KeyCode::Char('n') => Some(ReplayCmd::NextDeath),
                 KeyCode::Char('N') => Some(ReplayCmd::PrevDeath),
+                KeyCode::Char('[') => Some(ReplayCmd::Start),
+                KeyCode::Char(']') => Some(ReplayCmd::End),
                 KeyCode::Char(':') => {
                     self.input = Some(Input {
                         kind: InputKind::Seek,
