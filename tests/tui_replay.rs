@@ -128,7 +128,7 @@ fn replay_keys_drive_the_cursor_without_a_terminal() {
     let mut app = App::new(Info::default(), Theme::dark(), Utc.fix());
     let mut source = ReplaySource::new(scenario());
     source.pump(&mut app);
-    let mut press = |app: &mut App, source: &mut ReplaySource, code: KeyCode| {
+    let press = |app: &mut App, source: &mut ReplaySource, code: KeyCode| {
         let effects = app.handle_key(KeyEvent::new(code, KeyModifiers::NONE), source.model());
         for e in &effects {
             source.effect(e, app);
