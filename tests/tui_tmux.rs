@@ -1,0 +1,168 @@
+//! The real binary in a real terminal (tmux), driven with keys as a person would: the orphaned
+//! call appears within a second of its stream's death, `?` shows the help, `q` quits and leaves
+//! the shell usable.
+
+mod common;
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use common::raw::{observe, read_head, reset};
+use tokio::io::AsyncWriteExt;
+use tokio::net::TcpListener;
+
+/// A tmux session that is killed when dropped.
+struct Tmux {
+    name: String,
+}
+
+impl Tmux {
+    fn start(width: u16, height: u16) -> Self {
+        let name = format!("mcpscope-test-{}", std::process::id());
+        let status = Command::new("tmux")
+            .args([
+                "new-session",
+                "-d",
+                "-s",
+                &name,
+                "-x",
+                &width.to_string(),
+                "-y",
+                &height.to_string(),
+            ])
+            .args(["bash", "--norc", "--noprofile"])
+            .env("PS1", "$ ")
+            .env("TERM", "xterm-256color")
+            .status()
+            .expect("tmux must be installed (apt-get install tmux)");
+        assert!(status.success(), "tmux new-session failed");
+        Self { name }
+    }
+
+    fn keys(&self, keys: &[&str]) {
+        let status = Command::new("tmux")
+            .args(["send-keys", "-t", &self.name])
+            .args(keys)
+            .status()
+            .expect("send-keys");
+        assert!(status.success());
+    }
+
+    fn screen(&self) -> String {
+        let out = Command::new("tmux")
+            .args(["capture-pane", "-p", "-t", &self.name])
+            .output()
+            .expect("capture-pane");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// Waits until the screen satisfies `want`; returns when it did.
+    fn wait_for(&self, what: &str, timeout: Duration, want: impl Fn(&str) -> bool) -> Instant {
+        let start = Instant::now();
+        loop {
+            let screen = self.screen();
+            if want(&screen) {
+                return Instant::now();
+            }
+            assert!(
+                start.elapsed() < timeout,
+                "timed out waiting for {what}; screen:\n{screen}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = Command::new("tmux")
+            .args(["kill-session", "-t", &self.name])
+            .status();
+    }
+}
+
+const SSE_HEAD: &str = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nmcp-session-id: s1\r\nconnection: close\r\n\r\n";
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_orphan_shows_within_a_second_help_opens_and_q_restores_the_terminal() {
+    // The upstream: answers a tools/call with an SSE stream and resets it 300 ms later.
+    let upstream = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let upstream_addr = upstream.local_addr().expect("addr");
+    let (death_tx, mut death_rx) = tokio::sync::mpsc::unbounded_channel::<Instant>();
+    tokio::spawn(async move {
+        while let Ok((mut sock, _)) = upstream.accept().await {
+            let death_tx = death_tx.clone();
+            tokio::spawn(async move {
+                if read_head(&mut sock).await.is_none() {
+                    return;
+                }
+                let _ = sock.write_all(SSE_HEAD.as_bytes()).await;
+                let _ = sock.write_all(b": open\n\n").await;
+                tokio::time::sleep(Duration::from_millis(300)).await;
+                let _ = death_tx.send(Instant::now());
+                reset(sock);
+            });
+        }
+    });
+    let port = {
+        let probe = std::net::TcpListener::bind("127.0.0.1:0").expect("probe");
+        probe.local_addr().expect("addr").port()
+    };
+
+    let tmux = Tmux::start(140, 40);
+    let command = format!(
+        "{} --listen 127.0.0.1:{port} --upstream http://{upstream_addr}/mcp --no-record; echo EXIT=$?",
+        env!("CARGO_BIN_EXE_mcpscope")
+    );
+    tmux.keys(&[&command, "Enter"]);
+    tmux.wait_for("the TUI", Duration::from_secs(10), |s| {
+        s.contains("Calls") && s.contains("? help")
+    });
+
+    let proxy: std::net::SocketAddr = format!("127.0.0.1:{port}").parse().expect("addr");
+    let call = r#"{"jsonrpc":"2.0","id":42,"method":"tools/call","params":{"name":"poke","arguments":{}}}"#;
+    let client = tokio::spawn(async move { observe(proxy, "POST", call).await });
+    let died = tokio::time::timeout(Duration::from_secs(5), death_rx.recv())
+        .await
+        .expect("death")
+        .expect("time");
+    let shown = tmux.wait_for("the orphaned row", Duration::from_secs(5), |s| {
+        s.lines()
+            .any(|l| l.contains("poke") && l.contains("orphaned"))
+    });
+    let lag = shown.saturating_duration_since(died);
+    assert!(
+        lag < Duration::from_secs(1),
+        "orphan shown {lag:?} after the death"
+    );
+    let seen = client.await.expect("client");
+    assert_eq!(
+        seen.end,
+        common::raw::End::Reset,
+        "the client saw the reset"
+    );
+    let screen = tmux.screen();
+    assert!(
+        screen.contains("reset (upstream)"),
+        "how the stream died is shown:\n{screen}"
+    );
+
+    tmux.keys(&["?"]);
+    tmux.wait_for("the help overlay", Duration::from_secs(3), |s| {
+        s.to_lowercase().contains("quit")
+    });
+    tmux.keys(&["Escape"]);
+    tmux.keys(&["q"]);
+    tmux.wait_for("the shell again", Duration::from_secs(5), |s| {
+        s.contains("EXIT=0")
+    });
+    let screen = tmux.screen();
+    assert!(
+        !screen.contains("? help"),
+        "the TUI's screen is gone:\n{screen}"
+    );
+    tmux.keys(&["echo still-$((20+22))", "Enter"]);
+    tmux.wait_for("a usable shell", Duration::from_secs(3), |s| {
+        s.contains("still-42")
+    });
+}
