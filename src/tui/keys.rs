@@ -28,6 +28,7 @@ pub const HELP: &[(&str, &str)] = &[
     ("y", "copy the selected message JSON (OSC 52)"),
     ("x", "fault menu for the selected call's stream (live)"),
     ("a", "arm a fault rule (live)"),
+    ("D", "disarm the oldest armed fault rule (live)"),
     ("mouse", "click selects, wheel scrolls"),
     ("space", "replay: play / pause"),
     ("+ -", "replay: speed 1× / 10× / max"),
@@ -121,6 +122,19 @@ impl App {
                         kind: InputKind::Arm,
                         text: String::new(),
                     })
+                }
+                None => self.flash = Some("no live proxy: faults are unavailable".into()),
+            },
+            KeyCode::Char('D') => match &self.faults {
+                Some(faults) => {
+                    let armed = faults.armed();
+                    self.flash = Some(match armed.first() {
+                        Some(label) => {
+                            faults.disarm(0);
+                            format!("disarmed: {label}")
+                        }
+                        None => "no armed fault rule".into(),
+                    });
                 }
                 None => self.flash = Some("no live proxy: faults are unavailable".into()),
             },
