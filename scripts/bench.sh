@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# bench.sh — the one command for mcpscope's benchmarks; writes BENCHMARKS.md.
+#
+#   scripts/bench.sh            full run (< 10 minutes on 2 cores)
+#   scripts/bench.sh --quick    smaller counts, for trying the harness (does not overwrite
+#                               BENCHMARKS.md; writes bench-out/BENCHMARKS.quick.md)
+#
+# Installs what it needs: socat (apt, if missing) and mitmproxy (pip, into bench-out/venv).
+# Uses the official Python SDK server from .venv when present (scripts/setup-peers.sh makes it).
+# Everything runs on 127.0.0.1; every loop is bounded in count and time. Figures compare paths
+# measured side by side in one run (interleaved), so read the ratios, not the absolute times.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+OUT="$ROOT/bench-out"
+TARGET="${CARGO_TARGET_DIR:-$ROOT/target}"
+QUICK=""
+REPORT="$ROOT/BENCHMARKS.md"
+if [ "${1:-}" = "--quick" ]; then
+    QUICK="--quick"
+    REPORT="$OUT/BENCHMARKS.quick.md"
+fi
+mkdir -p "$OUT"
+START=$(date +%s)
+say() { echo "bench: [$(( $(date +%s) - START )) s] $*" >&2; }
+
+ulimit -n 8192 2>/dev/null || ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
+
+# --- tools ------------------------------------------------------------------------------------
+if ! command -v socat >/dev/null; then
+    say "installing socat"
+    if ! apt-get install -y -qq socat >/dev/null 2>&1; then
+        apt-get update -qq >/dev/null && apt-get install -y -qq socat >/dev/null
+    fi
+fi
+SOCAT="$(command -v socat || true)"
+if [ ! -x "$OUT/venv/bin/mitmdump" ]; then
+    say "installing mitmproxy into bench-out/venv"
+    python3 -m venv "$OUT/venv"
+    "$OUT/venv/bin/pip" install -q --disable-pip-version-check mitmproxy
+fi
+MITM_VERSION="$("$OUT/venv/bin/mitmdump" --version 2>/dev/null | head -1 || echo '?')"
+PY_ARGS=()
+if [ -x "$ROOT/.venv/bin/python" ]; then
+    PY_ARGS=(--py-python "$ROOT/.venv/bin/python" --py-server "$ROOT/tests/peers/py_server.py")
+fi
+
+# --- build ------------------------------------------------------------------------------------
+say "building (release)"
+cargo build --release --quiet --bin mcpscope --example bench_e2e --example bench_scale
+cargo bench --quiet --bench wire --no-run >/dev/null 2>&1 || cargo bench --bench wire --no-run
+
+# --- run (one at a time: the machine is small) ------------------------------------------------
+say "end to end: round trips, throughput, per-event latency, deaths, held streams"
+"$TARGET/release/examples/bench_e2e" --mcpscope "$TARGET/release/mcpscope" \
+    ${SOCAT:+--socat "$SOCAT"} --mitmdump "$OUT/venv/bin/mitmdump" "${PY_ARGS[@]}" \
+    --addon "$ROOT/bench/mitm_stream.py" --work "$OUT" --out "$OUT/e2e.md" $QUICK
+say "scale: model fold, TUI frame, replay open + seek"
+if [ -n "$QUICK" ]; then
+    "$TARGET/release/examples/bench_scale" --events 200000 --work "$OUT" --out "$OUT/scale.md"
+else
+    "$TARGET/release/examples/bench_scale" --work "$OUT" --out "$OUT/scale.md"
+fi
+say "criterion: SSE parsing, JSON-RPC, model fold"
+rm -rf "$TARGET/criterion/sse_parse" "$TARGET/criterion/jsonrpc" "$TARGET/criterion/model"
+cargo bench --quiet --bench wire -- --noplot > "$OUT/criterion.txt" 2>&1
+
+# --- report -----------------------------------------------------------------------------------
+python3 "$ROOT/bench/report.py" --out "$REPORT" --e2e "$OUT/e2e.md" --scale "$OUT/scale.md" \
+    --criterion "$TARGET/criterion" --seconds "$(( $(date +%s) - START ))" \
+    --mitm "$MITM_VERSION" --socat "$( ($SOCAT -V 2>/dev/null || true) | grep -m1 'socat version' || echo '?')" \
+    --command "scripts/bench.sh${QUICK:+ --quick}"
+say "wrote $REPORT"
