@@ -5,6 +5,7 @@
 
 pub mod app;
 pub mod cli;
+pub mod demo;
 pub mod democlient;
 pub mod event;
 pub mod fault;

@@ -58,9 +58,7 @@ fn main() -> ExitCode {
             None => app::run_proxy(cli.proxy).await,
             Some(Command::ServeTest(args)) => mcpscope::testserver::run(&args).await,
             Some(Command::Replay(args)) => mcpscope::replay::run(&args).await,
-            Some(Command::Demo(_)) => {
-                anyhow::bail!("this subcommand is not available in this build")
-            }
+            Some(Command::Demo(args)) => mcpscope::demo::run(&args).await,
         }
     });
     runtime.shutdown_timeout(std::time::Duration::from_millis(200));

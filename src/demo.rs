@@ -1,0 +1,126 @@
+//! `mcpscope demo`: the built-in test server, the proxy with the seed report's fault rule, and a
+//! scripted client driven into an orphaned call — nothing else needed.
+
+use std::io::IsTerminal;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::time::Duration;
+
+use anyhow::Context;
+
+use crate::app::{self, shutdown_signal};
+use crate::cli::DemoArgs;
+use crate::democlient::{self, DemoStep};
+use crate::fault;
+use crate::headless::{self, Style};
+use crate::proxy::Config;
+use crate::testserver;
+
+/// The rule the demo arms: the first `tools/call` of `poke` is reset mid-call. (`poke` answers
+/// after about 300 ms, so the reset comes at 150 ms, while the call is in flight.)
+pub const DEMO_RULE: &str = "reset after 150ms when tool=poke per-tool once";
+
+/// How long the client waits before its first request (lets the view come up).
+const START_DELAY: Duration = Duration::from_millis(500);
+/// The pause between the periodic calls after the script.
+const IDLE_PERIOD: Duration = Duration::from_secs(4);
+
+/// The demo client's script: the default script (healthy calls, then the `poke` whose stream
+/// dies), then a `peek` and an `echo` every few seconds in the same session.
+pub fn script() -> Vec<DemoStep> {
+    let mut steps = democlient::default_script();
+    for i in 0..150 {
+        steps.push(DemoStep::Wait(IDLE_PERIOD));
+        steps.push(DemoStep::call("peek", serde_json::json!({}), false));
+        steps.push(DemoStep::call(
+            "echo",
+            serde_json::json!({"text": format!("tick {}", i + 1)}),
+            false,
+        ));
+    }
+    steps
+}
+
+/// Runs the demo until quit (TUI), Ctrl-C, or `--seconds`.
+pub async fn run(args: &DemoArgs) -> anyhow::Result<()> {
+    let loopback = SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 0);
+    // No SSE event ids: a dead stream cannot be resumed, so its call is orphaned at once.
+    let server = testserver::start(testserver::Options {
+        listen: loopback,
+        event_ids: false,
+        ..Default::default()
+    })
+    .await
+    .context("cannot start the test server")?;
+    let url = server.url();
+    let config = Config {
+        listen: loopback,
+        upstream: url.parse().context("test server URL")?,
+        insecure: false,
+        allow_remote: false,
+        redact: true,
+    };
+    let mut running = app::start_proxy(config, None).await?;
+    let engine = fault::install(&running.proxy, &[DEMO_RULE.to_string()], None)?;
+    let proxy_url = format!("http://{}/mcp", running.proxy.addr);
+    eprintln!(
+        "mcpscope demo: test server on {url} (no SSE event ids: a dead stream cannot be resumed)"
+    );
+    eprintln!("mcpscope demo: proxy on {proxy_url} (not recording)");
+    for label in engine.armed() {
+        eprintln!("mcpscope demo: fault rule armed: {label}");
+    }
+    eprintln!(
+        "mcpscope demo: the client calls echo, slow and peek, then poke, whose stream the proxy \
+         resets mid-call: watch that call become orphaned"
+    );
+
+    let client = tokio::spawn(drive(proxy_url));
+    let feed = running
+        .hub
+        .take_output()
+        .context("view feed already taken")?;
+    let stop = async {
+        match args.seconds {
+            Some(s) => tokio::time::sleep(Duration::from_secs(s)).await,
+            None => std::future::pending().await,
+        }
+    };
+    let headless = args.headless || args.json || !std::io::stdout().is_terminal();
+    let result = if headless {
+        let style = if args.json { Style::Json } else { Style::Lines };
+        tokio::select! {
+            _ = headless::run(feed, style) => Ok(()),
+            _ = shutdown_signal() => Ok(()),
+            _ = stop => Ok(()),
+        }
+    } else {
+        let info = crate::tui::Info {
+            listen: Some(running.proxy.addr.to_string()),
+            upstream: Some(url.clone()),
+            recording: None,
+            theme: args.theme.clone(),
+        };
+        let control = fault::controller(&running.proxy, engine);
+        tokio::select! {
+            r = crate::tui::run_live(feed, info, Some(control)) => r,
+            _ = stop => Ok(()),
+        }
+    };
+    client.abort();
+    running.proxy.shutdown();
+    // Nothing is recorded, so the hub is not waited for (live connections still hold sinks).
+    drop(running);
+    let _ = tokio::time::timeout(Duration::from_secs(1), server.shutdown()).await;
+    result
+}
+
+/// Runs the script, then keeps a fresh session busy every few seconds.
+async fn drive(url: String) {
+    tokio::time::sleep(START_DELAY).await;
+    loop {
+        if let Err(e) = democlient::run_script(&url, &script()).await {
+            tracing::warn!(error = %format!("{e:#}"), "demo client failed");
+        }
+        tokio::time::sleep(IDLE_PERIOD).await;
+    }
+}
