@@ -2,40 +2,57 @@
 //! and reports the orphaned `poke`.
 
 use std::io::Read;
-use std::process::{Command, Stdio};
+use std::process::{Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-#[test]
-fn demo_reports_the_orphaned_poke() {
+/// Runs the binary with `args`, killing it after `limit`; returns (exit status or None when
+/// killed, stdout, stderr).
+fn run_bounded(args: &[&str], limit: Duration) -> (Option<ExitStatus>, String, String) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_mcpscope"))
-        .args(["demo", "--json", "--seconds", "8"])
+        .args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .expect("spawn mcpscope demo");
+        .expect("spawn mcpscope");
+    let mut out = child.stdout.take().expect("stdout");
+    let mut err = child.stderr.take().expect("stderr");
+    let out_reader = std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = out.read_to_string(&mut text);
+        text
+    });
+    let err_reader = std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = err.read_to_string(&mut text);
+        text
+    });
     let started = Instant::now();
     let status = loop {
         if let Some(status) = child.try_wait().expect("wait") {
             break Some(status);
         }
-        if started.elapsed() > Duration::from_secs(30) {
+        if started.elapsed() > limit {
             let _ = child.kill();
             let _ = child.wait();
             break None;
         }
         std::thread::sleep(Duration::from_millis(100));
     };
-    let mut stdout = String::new();
-    let mut stderr = String::new();
-    if let Some(mut out) = child.stdout.take() {
-        out.read_to_string(&mut stdout).expect("stdout");
-    }
-    if let Some(mut err) = child.stderr.take() {
-        err.read_to_string(&mut stderr).expect("stderr");
-    }
+    let stdout = out_reader.join().expect("stdout reader");
+    let stderr = err_reader.join().expect("stderr reader");
+    (status, stdout, stderr)
+}
+
+#[test]
+fn demo_reports_the_orphaned_poke() {
+    let started = Instant::now();
+    let (status, stdout, stderr) = run_bounded(
+        &["demo", "--json", "--seconds", "8"],
+        Duration::from_secs(30),
+    );
     let status = status.unwrap_or_else(|| panic!("demo did not stop within 30 s\n{stderr}"));
     assert!(status.success(), "exit {status}\n{stderr}");
     assert!(
@@ -78,5 +95,26 @@ fn demo_reports_the_orphaned_poke() {
             .iter()
             .any(|n| n["kind"] == "call_answered"),
         "no call after the orphan:\n{stdout}"
+    );
+}
+
+#[test]
+fn a_bad_fault_spec_is_a_usage_error() {
+    let (status, _, stderr) = run_bounded(
+        &[
+            "--listen",
+            "127.0.0.1:0",
+            "--upstream",
+            "http://127.0.0.1:9/mcp",
+            "--json",
+            "--fault",
+            "reset aftr 5s",
+        ],
+        Duration::from_secs(10),
+    );
+    assert_eq!(status.and_then(|s| s.code()), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("\"reset aftr 5s\"") && stderr.contains("\"aftr\""),
+        "{stderr}"
     );
 }

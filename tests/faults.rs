@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use mcpscope::event::{EndHow, Event, EventKind};
-use mcpscope::fault::{self, FaultControl, RuleEngine};
+use mcpscope::fault::{self, RuleEngine};
 use mcpscope::model::{Model, OrphanCause, Verdict};
 use mcpscope::proxy::{self, Config, Proxy, sink::EventSink};
 use mcpscope::testserver::{self, TestServer};
