@@ -132,8 +132,12 @@ pub async fn run_proxy(args: ProxyArgs) -> anyhow::Result<()> {
     }
     running.proxy.shutdown();
     drop(running.proxy);
-    let recorded = running.hub.finish();
-    tracing::info!("recorded {recorded} events");
+    // Open client connections may still hold the proxy's event sink: wait a moment for the
+    // last events, then leave (every recorded line is already on disk).
+    let recorded = running
+        .hub
+        .finish_within(std::time::Duration::from_millis(500));
+    tracing::info!("recorded {recorded:?} events");
     Ok(())
 }
 

@@ -106,7 +106,7 @@ pub struct ProxyArgs {
     /// Colour theme: a built-in name (dark, light, high-contrast) or a path to a TOML file.
     #[arg(long, value_name = "NAME|PATH")]
     pub theme: Option<String>,
-    /// Arm a fault rule at start (repeatable); see the README for the grammar.
+    /// Arm a fault rule at start (repeatable); see docs/faults.md for the grammar.
     #[arg(long = "fault", value_name = "SPEC")]
     pub faults: Vec<String>,
     /// Arm the fault rules of a TOML file.

@@ -63,10 +63,24 @@ impl Hub {
     }
 
     /// Waits until every event sent so far is recorded; returns the number of events recorded.
-    /// Every sender (the proxy's sinks) must be dropped first.
-    pub fn finish(mut self) -> u64 {
+    /// The proxy's senders should be dropped first; connections still open when `patience`
+    /// runs out are left behind (every line written so far is already flushed).
+    pub fn finish_within(mut self, patience: std::time::Duration) -> Option<u64> {
         let thread = self.thread.take();
         drop(self);
-        thread.and_then(|t| t.join().ok()).unwrap_or(0)
+        let thread = thread?;
+        let deadline = std::time::Instant::now().checked_add(patience);
+        while !thread.is_finished() {
+            if deadline.is_some_and(|d| std::time::Instant::now() >= d) {
+                return None;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        thread.join().ok()
+    }
+
+    /// Waits until every sender is dropped and every event recorded; returns the count.
+    pub fn finish(self) -> u64 {
+        self.finish_within(std::time::Duration::MAX).unwrap_or(0)
     }
 }
