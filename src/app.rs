@@ -2,6 +2,7 @@
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use anyhow::{Context, bail};
 use http::Uri;
@@ -97,8 +98,16 @@ pub async fn run_proxy(args: ProxyArgs) -> anyhow::Result<()> {
         allow_remote: args.allow_remote,
         redact: !args.no_redact,
     };
+    // Bad rules or a bad theme fail before anything listens or a recording is created.
+    let engine = Arc::new(crate::fault::load(
+        &args.faults,
+        args.faults_file.as_deref(),
+    )?);
+    if let Some(theme) = &args.theme {
+        crate::tui::theme::Theme::load(theme).map_err(|e| UsageError(e.to_string()))?;
+    }
     let mut running = start_proxy(config, recording_path(&args)).await?;
-    let engine = crate::fault::install(&running.proxy, &args.faults, args.faults_file.as_deref())?;
+    running.proxy.shared.set_planner(engine.clone());
     for label in engine.armed() {
         eprintln!("mcpscope: fault rule armed: {label}");
     }
