@@ -10,6 +10,23 @@ use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 use crate::event::Event;
 use crate::record::Recorder;
 
+/// The most events taken between two flushes.
+const MAX_BURST: usize = 4096;
+
+/// Says once that recording failed (disk full, …); forwarding and the view go on.
+fn report_failure(recorder: &Recorder, result: std::io::Result<()>, failed: &mut bool) {
+    if let Err(e) = result
+        && !*failed
+    {
+        *failed = true;
+        tracing::error!("recording to {} failed: {e}", recorder.path().display());
+        eprintln!(
+            "mcpscope: recording to {} failed: {e}",
+            recorder.path().display()
+        );
+    }
+}
+
 /// The running hub.
 pub struct Hub {
     /// Where the proxy sends events.
@@ -31,20 +48,27 @@ impl Hub {
             .name("mcpscope-hub".into())
             .spawn(move || {
                 let mut recorder = recorder;
-                let mut warned = false;
-                while let Some(event) = rx.blocking_recv() {
-                    if let Some(rec) = recorder.as_mut()
-                        && let Err(e) = rec.write(&event)
-                        && !warned
-                    {
-                        tracing::error!("recording to {} failed: {e}", rec.path().display());
-                        eprintln!(
-                            "mcpscope: recording to {} failed: {e}",
-                            rec.path().display()
-                        );
-                        warned = true;
+                let mut failed = false;
+                while let Some(first) = rx.blocking_recv() {
+                    // Take the whole burst that is waiting, then flush once: a quiet moment
+                    // always leaves every line on disk, and a busy one costs one write.
+                    let mut next = Some(first);
+                    let mut taken = 0;
+                    while let Some(event) = next.take() {
+                        if let Some(rec) = recorder.as_mut() {
+                            let written = rec.write(&event);
+                            report_failure(rec, written, &mut failed);
+                        }
+                        let _ = tx.send(event);
+                        taken += 1;
+                        if taken < MAX_BURST {
+                            next = rx.try_recv().ok();
+                        }
                     }
-                    let _ = tx.send(event);
+                    if let Some(rec) = recorder.as_mut() {
+                        let flushed = rec.flush();
+                        report_failure(rec, flushed, &mut failed);
+                    }
                 }
                 recorder.map_or(0, |r| r.events())
             })

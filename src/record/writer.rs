@@ -1,5 +1,6 @@
-//! Writes a recording line by line, each line flushed as it is written, so a crash leaves a
-//! valid file up to the last whole line.
+//! Writes a recording line by line. Lines are whole when they reach the file, and the hub
+//! flushes as soon as no further event is waiting, so an idle recording is always complete on
+//! disk and a crash leaves a valid file up to the last whole line.
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, BufWriter, Write};
@@ -15,6 +16,7 @@ use crate::event::{Event, FORMAT_VERSION};
 pub struct Recorder {
     path: PathBuf,
     out: BufWriter<File>,
+    line: Vec<u8>,
     events: u64,
 }
 
@@ -34,7 +36,8 @@ impl Recorder {
         let file = options.open(path)?;
         let mut recorder = Self {
             path: path.to_path_buf(),
-            out: BufWriter::new(file),
+            out: BufWriter::with_capacity(256 * 1024, file),
+            line: Vec::with_capacity(1024),
             events: 0,
         };
         let header = Header {
@@ -66,12 +69,19 @@ impl Recorder {
         self.events
     }
 
-    /// Appends one event and flushes it.
+    /// Appends one event as one whole line (buffered: call [`Recorder::flush`] to write it out).
     pub fn write(&mut self, event: &Event) -> io::Result<()> {
-        let line = serde_json::to_string(event).map_err(io::Error::other)?;
-        self.write_line(&line)?;
+        self.line.clear();
+        serde_json::to_writer(&mut self.line, event).map_err(io::Error::other)?;
+        self.line.push(b'\n');
+        self.out.write_all(&self.line)?;
         self.events += 1;
         Ok(())
+    }
+
+    /// Writes out every line appended so far.
+    pub fn flush(&mut self) -> io::Result<()> {
+        self.out.flush()
     }
 
     fn write_line(&mut self, line: &str) -> io::Result<()> {
