@@ -388,27 +388,11 @@ impl Model {
             return;
         }
         if self.streams[si].resumes.is_some() && !ok {
-            for index in self.open_calls_owned_by(si) {
-                let death = Death {
-                    stream: id,
-                    at: t,
-                    how: None,
-                    leg: None,
-                };
-                self.orphan(index, OrphanCause::ResumeFailed, death, t, out);
-            }
+            self.orphan_owned_by(si, OrphanCause::ResumeFailed, t, out);
             return;
         }
         if ok && body == Body::Other {
-            for index in self.open_calls_owned_by(si) {
-                let death = Death {
-                    stream: id,
-                    at: t,
-                    how: None,
-                    leg: None,
-                };
-                self.orphan(index, OrphanCause::NoResponseBody, death, t, out);
-            }
+            self.orphan_owned_by(si, OrphanCause::NoResponseBody, t, out);
         } else if !ok && body != Body::Json && body != Body::Sse {
             for index in self.open_calls_owned_by(si) {
                 self.fail(index, format!("HTTP {status}"), t, out);
@@ -1008,6 +992,26 @@ impl Model {
                 };
                 self.orphan(index, cause, death, t, out);
             }
+        }
+    }
+
+    /// Orphans the calls a stream owns, by its answer (no stream death: no `how`).
+    fn orphan_owned_by(
+        &mut self,
+        si: usize,
+        cause: OrphanCause,
+        t: DateTime<Utc>,
+        out: &mut Vec<Notice>,
+    ) {
+        let stream = self.streams[si].id;
+        for index in self.open_calls_owned_by(si) {
+            let death = Death {
+                stream,
+                at: t,
+                how: None,
+                leg: None,
+            };
+            self.orphan(index, cause, death, t, out);
         }
     }
 

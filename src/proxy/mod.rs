@@ -466,11 +466,7 @@ async fn handle(
         Err(e) => {
             shared.unregister(stream);
             let cause = error_chain(&e);
-            let how = if cause.contains("reset") {
-                EndHow::Reset
-            } else {
-                EndHow::Eof
-            };
+            let (how, _) = tap::classify_error(&e);
             sink.emit(EventKind::StreamEnded {
                 stream,
                 dir: Direction::ServerToClient,
@@ -562,11 +558,9 @@ async fn read_request(
                 }
             }
             Some(Err(e)) => {
-                let detail = e.to_string();
-                let how = if detail.contains("reset") {
-                    EndHow::Reset
-                } else {
-                    EndHow::Cancelled
+                let (how, detail) = match tap::classify_error(&e) {
+                    (EndHow::Reset, detail) => (EndHow::Reset, detail),
+                    (_, detail) => (EndHow::Cancelled, detail),
                 };
                 sink.emit(EventKind::StreamEnded {
                     stream,

@@ -362,20 +362,7 @@ impl TapBody {
         if !frame.has_data || frame.data.is_empty() {
             return;
         }
-        let kind = match jsonrpc::parse_body(frame.data.as_bytes()) {
-            Ok(body) => EventKind::Message {
-                stream: self.ctx.stream,
-                dir: Direction::ServerToClient,
-                body,
-            },
-            Err(reason) => EventKind::InvalidMessage {
-                stream: self.ctx.stream,
-                dir: Direction::ServerToClient,
-                reason,
-                raw: truncate_text(frame.data.as_bytes()),
-            },
-        };
-        self.ctx.sink.emit(kind);
+        self.emit_message(frame.data.as_bytes());
     }
 
     /// In event-aligned mode: decides what the client gets of one whole event; returns whether
@@ -451,9 +438,13 @@ fn truncate_text(bytes: &[u8]) -> String {
 }
 
 /// How an upstream body error ended the stream.
-fn classify_error(err: &hyper::Error) -> (EndHow, String) {
-    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(err);
-    let mut fin = err.is_incomplete_message();
+/// How a transport error ended a stream, and its cause in words: a reset is a reset; a clean
+/// close (FIN) inside the body's framing is an error of the stream (the body is cut short).
+pub fn classify_error(err: &(dyn std::error::Error + 'static)) -> (EndHow, String) {
+    let mut source = Some(err);
+    let mut fin = err
+        .downcast_ref::<hyper::Error>()
+        .is_some_and(hyper::Error::is_incomplete_message);
     while let Some(e) = source {
         if let Some(io) = e.downcast_ref::<std::io::Error>() {
             match io.kind() {
@@ -464,14 +455,17 @@ fn classify_error(err: &hyper::Error) -> (EndHow, String) {
                 _ => {}
             }
         }
+        if e.downcast_ref::<hyper::Error>()
+            .is_some_and(hyper::Error::is_incomplete_message)
+        {
+            fin = true;
+        }
         source = e.source();
     }
     if fin {
-        // The connection closed cleanly (FIN), but inside the body's framing: the body is cut
-        // short, which is an error of the stream, not a clean end.
         return (
             EndHow::Error,
-            "the upstream closed the connection (FIN) before the body's framing ended".into(),
+            "the peer closed the connection (FIN) before the message's framing ended".into(),
         );
     }
     (EndHow::Error, err.to_string())
