@@ -512,14 +512,19 @@ impl Tools {
         pipe: bool,
     ) -> anyhow::Result<(Proc, u16)> {
         let port = free_port()?;
-        let child = Command::new(&self.mcpscope)
-            .arg("--listen")
+        let mut cmd = Command::new(&self.mcpscope);
+        cmd.arg("--listen")
             .arg(format!("127.0.0.1:{port}"))
             .arg("--upstream")
             .arg(format!("http://127.0.0.1:{upstream}{path}"))
-            .arg("--json")
-            .arg("--record")
-            .arg(record)
+            .arg("--json");
+        // An empty path: recording off (the decomposition row).
+        if record.as_os_str().is_empty() {
+            cmd.arg("--no-record");
+        } else {
+            cmd.arg("--record").arg(record);
+        }
+        let child = cmd
             .stdin(Stdio::null())
             .stdout(if pipe { Stdio::piped() } else { Stdio::null() })
             .stderr(Stdio::null())
@@ -1084,6 +1089,12 @@ async fn run(
         name: "mcpscope",
         port: mcp_fast,
     });
+    let (p, mcp_norec) = t.mcpscope(fast_port, "/mcp", Path::new(""), false).await?;
+    procs.push(p);
+    fast_paths.push(PathSpec {
+        name: "mcpscope --no-record",
+        port: mcp_norec,
+    });
     let mut mitm_fast = None;
     match t.mitmdump(fast_port).await {
         Ok(Some((p, port))) => {
@@ -1102,7 +1113,8 @@ async fn run(
         md,
         "Paths interleaved per iteration (rotating order). *direct*: client → upstream; *socat*: \
          bare TCP relay; *mcpscope*: the release binary, recording on, headless `--json` view \
-         folding the model; *mitmdump*: reverse mode with `bench/mitm_stream.py` \
+         folding the model; *mcpscope --no-record*: the same with recording off (what the \
+         recorder costs; fast upstream only); *mitmdump*: reverse mode with `bench/mitm_stream.py` \
          (`flow.response.stream = True`). Added = path − direct."
     );
     section("fast paths ready");
@@ -1278,6 +1290,7 @@ async fn run(
         tp_paths.push(("socat", p));
     }
     tp_paths.push(("mcpscope", tp_port));
+    tp_paths.push(("mcpscope --no-record", mcp_norec));
     let reps = if q { 2 } else { 3 };
     let (n_one, streams, per) = if q {
         (10_000u64, 100usize, 100u64)
