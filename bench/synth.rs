@@ -159,10 +159,10 @@ pub fn events(target: usize, sessions: usize) -> Vec<Event> {
                 },
             ));
         }
-        if k % 200 == 0 {
+        if k.is_multiple_of(200) {
             continue; // left pending
         }
-        if k % 100 == 0 {
+        if k.is_multiple_of(100) {
             out.push(Event::at(
                 t(),
                 EventKind::StreamEnded {

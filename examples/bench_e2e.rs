@@ -794,10 +794,13 @@ async fn event_latency(port: u16, n: u64, gap_us: u64, id: u64) -> anyhow::Resul
         while let Some(pos) = pending.windows(2).position(|w| w == b"\n\n") {
             let event: Vec<u8> = pending.drain(..pos + 2).collect();
             let text = String::from_utf8_lossy(&event);
-            if let Some(rest) = text.split("\"t=").nth(1) {
-                if let Some(ts) = rest.split('"').next().and_then(|v| v.parse::<u64>().ok()) {
-                    out.push(now.saturating_sub(ts) as f64);
-                }
+            let ts = text
+                .split("\"t=")
+                .nth(1)
+                .and_then(|rest| rest.split('"').next())
+                .and_then(|v| v.parse::<u64>().ok());
+            if let Some(ts) = ts {
+                out.push(now.saturating_sub(ts) as f64);
             }
         }
     }
