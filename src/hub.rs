@@ -10,6 +10,9 @@ use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 use crate::event::Event;
 use crate::record::Recorder;
 
+/// How long the hub lets a burst of events gather before taking it (bounds the view's lag).
+const COALESCE: std::time::Duration = std::time::Duration::from_micros(500);
+
 /// The most events taken between two flushes.
 const MAX_BURST: usize = 4096;
 
@@ -50,8 +53,11 @@ impl Hub {
                 let mut recorder = recorder;
                 let mut failed = false;
                 while let Some(first) = rx.blocking_recv() {
-                    // Take the whole burst that is waiting, then flush once: a quiet moment
-                    // always leaves every line on disk, and a busy one costs one write.
+                    // Let the rest of the burst arrive, take it whole, then flush once: the
+                    // proxy wakes this thread (and the view) once per burst instead of once per
+                    // event, a quiet moment still leaves every line on disk, and a busy one
+                    // costs one write.
+                    std::thread::sleep(COALESCE);
                     let mut next = Some(first);
                     let mut taken = 0;
                     while let Some(event) = next.take() {

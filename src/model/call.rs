@@ -1,5 +1,7 @@
 //! A JSON-RPC request and what became of it.
 
+use std::sync::Arc;
+
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 
@@ -58,8 +60,8 @@ pub struct Call {
     pub method: String,
     /// The tool name, for `tools/call`.
     pub tool: Option<String>,
-    /// The request params.
-    pub params: Value,
+    /// The request params (shared with the model's copy of the request).
+    pub params: Arc<Value>,
     /// When the request was seen.
     pub started_at: DateTime<Utc>,
     /// The stream the request arrived on (its POST, or the SSE stream of a server request).
@@ -75,7 +77,7 @@ pub struct Call {
     /// When the verdict stopped being pending.
     pub ended_at: Option<DateTime<Utc>>,
     /// The response (result or error object), when it arrived.
-    pub response: Option<Value>,
+    pub response: Option<Arc<Value>>,
     /// Progress and other notifications seen on its stream, by time.
     pub progress: Vec<DateTime<Utc>>,
     /// What the client did after it was orphaned.

@@ -1,5 +1,7 @@
 //! `Model::apply`: how each fact changes the state.
 
+use std::sync::Arc;
+
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde_json::Value;
 
@@ -114,7 +116,7 @@ impl Model {
                         at: t,
                         stream: *stream,
                         dir: *dir,
-                        body: Value::String(raw.clone()),
+                        body: Arc::new(Value::String(raw.clone())),
                         invalid: Some(reason.clone()),
                         sse_id: None,
                         call: None,
@@ -532,7 +534,7 @@ impl Model {
                 at: t,
                 stream: id,
                 dir,
-                body: msg.clone(),
+                body: Arc::new(msg.clone()),
                 invalid: None,
                 sse_id: None,
                 call: None,
@@ -622,7 +624,7 @@ impl Model {
             id: rid.clone(),
             method: method.to_string(),
             tool,
-            params: params.clone(),
+            params: Arc::new(params.clone()),
             started_at: t,
             request_stream: stream.id,
             owner: stream.id,
@@ -828,7 +830,8 @@ impl Model {
         let was_open = self.calls[index].verdict.is_open();
         let late = matches!(self.calls[index].verdict, Verdict::Orphaned { .. });
         if !was_open && !late {
-            self.calls[index].response = Some(response.map_or_else(Clone::clone, Clone::clone));
+            self.calls[index].response =
+                Some(Arc::new(response.map_or_else(Clone::clone, Clone::clone)));
             return;
         }
         if self.calls[index].owner != stream_id {
@@ -840,7 +843,7 @@ impl Model {
         let elapsed_ms = (t - self.calls[index].started_at).num_milliseconds();
         match response {
             Ok(result) => {
-                self.calls[index].response = Some(result.clone());
+                self.calls[index].response = Some(Arc::new(result.clone()));
                 if self.calls[index].method == "tools/list" {
                     self.learn_tools(self.calls[index].session, result);
                 }
@@ -878,7 +881,7 @@ impl Model {
                 out.push(Notice { t, what });
             }
             Err(error) => {
-                self.calls[index].response = Some(error.clone());
+                self.calls[index].response = Some(Arc::new(error.clone()));
                 let message = error
                     .get("message")
                     .and_then(Value::as_str)

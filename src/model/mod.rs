@@ -12,6 +12,7 @@ pub mod stream;
 pub mod verdict;
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use serde_json::Value;
@@ -37,8 +38,9 @@ pub struct MessageRec {
     pub stream: StreamId,
     /// Who sent it.
     pub dir: Direction,
-    /// The message (one element of a batch), or the raw text of an invalid one.
-    pub body: Value,
+    /// The message (one element of a batch), or the raw text of an invalid one. Shared, so that
+    /// copying a model (replay checkpoints) does not copy every message.
+    pub body: Arc<Value>,
     /// Why it is invalid, if it is.
     pub invalid: Option<String>,
     /// The SSE event id it came with.

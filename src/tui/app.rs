@@ -433,6 +433,6 @@ impl App {
             }
             _ => return None,
         };
-        serde_json::to_string_pretty(value).ok()
+        serde_json::to_string_pretty(value.as_ref()).ok()
     }
 }
