@@ -1031,6 +1031,51 @@ fn main() -> anyhow::Result<()> {
     let (sock_tx, sock_rx) = mpsc::unbounded_channel();
     up_rt.spawn(serve_death(death, sock_tx));
 
+    // Two in-process proxies (the library, on a 2-worker runtime like the binary's) for the
+    // decomposition rows: one whose events are discarded (the proxy alone), one whose events a
+    // consumer thread folds into a Model, polling every 1 ms instead of parking per event.
+    let proxy_rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .thread_name("bench-proxy")
+        .build()?;
+    let config = mcpscope::proxy::Config {
+        listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+        upstream: format!("http://127.0.0.1:{fast_port}/mcp").parse()?,
+        insecure: false,
+        allow_remote: false,
+        redact: true,
+    };
+    let (discard_tx, discard_rx) = mpsc::unbounded_channel();
+    drop(discard_rx);
+    let discard = proxy_rt.block_on(mcpscope::proxy::start(
+        config.clone(),
+        mcpscope::proxy::sink::EventSink::new(discard_tx),
+    ))?;
+    let (polled_tx, mut polled_rx) = mpsc::unbounded_channel::<mcpscope::event::Event>();
+    let polled = proxy_rt.block_on(mcpscope::proxy::start(
+        config,
+        mcpscope::proxy::sink::EventSink::new(polled_tx),
+    ))?;
+    std::thread::Builder::new()
+        .name("bench-polled-model".into())
+        .spawn(move || {
+            let mut model = mcpscope::model::Model::new();
+            loop {
+                loop {
+                    match polled_rx.try_recv() {
+                        Ok(event) => {
+                            model.apply(&event);
+                        }
+                        Err(mpsc::error::TryRecvError::Empty) => break,
+                        Err(mpsc::error::TryRecvError::Disconnected) => return,
+                    }
+                }
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        })?;
+    let inproc = (discard.addr.port(), polled.addr.port());
+
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
@@ -1038,9 +1083,12 @@ fn main() -> anyhow::Result<()> {
         args_ref(&args),
         fast_port,
         death_port,
+        inproc,
         sock_rx,
         release_tx,
     ))?;
+    drop((discard, polled));
+    drop(proxy_rt);
     if let Some(parent) = args.out.parent() {
         std::fs::create_dir_all(parent)?;
     }
@@ -1062,6 +1110,7 @@ async fn run(
     args: &Args,
     fast_port: u16,
     death_port: u16,
+    inproc: (u16, u16),
     mut sockets: mpsc::UnboundedReceiver<TcpStream>,
     release: watch::Sender<bool>,
 ) -> anyhow::Result<String> {
@@ -1098,6 +1147,14 @@ async fn run(
         name: "mcpscope --no-record",
         port: mcp_norec,
     });
+    fast_paths.push(PathSpec {
+        name: "proxy only (in-process, events discarded)",
+        port: inproc.0,
+    });
+    fast_paths.push(PathSpec {
+        name: "proxy + model polled 1 ms (in-process)",
+        port: inproc.1,
+    });
     let mut mitm_fast = None;
     match t.mitmdump(fast_port).await {
         Ok(Some((p, port))) => {
@@ -1117,7 +1174,11 @@ async fn run(
         "Paths interleaved per iteration (rotating order). *direct*: client → upstream; *socat*: \
          bare TCP relay; *mcpscope*: the release binary, recording on, headless `--json` view \
          folding the model; *mcpscope --no-record*: the same with recording off (what the \
-         recorder costs; fast upstream only); *mitmdump*: reverse mode with `bench/mitm_stream.py` \
+         recorder costs; fast upstream only); *proxy only*: the library's proxy in the harness \
+         process, events discarded (no hub, no view: the floor); *proxy + model polled 1 ms*: \
+         the same with a thread folding the events into a Model, draining the channel every 1 ms \
+         instead of parking per event (a prototype of the batching fix in the profile notes); \
+         *mitmdump*: reverse mode with `bench/mitm_stream.py` \
          (`flow.response.stream = True`). Added = path − direct."
     );
     section("fast paths ready");
@@ -1294,6 +1355,8 @@ async fn run(
     }
     tp_paths.push(("mcpscope", tp_port));
     tp_paths.push(("mcpscope --no-record", mcp_norec));
+    tp_paths.push(("proxy only (in-process, events discarded)", inproc.0));
+    tp_paths.push(("proxy + model polled 1 ms (in-process)", inproc.1));
     let reps = if q { 2 } else { 3 };
     let (n_one, streams, per) = if q {
         (10_000u64, 100usize, 100u64)
