@@ -22,6 +22,12 @@ use crate::fault::{Fault, Plan, Trigger};
 use crate::wire::jsonrpc::{self, Kind};
 use crate::wire::sse::{SseFrame, SseParser};
 
+/// The most upstream frames taken in one go when they are already there.
+const GATHER_FRAMES: usize = 64;
+
+/// The most bytes merged into one write toward the client.
+const GATHER_BYTES: usize = 64 * 1024;
+
 /// The most of a JSON body kept aside for parsing.
 const JSON_CAP: usize = 16 * 1024 * 1024;
 
@@ -105,6 +111,8 @@ pub struct TapBody {
     cut_at: Option<u64>,
     /// Whether the tap has yielded once before an abort (so hyper flushes what it was given).
     abort_yielded: bool,
+    /// Trailers from the upstream, passed on after the data.
+    trailers: Option<Frame<Bytes>>,
 }
 
 impl TapBody {
@@ -133,6 +141,7 @@ impl TapBody {
             finish: None,
             cut_at: None,
             abort_yielded: false,
+            trailers: None,
         };
         if let Some(plan) = plan {
             body.attach(plan);
@@ -432,6 +441,75 @@ fn carries_response(frame: &SseFrame) -> bool {
         })
 }
 
+impl TapBody {
+    /// Takes one poll's worth of the upstream body: data is tapped and queued, trailers are
+    /// kept for after the data, and the end is recorded.
+    fn absorb(&mut self, polled: Option<Result<Frame<Bytes>, hyper::Error>>) {
+        match polled {
+            Some(Ok(frame)) => match frame.into_data() {
+                Ok(data) => self.on_data(data),
+                Err(trailers) => self.trailers = Some(trailers),
+            },
+            Some(Err(err)) => {
+                let (how, detail) = classify_error(&err);
+                let rest = self.held.split().freeze();
+                self.enqueue(rest);
+                self.inner = None;
+                self.report_end(how, Leg::Upstream, Some(detail));
+                self.finish = Some(Finish::Abort {
+                    how,
+                    reset: how == EndHow::Reset,
+                });
+            }
+            None => {
+                let rest = self.held.split().freeze();
+                let stalled = matches!(self.active_fault(), Some(Fault::Stall));
+                self.enqueue(rest);
+                if stalled {
+                    self.inner = None;
+                    self.finish = Some(Finish::Hold);
+                } else {
+                    self.finish = Some(Finish::Eof { injected: false });
+                }
+            }
+        }
+    }
+
+    /// Takes whatever the upstream has ready now (never waits), so that one write to the client
+    /// carries it: bytes that arrived together leave together.
+    fn gather(&mut self, cx: &mut Context<'_>) {
+        for _ in 0..GATHER_FRAMES {
+            if self.finish.is_some() || self.trailers.is_some() {
+                return;
+            }
+            let Some(inner) = self.inner.as_mut() else {
+                return;
+            };
+            match Pin::new(inner).poll_frame(cx) {
+                Poll::Pending => return,
+                Poll::Ready(polled) => self.absorb(polled),
+            }
+        }
+    }
+
+    /// The next queued bytes, merged with the unpaced bytes behind them (up to a bound).
+    fn pop_merged(&mut self) -> Option<(Option<Instant>, Bytes)> {
+        let (ready_at, first) = self.queue.pop_front()?;
+        if ready_at.is_some() || !matches!(self.queue.front(), Some((None, _))) {
+            return Some((ready_at, first));
+        }
+        let mut merged = BytesMut::from(&first[..]);
+        while let Some((None, next)) = self.queue.front() {
+            if merged.len() + next.len() > GATHER_BYTES {
+                break;
+            }
+            merged.extend_from_slice(next);
+            self.queue.pop_front();
+        }
+        Some((None, merged.freeze()))
+    }
+}
+
 fn truncate_text(bytes: &[u8]) -> String {
     let end = bytes.len().min(4096);
     String::from_utf8_lossy(&bytes[..end]).into_owned()
@@ -513,7 +591,10 @@ impl Body for TapBody {
                     this.pace = Some(Box::pin(tokio::time::sleep_until(at)));
                     continue;
                 }
-                if let Some((_, mut bytes)) = this.queue.pop_front() {
+                if this.plan.is_none() && this.cut_at.is_none() {
+                    this.gather(cx);
+                }
+                if let Some((_, mut bytes)) = this.pop_merged() {
                     if let Some(cut) = this.cut_at {
                         let room = cut.saturating_sub(this.forwarded) as usize;
                         if bytes.len() >= room {
@@ -531,6 +612,9 @@ impl Body for TapBody {
                     }
                     return Poll::Ready(Some(Ok(Frame::data(bytes))));
                 }
+            }
+            if let Some(trailers) = this.trailers.take() {
+                return Poll::Ready(Some(Ok(trailers)));
             }
             match this.finish {
                 Some(Finish::Eof { injected }) => {
@@ -563,32 +647,7 @@ impl Body for TapBody {
             };
             match Pin::new(inner).poll_frame(cx) {
                 Poll::Pending => return Poll::Pending,
-                Poll::Ready(Some(Ok(frame))) => match frame.into_data() {
-                    Ok(data) => this.on_data(data),
-                    Err(frame) => return Poll::Ready(Some(Ok(frame))),
-                },
-                Poll::Ready(Some(Err(err))) => {
-                    let (how, detail) = classify_error(&err);
-                    let rest = this.held.split().freeze();
-                    this.enqueue(rest);
-                    this.inner = None;
-                    this.report_end(how, Leg::Upstream, Some(detail));
-                    this.finish = Some(Finish::Abort {
-                        how,
-                        reset: how == EndHow::Reset,
-                    });
-                }
-                Poll::Ready(None) => {
-                    let rest = this.held.split().freeze();
-                    let stalled = matches!(this.active_fault(), Some(Fault::Stall));
-                    this.enqueue(rest);
-                    if stalled {
-                        this.inner = None;
-                        this.finish = Some(Finish::Hold);
-                    } else {
-                        this.finish = Some(Finish::Eof { injected: false });
-                    }
-                }
+                Poll::Ready(polled) => this.absorb(polled),
             }
         }
     }
