@@ -2,6 +2,11 @@
 
 use std::process::ExitCode;
 
+/// Events are allocated on the proxy's threads and freed on the hub's and the view's: mimalloc
+/// handles that cross-thread churn far better than the system allocator.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use clap::Parser;
 use mcpscope::app::{self, UsageError};
 use mcpscope::cli::{Cli, Command};
