@@ -13,8 +13,8 @@ pub const CHECKPOINT_EVERY: usize = 10_000;
 /// At most about this many checkpoints are kept: a checkpoint is a deep clone of the model, which
 /// costs about as much as folding a third of the events before it, so on huge recordings the
 /// spacing grows instead (memory and first-pass time stay bounded; a seek costs one clone plus
-/// at most `len / 16` events folded).
-const MAX_CHECKPOINTS: usize = 16;
+/// at most `len / 8` events folded).
+const MAX_CHECKPOINTS: usize = 8;
 
 /// Playback speed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -67,7 +67,7 @@ pub struct ReplayCursor {
 }
 
 impl ReplayCursor {
-    /// A cursor at the start (no event applied); checkpoints every `max(10,000, len / 16)` events.
+    /// A cursor at the start (no event applied); checkpoints every `max(10,000, len / 8)` events.
     pub fn new(events: Vec<Event>) -> Self {
         let spacing = CHECKPOINT_EVERY.max(events.len() / MAX_CHECKPOINTS + 1);
         Self::with_spacing(events, spacing)
