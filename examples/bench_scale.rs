@@ -12,9 +12,9 @@
 #[path = "../bench/synth.rs"]
 mod synth;
 
+use std::alloc::{GlobalAlloc, Layout, System};
 use std::fmt::Write as _;
 use std::path::PathBuf;
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
@@ -44,7 +44,10 @@ fn grow(by: usize) {
 
 #[inline]
 fn shrink(by: usize) {
-    LIVE.store(LIVE.load(Ordering::Relaxed).wrapping_sub(by), Ordering::Relaxed);
+    LIVE.store(
+        LIVE.load(Ordering::Relaxed).wrapping_sub(by),
+        Ordering::Relaxed,
+    );
 }
 
 unsafe impl GlobalAlloc for Counting {
@@ -192,9 +195,24 @@ fn main() -> anyhow::Result<()> {
         1e3 / ns_per_event
     );
     let ne = events.len() as f64;
-    let _ = writeln!(md, "| model heap after the fold (live bytes, counting allocator) | {:.1} MiB = {:.0} B/event |", mib(model_heap), model_heap as f64 / ne);
-    let _ = writeln!(md, "| peak heap during the fold, above the start | {:.1} MiB = {:.0} B/event |", mib(model_peak), model_peak as f64 / ne);
-    let _ = writeln!(md, "| for scale: the event vector itself | {:.1} MiB = {:.0} B/event |", mib(heap_events), heap_events as f64 / ne);
+    let _ = writeln!(
+        md,
+        "| model heap after the fold (live bytes, counting allocator) | {:.1} MiB = {:.0} B/event |",
+        mib(model_heap),
+        model_heap as f64 / ne
+    );
+    let _ = writeln!(
+        md,
+        "| peak heap during the fold, above the start | {:.1} MiB = {:.0} B/event |",
+        mib(model_peak),
+        model_peak as f64 / ne
+    );
+    let _ = writeln!(
+        md,
+        "| for scale: the event vector itself | {:.1} MiB = {:.0} B/event |",
+        mib(heap_events),
+        heap_events as f64 / ne
+    );
 
     // ------------------------------------------------------------------ render
     let now = events.last().map(|e| e.t).unwrap_or_else(Utc::now);
@@ -323,8 +341,16 @@ fn main() -> anyhow::Result<()> {
         md,
         "| then `seek(len / 2)` (from a checkpoint) | {b:.1} ms |"
     );
-    let _ = writeln!(md, "| heap held by the open cursor at the end (events + model + checkpoints) | {:.0} MiB |", mib(replay_live));
-    let _ = writeln!(md, "| peak heap while opening and seeking | {:.0} MiB |", mib(replay_peak));
+    let _ = writeln!(
+        md,
+        "| heap held by the open cursor at the end (events + model + checkpoints) | {:.0} MiB |",
+        mib(replay_live)
+    );
+    let _ = writeln!(
+        md,
+        "| peak heap while opening and seeking | {:.0} MiB |",
+        mib(replay_peak)
+    );
     let _ = writeln!(
         md,
         "\nPeak RSS of this whole harness (VmHWM): {:.0} MiB.",
