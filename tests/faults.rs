@@ -3,6 +3,9 @@
 //! from a clean end. For each fault: what the client observes is exactly the fault, the
 //! `FaultInjected` event is recorded, and the verdict of the affected call is right.
 
+mod common;
+
+use common::raw::decode_chunked;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -175,31 +178,6 @@ impl Reply {
                 .eq_ignore_ascii_case(name)
                 .then(|| v.trim().to_string())
         })
-    }
-}
-
-/// Decodes a chunked body; returns the bytes and whether the last chunk arrived.
-fn decode_chunked(raw: &[u8]) -> (Vec<u8>, bool) {
-    let mut out = Vec::new();
-    let mut rest = raw;
-    loop {
-        let Some(eol) = rest.windows(2).position(|w| w == b"\r\n") else {
-            return (out, false);
-        };
-        let size_text = String::from_utf8_lossy(&rest[..eol]).to_string();
-        let Ok(size) = usize::from_str_radix(size_text.trim(), 16) else {
-            return (out, false);
-        };
-        rest = &rest[eol + 2..];
-        if size == 0 {
-            return (out, true);
-        }
-        if rest.len() < size + 2 {
-            out.extend_from_slice(&rest[..rest.len().min(size)]);
-            return (out, false);
-        }
-        out.extend_from_slice(&rest[..size]);
-        rest = &rest[size + 2..];
     }
 }
 

@@ -8,10 +8,9 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::raw::{observe, read_head};
+use common::raw::{observe, proxy_to, read_head};
 use mcpscope::event::{Direction, EndHow, Event, EventKind, Leg};
 use mcpscope::model::{Model, Verdict};
-use mcpscope::proxy::{self, Config, sink::EventSink};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
@@ -34,23 +33,6 @@ async fn upstream(handler: Handler) -> SocketAddr {
         }
     });
     addr
-}
-
-async fn proxy_to(upstream: SocketAddr) -> (proxy::Proxy, mpsc::UnboundedReceiver<Event>) {
-    let (tx, rx) = mpsc::unbounded_channel();
-    let config = Config {
-        listen: "127.0.0.1:0".parse().expect("addr"),
-        upstream: format!("http://{upstream}/mcp").parse().expect("uri"),
-        insecure: false,
-        allow_remote: false,
-        redact: true,
-    };
-    (
-        proxy::start(config, EventSink::new(tx))
-            .await
-            .expect("proxy"),
-        rx,
-    )
 }
 
 /// Collects events until `quiet` passes without one.

@@ -12,7 +12,7 @@ use chrono::{DateTime, Utc};
 use common::raw::{End, Observed, observe, read_head, reset};
 use mcpscope::event::{EndHow, Event};
 use mcpscope::model::{Model, Verdict, What};
-use mcpscope::proxy::{self, Config, sink::EventSink};
+use mcpscope::proxy;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
@@ -113,17 +113,7 @@ struct Proxied {
 }
 
 async fn start_proxy(upstream: std::net::SocketAddr) -> Proxied {
-    let (tx, events) = mpsc::unbounded_channel();
-    let config = Config {
-        listen: "127.0.0.1:0".parse().expect("addr"),
-        upstream: format!("http://{upstream}/mcp").parse().expect("uri"),
-        insecure: false,
-        allow_remote: false,
-        redact: true,
-    };
-    let proxy = proxy::start(config, EventSink::new(tx))
-        .await
-        .expect("proxy");
+    let (proxy, events) = common::raw::proxy_to(upstream).await;
     Proxied {
         addr: proxy.addr,
         events,

@@ -77,8 +77,10 @@ pub fn decode_chunked(raw: &[u8]) -> (Vec<u8>, bool) {
         let Some(line_end) = rest.windows(2).position(|w| w == b"\r\n") else {
             return (out, false);
         };
-        let size = usize::from_str_radix(String::from_utf8_lossy(&rest[..line_end]).trim(), 16)
-            .unwrap_or(0);
+        let size_text = String::from_utf8_lossy(&rest[..line_end]).to_string();
+        let Ok(size) = usize::from_str_radix(size_text.trim(), 16) else {
+            return (out, false);
+        };
         rest = &rest[line_end + 2..];
         if size == 0 {
             return (out, true);
@@ -162,4 +164,25 @@ pub fn complete(raw: &[u8]) -> Option<End> {
         .parse::<usize>()
         .ok()?;
     (payload.len() >= length).then_some(End::Clean)
+}
+
+/// Starts the proxy in-process toward `upstream` (path `/mcp`); its events arrive on the receiver.
+pub async fn proxy_to(
+    upstream: std::net::SocketAddr,
+) -> (
+    mcpscope::proxy::Proxy,
+    tokio::sync::mpsc::UnboundedReceiver<mcpscope::event::Event>,
+) {
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    let config = mcpscope::proxy::Config {
+        listen: "127.0.0.1:0".parse().expect("addr"),
+        upstream: format!("http://{upstream}/mcp").parse().expect("uri"),
+        insecure: false,
+        allow_remote: false,
+        redact: true,
+    };
+    let proxy = mcpscope::proxy::start(config, mcpscope::proxy::sink::EventSink::new(tx))
+        .await
+        .expect("proxy");
+    (proxy, rx)
 }
