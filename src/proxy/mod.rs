@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use http::{HeaderValue, Request, Response, StatusCode, Uri};
-use http_body_util::combinators::BoxBody;
+use http_body_util::combinators::UnsyncBoxBody;
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioExecutor, TokioIo};
@@ -33,12 +33,13 @@ use crate::wire::jsonrpc;
 use conn::{ClientConn, ResetFlag};
 use sink::EventSink;
 use tap::{Content, TapBody, TapContext, TapError};
+use upstream::{SendError, UpstreamConn};
 
 /// The most of a request body read before forwarding (JSON-RPC messages are small).
 const REQUEST_CAP: usize = 64 * 1024 * 1024;
 
 /// The body type the proxy answers with.
-pub type ProxyBody = BoxBody<Bytes, TapError>;
+pub type ProxyBody = UnsyncBoxBody<Bytes, TapError>;
 
 /// How the proxy is set up.
 #[derive(Debug, Clone)]
@@ -67,7 +68,7 @@ struct Live {
 pub struct Shared {
     sink: EventSink,
     config: Config,
-    client: upstream::UpstreamClient,
+    connector: upstream::Connector,
     next_stream: AtomicU64,
     next_conn: AtomicU64,
     live: Mutex<HashMap<StreamId, Live>>,
@@ -201,7 +202,7 @@ pub async fn start(config: Config, sink: EventSink) -> anyhow::Result<Proxy> {
     let addr = listener.local_addr()?;
     let shared = Arc::new(Shared {
         sink,
-        client: upstream::client(config.insecure)?,
+        connector: upstream::connector(config.insecure)?,
         config,
         next_stream: AtomicU64::new(1),
         next_conn: AtomicU64::new(1),
@@ -233,9 +234,10 @@ async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
         let reset = ResetFlag::default();
         let io = TokioIo::new(ClientConn::new(tcp, reset.clone()));
         let shared = shared.clone();
+        let link = ConnSlot::default();
         tokio::spawn(async move {
             let service = hyper::service::service_fn(move |req| {
-                handle(req, conn_id, reset.clone(), shared.clone())
+                handle(req, conn_id, reset.clone(), link.clone(), shared.clone())
             });
             if let Err(e) = auto::Builder::new(TokioExecutor::new())
                 .serve_connection(io, service)
@@ -250,7 +252,7 @@ async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
 fn full(bytes: impl Into<Bytes>) -> ProxyBody {
     Full::new(bytes.into())
         .map_err(|never| match never {})
-        .boxed()
+        .boxed_unsync()
 }
 
 /// Answers one request from the proxy itself (not the upstream), reporting it.
@@ -298,6 +300,7 @@ async fn handle(
     req: Request<Incoming>,
     conn: u64,
     reset: ResetFlag,
+    link: ConnSlot,
     shared: Arc<Shared>,
 ) -> Result<Response<ProxyBody>, TapError> {
     let stream = shared.next_stream.fetch_add(1, Ordering::Relaxed);
@@ -437,17 +440,23 @@ async fn handle(
         }
     };
     forward::strip_hop_by_hop(&mut parts.headers);
-    parts.headers.remove(http::header::HOST);
-    parts.uri = uri;
+    if let Some(authority) = uri
+        .authority()
+        .and_then(|a| HeaderValue::from_str(a.as_str()).ok())
+    {
+        parts.headers.insert(http::header::HOST, authority);
+    }
+    parts.uri = uri
+        .path_and_query()
+        .map_or_else(|| Uri::from_static("/"), |p| Uri::from(p.clone()));
     parts.version = http::Version::HTTP_11;
     let upstream_req = Request::from_parts(parts, Full::new(bytes));
     let control = shared.register(stream, &http_method, session.clone());
 
-    let response = match shared.client.request(upstream_req).await {
-        Ok(response) => response,
-        Err(e) if e.is_connect() => {
+    let (response, upstream) = match send_upstream(&shared, &link, upstream_req).await {
+        Ok(sent) => sent,
+        Err(UpstreamFailure::Connect(cause)) => {
             shared.unregister(stream);
-            let cause = error_chain(&e);
             let upstream = shared.config.upstream.to_string();
             sink.emit(EventKind::UpstreamUnreachable {
                 stream,
@@ -463,9 +472,9 @@ async fn handle(
                 body,
             ));
         }
-        Err(e) => {
+        Err(UpstreamFailure::Failed(e)) => {
             shared.unregister(stream);
-            let cause = error_chain(&e);
+            let cause = upstream::error_text(&e);
             let (how, _) = tap::classify_error(&e);
             sink.emit(EventKind::StreamEnded {
                 stream,
@@ -534,9 +543,49 @@ async fn handle(
             shared: shared.clone(),
             plan,
             control,
+            upstream: Some(upstream),
+            link,
         },
     );
-    Ok(Response::from_parts(parts, tap.boxed()))
+    Ok(Response::from_parts(parts, tap.boxed_unsync()))
+}
+
+/// The upstream connection kept for a client connection between its requests.
+pub type ConnSlot = Arc<Mutex<Option<UpstreamConn>>>;
+
+/// Why a request did not get a response head from the upstream.
+enum UpstreamFailure {
+    /// No connection could be made.
+    Connect(String),
+    /// The connection failed under the request.
+    Failed(hyper::Error),
+}
+
+/// Sends a request on the client connection's upstream connection (a new one when there is
+/// none, or when the kept one was closing and never sent it).
+async fn send_upstream(
+    shared: &Shared,
+    link: &ConnSlot,
+    request: Request<Full<Bytes>>,
+) -> Result<(Response<Incoming>, UpstreamConn), UpstreamFailure> {
+    let kept = link.lock().ok().and_then(|mut slot| slot.take());
+    let mut request = request;
+    if let Some(mut conn) = kept
+        && conn.ready().await
+    {
+        match conn.send(request).await {
+            Ok(response) => return Ok((response, conn)),
+            Err(SendError::NotSent(back, _)) => request = back,
+            Err(SendError::Failed(e)) => return Err(UpstreamFailure::Failed(e)),
+        }
+    }
+    let mut conn = UpstreamConn::connect(&shared.connector, &shared.config.upstream)
+        .await
+        .map_err(|e| UpstreamFailure::Connect(e.0))?;
+    match conn.send(request).await {
+        Ok(response) => Ok((response, conn)),
+        Err(SendError::NotSent(_, e) | SendError::Failed(e)) => Err(UpstreamFailure::Failed(e)),
+    }
 }
 
 /// Reads a request body whole (bounded), reporting a client that vanished mid-body.
@@ -574,18 +623,4 @@ async fn read_request(
             }
         }
     }
-}
-
-fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        let part = s.to_string();
-        if !text.contains(&part) {
-            text.push_str(": ");
-            text.push_str(&part);
-        }
-        source = s.source();
-    }
-    text
 }

@@ -14,9 +14,10 @@ use hyper::body::Incoming;
 use tokio::sync::mpsc::UnboundedReceiver;
 use tokio::time::{Instant, Sleep};
 
-use super::Shared;
 use super::conn::ResetFlag;
 use super::sink::EventSink;
+use super::upstream::UpstreamConn;
+use super::{ConnSlot, Shared};
 use crate::event::{Direction, EndHow, EventKind, Leg, StreamId};
 use crate::fault::{Fault, Plan, Trigger};
 use crate::wire::jsonrpc::{self, Kind};
@@ -85,6 +86,10 @@ pub struct TapContext {
     pub plan: Option<Plan>,
     /// Live fault commands.
     pub control: UnboundedReceiver<Plan>,
+    /// The upstream connection the body arrives on; the tap drives it.
+    pub upstream: Option<UpstreamConn>,
+    /// Where the connection goes back when the body has ended cleanly (for the next request).
+    pub link: ConnSlot,
 }
 
 /// The response body the client reads.
@@ -254,6 +259,7 @@ impl TapBody {
             }
             Fault::Vanish => {
                 self.inner = None;
+                self.ctx.upstream = None;
                 self.held.clear();
                 self.finish = Some(Finish::Hold);
             }
@@ -268,6 +274,7 @@ impl TapBody {
     /// Stops reading the upstream; what is queued still goes out, then `finish`.
     fn cut(&mut self, finish: Finish) {
         self.inner = None;
+        self.ctx.upstream = None;
         self.held.clear();
         self.finish = Some(finish);
     }
@@ -315,7 +322,7 @@ impl TapBody {
             && self.finish.is_none()
             && self.inner.is_some()
         {
-            self.inner = None;
+            self.release();
             self.report_end(EndHow::Eof, Leg::Upstream, None);
             self.finish = Some(Finish::Eof { injected: false });
         }
@@ -469,9 +476,20 @@ impl TapBody {
                     self.inner = None;
                     self.finish = Some(Finish::Hold);
                 } else {
+                    self.release();
                     self.finish = Some(Finish::Eof { injected: false });
                 }
             }
+        }
+    }
+
+    /// The body ended cleanly: the upstream connection serves the client's next request.
+    fn release(&mut self) {
+        self.inner = None;
+        if let Some(conn) = self.ctx.upstream.take()
+            && let Ok(mut slot) = self.ctx.link.lock()
+        {
+            *slot = Some(conn);
         }
     }
 
@@ -559,6 +577,10 @@ impl Body for TapBody {
     ) -> Poll<Option<Result<Frame<Bytes>, TapError>>> {
         let this = &mut *self;
         loop {
+            if let Some(upstream) = this.ctx.upstream.as_mut() {
+                // The connection's I/O feeds the body: drive it before reading the body.
+                upstream.poll_drive(cx);
+            }
             while this.control_open {
                 match this.ctx.control.poll_recv(cx) {
                     Poll::Ready(Some(plan)) => this.attach(plan),

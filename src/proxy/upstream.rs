@@ -1,23 +1,34 @@
-//! The shared client toward the upstream (HTTP, or HTTPS with rustls).
+//! Connections toward the upstream (HTTP, or HTTPS with rustls).
+//!
+//! Each client connection gets its own upstream connection, driven from the exchange's own task
+//! (the request future and the response body poll it), so a request, its response and every
+//! body chunk stay on one task: no hand-off to a connection task per chunk. It also keeps the
+//! mapping faithful: one client connection, one upstream connection.
 
 use std::sync::Arc;
 use std::time::Duration;
 
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
 use bytes::Bytes;
+use http::{Request, Response, Uri};
 use http_body_util::Full;
+use hyper::body::Incoming;
+use hyper::client::conn::http1::SendRequest;
 use hyper_rustls::HttpsConnector;
-use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::rt::TokioExecutor;
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{DigitallySignedStruct, SignatureScheme};
+use tower_service::Service;
 
-/// The upstream client type.
-pub type UpstreamClient = Client<HttpsConnector<HttpConnector>, Full<Bytes>>;
+/// The connector (TCP, then TLS for `https://`).
+pub type Connector = HttpsConnector<HttpConnector>;
 
-/// Builds the client; `insecure` accepts any certificate.
-pub fn client(insecure: bool) -> anyhow::Result<UpstreamClient> {
+/// Builds the connector; `insecure` accepts any certificate.
+pub fn connector(insecure: bool) -> anyhow::Result<Connector> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()?;
@@ -36,14 +47,113 @@ pub fn client(insecure: bool) -> anyhow::Result<UpstreamClient> {
     http.enforce_http(false);
     http.set_nodelay(true);
     http.set_connect_timeout(Some(Duration::from_secs(10)));
-    let connector = hyper_rustls::HttpsConnectorBuilder::new()
+    Ok(hyper_rustls::HttpsConnectorBuilder::new()
         .with_tls_config(tls)
         .https_or_http()
         .enable_http1()
-        .wrap_connector(http);
-    Ok(Client::builder(TokioExecutor::new())
-        .pool_idle_timeout(Duration::from_secs(30))
-        .build(connector))
+        .wrap_connector(http))
+}
+
+/// Why an upstream connection could not be made.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct ConnectError(pub String);
+
+/// One HTTP/1.1 connection to the upstream, driven by whoever holds it.
+pub struct UpstreamConn {
+    sender: SendRequest<Full<Bytes>>,
+    driver: Pin<Box<dyn Future<Output = hyper::Result<()>> + Send>>,
+    ended: bool,
+}
+
+impl UpstreamConn {
+    /// Connects (TCP, TLS when `https://`) and does the HTTP/1.1 handshake.
+    pub async fn connect(connector: &Connector, uri: &Uri) -> Result<Self, ConnectError> {
+        let mut connector = connector.clone();
+        std::future::poll_fn(|cx| connector.poll_ready(cx))
+            .await
+            .map_err(|e| ConnectError(error_text(&*e)))?;
+        let io = connector
+            .call(uri.clone())
+            .await
+            .map_err(|e| ConnectError(error_text(&*e)))?;
+        let (sender, conn) = hyper::client::conn::http1::handshake(io)
+            .await
+            .map_err(|e| ConnectError(error_text(&e)))?;
+        Ok(Self {
+            sender,
+            driver: Box::pin(conn),
+            ended: false,
+        })
+    }
+
+    /// Does the connection's pending I/O; returns whether the connection has ended.
+    pub fn poll_drive(&mut self, cx: &mut Context<'_>) -> bool {
+        if !self.ended && self.driver.as_mut().poll(cx).is_ready() {
+            self.ended = true;
+        }
+        self.ended
+    }
+
+    /// Waits until a request can be sent (driving the connection); false if it ended.
+    pub async fn ready(&mut self) -> bool {
+        std::future::poll_fn(|cx| {
+            if self.poll_drive(cx) {
+                return Poll::Ready(false);
+            }
+            match self.sender.poll_ready(cx) {
+                Poll::Ready(Ok(())) => Poll::Ready(true),
+                Poll::Ready(Err(_)) => Poll::Ready(false),
+                Poll::Pending => Poll::Pending,
+            }
+        })
+        .await
+    }
+
+    /// Sends a request and waits for the response head, driving the connection meanwhile. A
+    /// request the connection never sent (it was closing) is handed back for another one.
+    pub async fn send(
+        &mut self,
+        request: Request<Full<Bytes>>,
+    ) -> Result<Response<Incoming>, SendError> {
+        let mut response = Box::pin(self.sender.try_send_request(request));
+        let driver = &mut self.driver;
+        let ended = &mut self.ended;
+        std::future::poll_fn(|cx| {
+            if !*ended && driver.as_mut().poll(cx).is_ready() {
+                *ended = true;
+            }
+            response.as_mut().poll(cx)
+        })
+        .await
+        .map_err(|mut e| match e.take_message() {
+            Some(request) => SendError::NotSent(request, e.into_error()),
+            None => SendError::Failed(e.into_error()),
+        })
+    }
+}
+
+/// A request that failed.
+pub enum SendError {
+    /// The connection was closing and never sent it: it may go on another connection.
+    NotSent(Request<Full<Bytes>>, hyper::Error),
+    /// It failed after it was sent.
+    Failed(hyper::Error),
+}
+
+/// An error and its causes, in one line.
+pub fn error_text(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        let part = s.to_string();
+        if !text.contains(&part) {
+            text.push_str(": ");
+            text.push_str(&part);
+        }
+        source = s.source();
+    }
+    text
 }
 
 /// A verifier that accepts every certificate (`--insecure`).
