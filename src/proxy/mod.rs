@@ -575,7 +575,7 @@ async fn send_upstream(
     {
         match conn.send(request).await {
             Ok(response) => return Ok((response, conn)),
-            Err(SendError::NotSent(back, _)) => request = back,
+            Err(SendError::NotSent(back, _)) => request = *back,
             Err(SendError::Failed(e)) => return Err(UpstreamFailure::Failed(e)),
         }
     }

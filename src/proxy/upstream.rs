@@ -127,7 +127,7 @@ impl UpstreamConn {
         })
         .await
         .map_err(|mut e| match e.take_message() {
-            Some(request) => SendError::NotSent(request, e.into_error()),
+            Some(request) => SendError::NotSent(Box::new(request), e.into_error()),
             None => SendError::Failed(e.into_error()),
         })
     }
@@ -136,7 +136,7 @@ impl UpstreamConn {
 /// A request that failed.
 pub enum SendError {
     /// The connection was closing and never sent it: it may go on another connection.
-    NotSent(Request<Full<Bytes>>, hyper::Error),
+    NotSent(Box<Request<Full<Bytes>>>, hyper::Error),
     /// It failed after it was sent.
     Failed(hyper::Error),
 }
