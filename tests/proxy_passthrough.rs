@@ -286,3 +286,57 @@ async fn a_client_that_goes_away_drops_the_upstream_request() {
         }
     )));
 }
+
+#[tokio::test]
+async fn on_http2_a_reset_kills_only_its_own_stream() {
+    use http_body_util::{BodyExt, Full};
+    use hyper_util::rt::{TokioExecutor, TokioIo};
+
+    let handler: Handler = Arc::new(|head, _, mut sock| {
+        Box::pin(async move {
+            if head.contains("\"poke\"") || head.contains("x-kill: 1") {
+                let sse = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n";
+                let _ = sock.write_all(sse.as_bytes()).await;
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                common::raw::reset(sock);
+            } else {
+                let body = r#"{"jsonrpc":"2.0","id":2,"result":{}}"#;
+                let resp = format!(
+                    "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
+                    body.len()
+                );
+                let _ = sock.write_all(resp.as_bytes()).await;
+            }
+        })
+    });
+    let up = upstream(handler).await;
+    let (proxy, _rx) = proxy_to(up).await;
+    let tcp = TcpStream::connect(proxy.addr).await.expect("connect");
+    let (mut sender, conn) =
+        hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(tcp))
+            .await
+            .expect("h2c handshake");
+    tokio::spawn(conn);
+    let request = |kill: bool| {
+        http::Request::post(format!("http://{}/mcp", proxy.addr))
+            .header("x-kill", if kill { "1" } else { "0" })
+            .body(Full::new(bytes::Bytes::from_static(CALL.as_bytes())))
+            .expect("request")
+    };
+    let dying = sender
+        .send_request(request(true))
+        .await
+        .expect("head of the dying stream");
+    let outcome = tokio::time::timeout(Duration::from_secs(5), dying.into_body().collect())
+        .await
+        .expect("end");
+    assert!(
+        outcome.is_err(),
+        "the dying stream ends in an error (RST_STREAM)"
+    );
+    let fine = tokio::time::timeout(Duration::from_secs(5), sender.send_request(request(false)))
+        .await
+        .expect("second answer")
+        .expect("the connection survived the sibling's reset");
+    assert_eq!(fine.status(), 200);
+}

@@ -304,6 +304,13 @@ async fn handle(
     shared: Arc<Shared>,
 ) -> Result<Response<ProxyBody>, TapError> {
     let stream = shared.next_stream.fetch_add(1, Ordering::Relaxed);
+    // On HTTP/2 a dead stream is reset on its own (RST_STREAM, from the body's error); resetting
+    // the TCP connection would kill its sibling streams too.
+    let reset = if req.version() == http::Version::HTTP_2 {
+        ResetFlag::default()
+    } else {
+        reset
+    };
     let sink = shared.sink.clone();
     let redact = shared.config.redact;
     let http_method = req.method().as_str().to_string();
