@@ -136,6 +136,7 @@ pub async fn run_proxy(args: ProxyArgs) -> anyhow::Result<()> {
             upstream: Some(upstream.to_string()),
             recording: running.hub.recording.clone(),
             theme: args.theme.clone(),
+            speed: None,
         };
         crate::tui::run_live(feed, info, faults).await?;
     }

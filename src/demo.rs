@@ -99,6 +99,7 @@ pub async fn run(args: &DemoArgs) -> anyhow::Result<()> {
             upstream: Some(url.clone()),
             recording: None,
             theme: args.theme.clone(),
+            speed: None,
         };
         let control = fault::controller(&running.proxy, engine);
         tokio::select! {

@@ -155,3 +155,12 @@ fn replay_keys_drive_the_cursor_without_a_terminal() {
 fn source_len() -> usize {
     scenario().len()
 }
+
+#[test]
+fn speed_flag_maps_to_the_nearest_playback_speed() {
+    use mcpscope::tui::replay::Speed;
+    assert_eq!(Speed::nearest(0.0), Speed::Max);
+    assert_eq!(Speed::nearest(1.0), Speed::X1);
+    assert_eq!(Speed::nearest(10.0), Speed::X10);
+    assert_eq!(Speed::nearest(1000.0), Speed::Max);
+}

@@ -14,6 +14,7 @@ fn app() -> App {
         upstream: Some("http://127.0.0.1:8765/mcp".into()),
         recording: Some("recordings/run.jsonl".into()),
         theme: None,
+        speed: None,
     };
     App::new(info, Theme::dark(), Utc.fix())
 }

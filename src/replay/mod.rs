@@ -137,6 +137,7 @@ pub async fn run(args: &ReplayArgs) -> anyhow::Result<()> {
             upstream: None,
             recording: Some(args.file.clone()),
             theme: args.theme.clone(),
+            speed: args.speed,
         };
         return crate::tui::run_replay(recording.events, info)
             .await

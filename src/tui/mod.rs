@@ -33,7 +33,7 @@ use crate::fault::FaultControl;
 use crate::model::Model;
 
 /// Where the session runs, for the status bar.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Info {
     /// The proxy's listen address.
     pub listen: Option<String>,
@@ -43,6 +43,8 @@ pub struct Info {
     pub recording: Option<PathBuf>,
     /// `--theme`: a built-in name or a path to a TOML file.
     pub theme: Option<String>,
+    /// Replay: the `--speed` to play at when playing starts (1×, 10× or as fast as possible).
+    pub speed: Option<f64>,
 }
 
 fn local_offset() -> FixedOffset {
@@ -70,8 +72,9 @@ pub async fn run_live(
 
 /// Replay viewer: the whole recording, with a time cursor.
 pub async fn run_replay(events: Vec<Event>, info: Info) -> anyhow::Result<()> {
+    let speed = replay::Speed::nearest(info.speed.unwrap_or(1.0));
     let app = app_for(info)?;
-    run::run(app, run::ReplaySource::new(events)).await
+    run::run(app, run::ReplaySource::with_speed(events, speed)).await
 }
 
 /// Renders one whole frame of a fresh view of `model` at `now` on a `width` × `height`

@@ -28,6 +28,17 @@ pub enum Speed {
 }
 
 impl Speed {
+    /// The playback speed nearest to a `--speed` factor (0 = as fast as possible).
+    pub fn nearest(factor: f64) -> Self {
+        if factor <= 0.0 || factor > 30.0 {
+            Speed::Max
+        } else if factor >= 3.0 {
+            Speed::X10
+        } else {
+            Speed::X1
+        }
+    }
+
     /// `1×`, `10×`, `max`.
     pub fn label(self) -> &'static str {
         match self {

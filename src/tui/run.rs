@@ -129,6 +129,14 @@ pub struct ReplaySource {
 }
 
 impl ReplaySource {
+    /// A replay of `events`, at its first event, to be played at `speed` (see [`Speed::nearest`]).
+    pub fn with_speed(events: Vec<Event>, speed: Speed) -> Self {
+        Self {
+            speed,
+            ..Self::new(events)
+        }
+    }
+
     /// A replay of `events`, at its first event.
     pub fn new(events: Vec<Event>) -> Self {
         let mut cursor = ReplayCursor::new(events);
