@@ -24,6 +24,7 @@ macro_rules! keys {
         pub const KEYS: &[&str] = &[$($key),*];
 
         impl Theme {
+
             $(
                 #[doc = $doc]
                 pub fn $method(&self) -> Style {
@@ -90,6 +91,15 @@ impl Default for Theme {
 }
 
 impl Theme {
+    /// A pane's border: [`Theme::border_focused`] when it has the focus, else [`Theme::border`].
+    pub fn pane_border(&self, focused: bool) -> Style {
+        if focused {
+            self.border_focused()
+        } else {
+            self.border()
+        }
+    }
+
     /// The built-in dark theme.
     pub fn dark() -> Self {
         let mut styles = HashMap::new();

@@ -48,11 +48,7 @@ pub fn render(frame: &mut Frame, app: &mut App, model: &Model, now: DateTime<Utc
     }
     let block = Block::bordered()
         .title(Line::from(title))
-        .border_style(if focused {
-            theme.border_focused()
-        } else {
-            theme.border()
-        });
+        .border_style(theme.pane_border(focused));
     let inner = block.inner(area);
     frame.render_widget(block, area);
     app.areas.calls = area;

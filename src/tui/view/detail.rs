@@ -39,11 +39,7 @@ pub fn render(frame: &mut Frame, app: &mut App, model: &Model, now: DateTime<Utc
     let focused = app.focus == Pane::Detail;
     let block = Block::bordered()
         .title(Span::styled(title, theme.title()))
-        .border_style(if focused {
-            theme.border_focused()
-        } else {
-            theme.border()
-        });
+        .border_style(theme.pane_border(focused));
     app.areas.detail = area;
     let max = lines.len().saturating_sub(1).min(usize::from(u16::MAX)) as u16;
     app.detail_scroll = app.detail_scroll.min(max);

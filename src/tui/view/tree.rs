@@ -26,11 +26,7 @@ pub fn render(frame: &mut Frame, app: &mut App, model: &Model, area: Rect) {
             " Sessions · streams · messages ",
             theme.title(),
         ))
-        .border_style(if focused {
-            theme.border_focused()
-        } else {
-            theme.border()
-        });
+        .border_style(theme.pane_border(focused));
     app.areas.tree = area;
     match Tree::new(&items) {
         Ok(tree) => {

@@ -40,11 +40,7 @@ pub fn render(frame: &mut Frame, app: &mut App, model: &Model, now: DateTime<Utc
     }
     let block = Block::bordered()
         .title(Line::from(title))
-        .border_style(if focused {
-            theme.border_focused()
-        } else {
-            theme.border()
-        });
+        .border_style(theme.pane_border(focused));
     let inner = block.inner(area);
     app.areas.waterfall_rows = inner;
     let width = usize::from(inner.width).saturating_sub(LABEL + 1).max(1);
