@@ -24,7 +24,6 @@ macro_rules! keys {
         pub const KEYS: &[&str] = &[$($key),*];
 
         impl Theme {
-
             $(
                 #[doc = $doc]
                 pub fn $method(&self) -> Style {
