@@ -216,21 +216,33 @@ pub enum EventKind {
     },
 }
 
+/// Matches the `stream` field of every kind once, for both `stream` and `stream_mut`.
+macro_rules! stream_field {
+    ($kind:expr, |$s:ident| $exchange:expr, |$n:ident| $note:expr) => {
+        match $kind {
+            EventKind::ProxyStarted { .. } => None,
+            EventKind::Note { stream: $n, .. } => $note,
+            EventKind::StreamOpened { stream: $s, .. }
+            | EventKind::ResponseHead { stream: $s, .. }
+            | EventKind::SseEvent { stream: $s, .. }
+            | EventKind::Message { stream: $s, .. }
+            | EventKind::InvalidMessage { stream: $s, .. }
+            | EventKind::StreamEnded { stream: $s, .. }
+            | EventKind::UpstreamUnreachable { stream: $s, .. }
+            | EventKind::FaultInjected { stream: $s, .. } => $exchange,
+        }
+    };
+}
+
 impl EventKind {
     /// The exchange this fact is about, if any.
     pub fn stream(&self) -> Option<StreamId> {
-        match self {
-            EventKind::ProxyStarted { .. } => None,
-            EventKind::Note { stream, .. } => *stream,
-            EventKind::StreamOpened { stream, .. }
-            | EventKind::ResponseHead { stream, .. }
-            | EventKind::SseEvent { stream, .. }
-            | EventKind::Message { stream, .. }
-            | EventKind::InvalidMessage { stream, .. }
-            | EventKind::StreamEnded { stream, .. }
-            | EventKind::UpstreamUnreachable { stream, .. }
-            | EventKind::FaultInjected { stream, .. } => Some(*stream),
-        }
+        stream_field!(self, |s| Some(*s), |n| *n)
+    }
+
+    /// The exchange this fact is about, to renumber it (e.g. when recordings are merged).
+    pub fn stream_mut(&mut self) -> Option<&mut StreamId> {
+        stream_field!(self, |s| Some(s), |n| n.as_mut())
     }
 }
 

@@ -258,21 +258,8 @@ fn b_calls() -> usize {
 }
 
 fn shift_stream(kind: &mut EventKind, offset: u64) {
-    match kind {
-        EventKind::StreamOpened { stream, .. }
-        | EventKind::ResponseHead { stream, .. }
-        | EventKind::SseEvent { stream, .. }
-        | EventKind::Message { stream, .. }
-        | EventKind::InvalidMessage { stream, .. }
-        | EventKind::StreamEnded { stream, .. }
-        | EventKind::UpstreamUnreachable { stream, .. }
-        | EventKind::FaultInjected { stream, .. } => *stream += offset,
-        EventKind::Note { stream, .. } => {
-            if let Some(s) = stream {
-                *s += offset;
-            }
-        }
-        EventKind::ProxyStarted { .. } => {}
+    if let Some(stream) = kind.stream_mut() {
+        *stream += offset;
     }
 }
 
