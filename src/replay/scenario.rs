@@ -147,29 +147,26 @@ pub async fn record(name: &str, out: &Path) -> anyhow::Result<(Model, Vec<Notice
                 .await?;
             expect("echo", &echo, answered)?;
         }
-        "sse-eof" => {
-            shared.set_planner(on_tool(
-                "poke",
-                Fault::Eof,
-                Trigger::After(Duration::from_millis(100)),
-                "eof after 100ms when tool=poke",
-            ));
+        "sse-eof" | "json-reset" => {
+            // The poke's response dies: a clean end of its SSE stream, or a JSON body cut by a
+            // reset.
+            let (fault, trigger, label, how) = if name == "sse-eof" {
+                let after = Trigger::After(Duration::from_millis(100));
+                (
+                    Fault::Eof,
+                    after,
+                    "eof after 100ms when tool=poke",
+                    EndHow::Eof,
+                )
+            } else {
+                let label = "json-reset when tool=poke";
+                (Fault::JsonThenReset, Trigger::Now, label, EndHow::Reset)
+            };
+            shared.set_planner(on_tool("poke", fault, trigger, label));
             let echo = c.call("echo", json!({"text": "hello"}), false).await?;
             expect("echo", &echo, answered)?;
             let poke = c.call("poke", json!({}), false).await?;
-            expect("poke", &poke, |o| o.died() == Some(EndHow::Eof))?;
-        }
-        "json-reset" => {
-            shared.set_planner(on_tool(
-                "poke",
-                Fault::JsonThenReset,
-                Trigger::Now,
-                "json-reset when tool=poke",
-            ));
-            let echo = c.call("echo", json!({"text": "hello"}), false).await?;
-            expect("echo", &echo, answered)?;
-            let poke = c.call("poke", json!({}), false).await?;
-            expect("poke", &poke, |o| o.died() == Some(EndHow::Reset))?;
+            expect("poke", &poke, |o| o.died() == Some(how))?;
         }
         "status-503" => {
             shared.set_planner(on_tool(
