@@ -11,7 +11,7 @@
 use chrono::{DateTime, Duration, TimeZone, Utc};
 use serde_json::json;
 
-use mcpscope::event::{Direction, EndHow, Event, EventKind, Leg};
+use mcpscope_engine::event::{Direction, EndHow, Event, EventKind, Leg};
 
 /// A 1 KB-ish progress message text.
 fn pad(k: usize) -> String {

@@ -11,9 +11,9 @@ use std::time::Duration;
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use serde_json::Value;
 
-use mcpscope::model::Model;
-use mcpscope::wire::jsonrpc::{classify, parse_body};
-use mcpscope::wire::sse::SseParser;
+use mcpscope_engine::model::Model;
+use mcpscope_engine::wire::jsonrpc::{classify, parse_body};
+use mcpscope_engine::wire::sse::SseParser;
 
 /// `count` SSE events of about `size` bytes each, as an upstream writes them.
 fn sse_stream(count: usize, size: usize) -> Vec<u8> {

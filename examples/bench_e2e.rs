@@ -1039,7 +1039,7 @@ fn main() -> anyhow::Result<()> {
         .enable_all()
         .thread_name("bench-proxy")
         .build()?;
-    let config = mcpscope::proxy::Config {
+    let config = mcpscope_proxy::Config {
         listen: SocketAddr::from(([127, 0, 0, 1], 0)),
         upstream: format!("http://127.0.0.1:{fast_port}/mcp").parse()?,
         insecure: false,
@@ -1048,19 +1048,19 @@ fn main() -> anyhow::Result<()> {
     };
     let (discard_tx, discard_rx) = mpsc::unbounded_channel();
     drop(discard_rx);
-    let discard = proxy_rt.block_on(mcpscope::proxy::start(
+    let discard = proxy_rt.block_on(mcpscope_proxy::start(
         config.clone(),
-        mcpscope::proxy::sink::EventSink::new(discard_tx),
+        mcpscope_proxy::sink::EventSink::new(discard_tx),
     ))?;
-    let (polled_tx, mut polled_rx) = mpsc::unbounded_channel::<mcpscope::event::Event>();
-    let polled = proxy_rt.block_on(mcpscope::proxy::start(
+    let (polled_tx, mut polled_rx) = mpsc::unbounded_channel::<mcpscope_engine::event::Event>();
+    let polled = proxy_rt.block_on(mcpscope_proxy::start(
         config,
-        mcpscope::proxy::sink::EventSink::new(polled_tx),
+        mcpscope_proxy::sink::EventSink::new(polled_tx),
     ))?;
     std::thread::Builder::new()
         .name("bench-polled-model".into())
         .spawn(move || {
-            let mut model = mcpscope::model::Model::new();
+            let mut model = mcpscope_engine::model::Model::new();
             loop {
                 loop {
                     match polled_rx.try_recv() {

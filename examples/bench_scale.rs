@@ -21,9 +21,9 @@ use std::time::Instant;
 use anyhow::{anyhow, bail};
 use chrono::{Offset, Utc};
 
-use mcpscope::model::Model;
-use mcpscope::record::{Recorder, read_file};
-use mcpscope::tui::{App, Info, ReplayCursor, Theme, render_app, render_frame_for_bench};
+use mcpscope_engine::model::Model;
+use mcpscope_engine::record::{Recorder, read_file};
+use mcpscope_tui::{App, Info, ReplayCursor, Theme, render_app, render_frame_for_bench};
 
 /// Counts live heap bytes (and their peak) so the model's own memory is measured exactly.
 /// The harness is single-threaded, so plain loads and stores (no read-modify-write atomics)

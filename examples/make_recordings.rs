@@ -1,4 +1,4 @@
-//! Makes the sample recordings in `recordings/` (see `mcpscope::replay::scenario`).
+//! Makes the sample recordings in `recordings/` (see `mcpscope_testkit::scenario`).
 //! Run by `scripts/make-recordings.sh`.
 //!
 //! Usage: `cargo run --example make_recordings -- [OUT_DIR] [SCENARIO...]`
@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 
 use anyhow::Context;
-use mcpscope::replay::scenario::{SCENARIOS, record};
+use mcpscope_testkit::scenario::{SCENARIOS, record};
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {

@@ -4,4 +4,4 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 scripts/setup-peers.sh
-exec cargo test --all-targets "$@"
+exec cargo test --workspace --all-targets "$@"

@@ -7,16 +7,13 @@ use std::sync::Arc;
 use anyhow::{Context, bail};
 use http::Uri;
 
-use crate::cli::{Listen, ProxyArgs};
+use crate::cli::{Listen, ProxyArgs, ServeTestArgs};
 use crate::headless::{self, Style};
-use crate::hub::Hub;
-use crate::proxy::{self, Config, Proxy, sink::EventSink};
-use crate::record::Recorder;
+use mcpscope_engine::record::Recorder;
+use mcpscope_proxy::Config;
 
-/// A usage error: reported in one line with exit code 2.
-#[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct UsageError(pub String);
+pub use mcpscope_engine::UsageError;
+pub use mcpscope_proxy::running::{Running, start_proxy};
 
 /// Checks an upstream URL: http or https, with a host.
 pub fn parse_upstream(text: &str) -> Result<Uri, UsageError> {
@@ -57,28 +54,6 @@ pub fn recording_path(args: &ProxyArgs) -> Option<PathBuf> {
     }
 }
 
-/// A proxy with its hub, ready for a view.
-pub struct Running {
-    /// The proxy.
-    pub proxy: Proxy,
-    /// The hub.
-    pub hub: Hub,
-}
-
-/// Starts the hub and the proxy.
-pub async fn start_proxy(config: Config, recording: Option<PathBuf>) -> anyhow::Result<Running> {
-    let recorder = match &recording {
-        Some(path) => Some(
-            Recorder::create(path, config.redact)
-                .with_context(|| format!("cannot create the recording {}", path.display()))?,
-        ),
-        None => None,
-    };
-    let hub = Hub::start(recorder);
-    let proxy = proxy::start(config, EventSink::new(hub.input.clone())).await?;
-    Ok(Running { proxy, hub })
-}
-
 /// `mcpscope --listen … --upstream …`: runs until Ctrl-C (headless) or quit (TUI).
 pub async fn run_proxy(args: ProxyArgs) -> anyhow::Result<()> {
     let Some(upstream) = args.upstream.as_deref() else {
@@ -99,12 +74,12 @@ pub async fn run_proxy(args: ProxyArgs) -> anyhow::Result<()> {
         redact: !args.no_redact,
     };
     // Bad rules or a bad theme fail before anything listens or a recording is created.
-    let engine = Arc::new(crate::fault::load(
+    let engine = Arc::new(mcpscope_engine::fault::load(
         &args.faults,
         args.faults_file.as_deref(),
     )?);
     if let Some(theme) = &args.theme {
-        crate::tui::theme::Theme::load(theme).map_err(|e| UsageError(e.to_string()))?;
+        mcpscope_tui::theme::Theme::load(theme).map_err(|e| UsageError(e.to_string()))?;
     }
     let mut running = start_proxy(config, recording_path(&args)).await?;
     running.proxy.shared.set_planner(engine.clone());
@@ -122,7 +97,10 @@ pub async fn run_proxy(args: ProxyArgs) -> anyhow::Result<()> {
         .hub
         .take_output()
         .context("view feed already taken")?;
-    let faults = Some(crate::fault::controller(&running.proxy, engine));
+    let faults = Some(mcpscope_proxy::controller::controller(
+        &running.proxy,
+        engine,
+    ));
     let headless = args.headless || args.json || !std::io::stdout().is_terminal();
     if headless {
         let style = if args.json { Style::Json } else { Style::Lines };
@@ -131,14 +109,14 @@ pub async fn run_proxy(args: ProxyArgs) -> anyhow::Result<()> {
             _ = shutdown_signal() => {}
         }
     } else {
-        let info = crate::tui::Info {
+        let info = mcpscope_tui::Info {
             listen: Some(running.proxy.addr.to_string()),
             upstream: Some(upstream.to_string()),
             recording: running.hub.recording.clone(),
             theme: args.theme.clone(),
             speed: None,
         };
-        crate::tui::run_live(feed, info, faults).await?;
+        mcpscope_tui::run_live(feed, info, faults).await?;
     }
     running.proxy.shutdown();
     drop(running.proxy);
@@ -168,4 +146,19 @@ pub async fn shutdown_signal() {
         }
     }
     let _ = tokio::signal::ctrl_c().await;
+}
+
+/// `mcpscope serve-test`: serves until Ctrl-C.
+pub async fn serve_test(args: &ServeTestArgs) -> anyhow::Result<()> {
+    let server = mcpscope_testkit::testserver::start(mcpscope_testkit::testserver::Options {
+        listen: args.listen.0,
+        json_responses: args.json_responses,
+        event_ids: !args.no_event_ids,
+        retry_ms: None,
+    })
+    .await?;
+    eprintln!("mcpscope serve-test: listening on {}", server.url());
+    tokio::signal::ctrl_c().await?;
+    server.shutdown().await;
+    Ok(())
 }

@@ -9,11 +9,11 @@ use anyhow::Context;
 
 use crate::app::{self, shutdown_signal};
 use crate::cli::DemoArgs;
-use crate::democlient::{self, DemoStep};
-use crate::fault;
 use crate::headless::{self, Style};
-use crate::proxy::Config;
-use crate::testserver;
+use mcpscope_proxy::Config;
+use mcpscope_proxy::controller as fault;
+use mcpscope_testkit::democlient::{self, DemoStep};
+use mcpscope_testkit::testserver;
 
 /// The rule the demo arms: the first `tools/call` of `poke` is reset mid-call. (`poke` answers
 /// after about 300 ms, so the reset comes at 150 ms, while the call is in flight.)
@@ -94,7 +94,7 @@ pub async fn run(args: &DemoArgs) -> anyhow::Result<()> {
             _ = stop => Ok(()),
         }
     } else {
-        let info = crate::tui::Info {
+        let info = mcpscope_tui::Info {
             listen: Some(running.proxy.addr.to_string()),
             upstream: Some(url.clone()),
             recording: None,
@@ -103,7 +103,7 @@ pub async fn run(args: &DemoArgs) -> anyhow::Result<()> {
         };
         let control = fault::controller(&running.proxy, engine);
         tokio::select! {
-            r = crate::tui::run_live(feed, info, Some(control)) => r,
+            r = mcpscope_tui::run_live(feed, info, Some(control)) => r,
             _ = stop => Ok(()),
         }
     };

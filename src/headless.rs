@@ -6,8 +6,8 @@ use std::time::Duration;
 use chrono::Utc;
 use tokio::sync::mpsc::UnboundedReceiver;
 
-use crate::event::Event;
-use crate::model::{Model, Notice};
+use mcpscope_engine::event::Event;
+use mcpscope_engine::model::{Model, Notice};
 
 /// Output style.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

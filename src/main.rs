@@ -61,7 +61,7 @@ fn main() -> ExitCode {
     let result = runtime.block_on(async move {
         match cli.command {
             None => app::run_proxy(cli.proxy).await,
-            Some(Command::ServeTest(args)) => mcpscope::testserver::run(&args).await,
+            Some(Command::ServeTest(args)) => app::serve_test(&args).await,
             Some(Command::Replay(args)) => mcpscope::replay::run(&args).await,
             Some(Command::Demo(args)) => mcpscope::demo::run(&args).await,
         }

@@ -2,7 +2,9 @@
 
 use std::time::Duration;
 
-use mcpscope::fault::{self, Fault, Planner, Repeat, RequestInfo, Rule, RuleEngine, Trigger};
+use mcpscope_engine::fault::{
+    self, Fault, Planner, Repeat, RequestInfo, Rule, RuleEngine, Trigger,
+};
 use serde_json::{Value, json};
 
 fn call(id: u64, tool: &str) -> Value {

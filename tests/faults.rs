@@ -10,11 +10,12 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use mcpscope::event::{EndHow, Event, EventKind};
-use mcpscope::fault::{self, RuleEngine};
-use mcpscope::model::{Model, OrphanCause, Verdict};
-use mcpscope::proxy::{self, Config, Proxy, sink::EventSink};
-use mcpscope::testserver::{self, TestServer};
+use mcpscope_engine::event::{EndHow, Event, EventKind};
+use mcpscope_engine::fault::RuleEngine;
+use mcpscope_engine::model::{Model, OrphanCause, Verdict};
+use mcpscope_proxy::controller as fault;
+use mcpscope_proxy::{self as proxy, Config, Proxy, sink::EventSink};
+use mcpscope_testkit::testserver::{self, TestServer};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};

@@ -11,7 +11,7 @@ mod common;
 use std::time::Duration;
 
 use common::peers::{Proxy, PyServer, ServerMode, node_client, of_kind, temp_dir, ts};
-use mcpscope::model::Model;
+use mcpscope_engine::model::Model;
 
 #[test]
 fn node_client_healthy_is_transparent() {
@@ -110,8 +110,8 @@ fn node_client_waits_for_its_timeout_but_the_proxy_sees_the_orphan() {
     // What the client did next, from the recording: the 1.x TypeScript client reopens its GET
     // stream at once (the seed's observation) and sends notifications/cancelled at its timeout.
     proxy.proc.terminate(Duration::from_secs(5));
-    let rec =
-        mcpscope::record::read_file(&file).unwrap_or_else(|e| panic!("record::read_file: {e}"));
+    let rec = mcpscope_engine::record::read_file(&file)
+        .unwrap_or_else(|e| panic!("record::read_file: {e}"));
     let (model, _) = Model::from_events(&rec.events);
     let poke = model
         .calls

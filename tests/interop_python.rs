@@ -13,8 +13,8 @@ use std::path::Path;
 use std::time::Duration;
 
 use common::peers::{Proxy, PyServer, ServerMode, of_kind, py_client, temp_dir, ts};
-use mcpscope::event::{Direction, Event};
-use mcpscope::model::{Model, Verdict};
+use mcpscope_engine::event::{Direction, Event};
+use mcpscope_engine::model::{Model, Verdict};
 use serde_json::Value;
 
 const HEALTHY_TOOLS: [&str; 3] = ["echo", "slow", "ask"];
@@ -215,14 +215,14 @@ fn read_recording(path: &Path) -> Vec<Event> {
         assert!(v["kind"].is_string(), "recording line without kind: {line}");
         raw.push(v);
     }
-    let rec =
-        mcpscope::record::read_file(path).unwrap_or_else(|e| panic!("record::read_file: {e}"));
+    let rec = mcpscope_engine::record::read_file(path)
+        .unwrap_or_else(|e| panic!("record::read_file: {e}"));
     assert!(
         rec.warnings.is_empty(),
         "recording read with warnings: {:?}",
         rec.warnings
     );
-    assert_eq!(rec.header.version, mcpscope::event::FORMAT_VERSION);
+    assert_eq!(rec.header.version, mcpscope_engine::event::FORMAT_VERSION);
     assert_eq!(
         rec.events.len(),
         raw.len(),

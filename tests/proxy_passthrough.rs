@@ -9,8 +9,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::raw::{observe, proxy_to, read_head};
-use mcpscope::event::{Direction, EndHow, Event, EventKind, Leg};
-use mcpscope::model::{Model, Verdict};
+use mcpscope_engine::event::{Direction, EndHow, Event, EventKind, Leg};
+use mcpscope_engine::model::{Model, Verdict};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;

@@ -10,9 +10,9 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use common::raw::{End, Observed, observe, read_head, reset};
-use mcpscope::event::{EndHow, Event};
-use mcpscope::model::{Model, Verdict, What};
-use mcpscope::proxy;
+use mcpscope_engine::event::{EndHow, Event};
+use mcpscope_engine::model::{Model, Verdict, What};
+use mcpscope_proxy as proxy;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;

@@ -6,8 +6,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::raw::observe;
-use mcpscope::event::{Event, EventKind};
-use mcpscope::proxy::{self, Config, sink::EventSink};
+use mcpscope_engine::event::{Event, EventKind};
+use mcpscope_proxy::{self as proxy, Config, sink::EventSink};
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpListener;
 use tokio::sync::mpsc;

@@ -5,12 +5,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mcpscope::app;
-use mcpscope::democlient::{self, DemoStep};
-use mcpscope::fault::{Fault, Plan, Planner, RequestInfo, Trigger};
-use mcpscope::model::{Model, Notice};
-use mcpscope::proxy::Config;
-use mcpscope::record;
-use mcpscope::testserver;
+use mcpscope_engine::fault::{Fault, Plan, Planner, RequestInfo, Trigger};
+use mcpscope_engine::model::{Model, Notice};
+use mcpscope_engine::record;
+use mcpscope_proxy::Config;
+use mcpscope_testkit::democlient::{self, DemoStep};
+use mcpscope_testkit::testserver;
 
 /// Resets the stream of the first `tools/call poke`, 300 ms in.
 struct KillPoke(std::sync::atomic::AtomicBool);

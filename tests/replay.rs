@@ -4,10 +4,11 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use mcpscope::event::{EndHow, EventKind};
-use mcpscope::model::{Call, Model, Notice, Verdict};
-use mcpscope::record::{self, Recording};
-use mcpscope::replay::{self, scenario};
+use mcpscope::replay;
+use mcpscope_engine::event::{EndHow, EventKind};
+use mcpscope_engine::model::{Call, Model, Notice, Verdict};
+use mcpscope_engine::record::{self, Recording};
+use mcpscope_testkit::scenario;
 
 fn shipped(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

@@ -7,10 +7,10 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use mcpscope::event::EndHow;
-use mcpscope::record;
-use mcpscope::replay::probe::{Outcome, Probe};
-use mcpscope::replay::{ServeHandle, serve};
+use mcpscope_engine::event::EndHow;
+use mcpscope_engine::record;
+use mcpscope_proxy::mock::{ServeHandle, serve};
+use mcpscope_testkit::probe::{Outcome, Probe};
 
 const BOUND: Duration = Duration::from_secs(30);
 
@@ -121,7 +121,7 @@ async fn healthy_session(url: &str) -> Vec<(String, String)> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn healthy_served_gives_the_same_tool_results_as_live() {
     bounded(async {
-        let server = mcpscope::testserver::start(mcpscope::testserver::Options {
+        let server = mcpscope_testkit::testserver::start(mcpscope_testkit::testserver::Options {
             event_ids: false,
             ..Default::default()
         })
@@ -238,8 +238,8 @@ async fn a_resumable_stream_is_cut_and_resumed_as_recorded() {
             .events
             .iter()
             .find_map(|e| match &e.kind {
-                mcpscope::event::EventKind::StreamOpened { headers, .. } => {
-                    mcpscope::event::header(headers, "last-event-id").map(str::to_string)
+                mcpscope_engine::event::EventKind::StreamOpened { headers, .. } => {
+                    mcpscope_engine::event::header(headers, "last-event-id").map(str::to_string)
                 }
                 _ => None,
             })
@@ -334,22 +334,22 @@ async fn python_sdk_client_sees_the_same_failure_live_and_from_the_mock() {
     };
     tokio::time::timeout(Duration::from_secs(90), async {
         // Live: the test server behind the proxy, the server dying on the first poke.
-        let server = mcpscope::testserver::start(mcpscope::testserver::Options {
+        let server = mcpscope_testkit::testserver::start(mcpscope_testkit::testserver::Options {
             event_ids: false,
             ..Default::default()
         })
         .await
         .expect("test server");
         let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
-        let proxy = mcpscope::proxy::start(
-            mcpscope::proxy::Config {
+        let proxy = mcpscope_proxy::start(
+            mcpscope_proxy::Config {
                 listen: "127.0.0.1:0".parse().expect("addr"),
                 upstream: server.url().parse().expect("url"),
                 insecure: false,
                 allow_remote: false,
                 redact: true,
             },
-            mcpscope::proxy::sink::EventSink::new(tx),
+            mcpscope_proxy::sink::EventSink::new(tx),
         )
         .await
         .expect("proxy");
@@ -376,19 +376,22 @@ async fn python_sdk_client_sees_the_same_failure_live_and_from_the_mock() {
 
 struct DiesOnPoke(std::sync::atomic::AtomicBool);
 
-impl mcpscope::fault::Planner for DiesOnPoke {
-    fn plan(&self, request: &mcpscope::fault::RequestInfo<'_>) -> Option<mcpscope::fault::Plan> {
+impl mcpscope_engine::fault::Planner for DiesOnPoke {
+    fn plan(
+        &self,
+        request: &mcpscope_engine::fault::RequestInfo<'_>,
+    ) -> Option<mcpscope_engine::fault::Plan> {
         let body = request.body?;
         if body.pointer("/params/name").and_then(Value::as_str) != Some("poke")
             || self.0.swap(true, std::sync::atomic::Ordering::SeqCst)
         {
             return None;
         }
-        Some(mcpscope::fault::Plan {
-            fault: mcpscope::fault::Fault::ServerDies {
+        Some(mcpscope_engine::fault::Plan {
+            fault: mcpscope_engine::fault::Fault::ServerDies {
                 down: Duration::from_millis(400),
             },
-            trigger: mcpscope::fault::Trigger::After(Duration::from_millis(100)),
+            trigger: mcpscope_engine::fault::Trigger::After(Duration::from_millis(100)),
             origin: "server-dies after 100ms when tool=poke".into(),
         })
     }

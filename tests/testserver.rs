@@ -9,9 +9,9 @@ use hyper::body::Incoming;
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
-use mcpscope::democlient::{self, DemoStep};
-use mcpscope::testserver::{self, Options, TestServer};
-use mcpscope::wire::sse::{SseFrame, SseParser};
+use mcpscope_engine::wire::sse::{SseFrame, SseParser};
+use mcpscope_testkit::democlient::{self, DemoStep};
+use mcpscope_testkit::testserver::{self, Options, TestServer};
 use serde_json::{Value, json};
 
 const BOUND: Duration = Duration::from_secs(20);

@@ -2,9 +2,9 @@
 
 use std::time::Instant;
 
-use mcpscope::model::Model;
-use mcpscope::tui::fixtures::{at, many_calls};
-use mcpscope::tui::render_frame_for_bench;
+use mcpscope_engine::model::Model;
+use mcpscope_testkit::fixtures::{at, many_calls};
+use mcpscope_tui::render_frame_for_bench;
 
 #[test]
 fn frame_with_100k_calls_renders() {

@@ -4,12 +4,12 @@ use std::sync::{Arc, Mutex};
 
 use chrono::{Offset, Utc};
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
-use mcpscope::event::StreamId;
-use mcpscope::fault::{FaultChoice, FaultControl};
-use mcpscope::model::Model;
-use mcpscope::tui::app::App;
-use mcpscope::tui::fixtures::{scenario, scenario_now};
-use mcpscope::tui::{Info, Theme, render_app};
+use mcpscope_engine::event::StreamId;
+use mcpscope_engine::fault::{FaultChoice, FaultControl};
+use mcpscope_engine::model::Model;
+use mcpscope_testkit::fixtures::{scenario, scenario_now};
+use mcpscope_tui::app::App;
+use mcpscope_tui::{Info, Theme, render_app};
 
 #[derive(Default)]
 struct Fake {

@@ -1,9 +1,9 @@
 //! The replay cursor: the model as of any event, seeking, steps and stream-death jumps.
 
-use mcpscope::event::{EndHow, EventKind};
-use mcpscope::model::Verdict;
-use mcpscope::tui::ReplayCursor;
-use mcpscope::tui::fixtures::{at, many_calls, scenario};
+use mcpscope_engine::event::{EndHow, EventKind};
+use mcpscope_engine::model::Verdict;
+use mcpscope_testkit::fixtures::{at, many_calls, scenario};
+use mcpscope_tui::ReplayCursor;
 
 fn poke_verdict(cursor: &ReplayCursor) -> Option<&'static str> {
     cursor
@@ -14,7 +14,7 @@ fn poke_verdict(cursor: &ReplayCursor) -> Option<&'static str> {
         .map(|c| c.verdict.name())
 }
 
-fn death_index(events: &[mcpscope::event::Event]) -> usize {
+fn death_index(events: &[mcpscope_engine::event::Event]) -> usize {
     events
         .iter()
         .position(|e| {
@@ -110,7 +110,7 @@ fn checkpoints_give_the_same_model_as_a_full_fold() {
     cursor.seek(len);
     for target in [len / 2, 10, len - 1, 2_500, 0, len] {
         cursor.seek(target);
-        let (direct, _) = mcpscope::model::Model::from_events(&events[..target]);
+        let (direct, _) = mcpscope_engine::model::Model::from_events(&events[..target]);
         assert_eq!(cursor.position(), target);
         assert_eq!(cursor.model_at().counts(), direct.counts(), "at {target}");
         assert_eq!(cursor.model_at().calls, direct.calls, "at {target}");
@@ -121,9 +121,9 @@ fn checkpoints_give_the_same_model_as_a_full_fold() {
 fn replay_keys_drive_the_cursor_without_a_terminal() {
     use chrono::{Offset, Utc};
     use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
-    use mcpscope::tui::app::App;
-    use mcpscope::tui::run::{ReplaySource, Source};
-    use mcpscope::tui::{Info, Theme};
+    use mcpscope_tui::app::App;
+    use mcpscope_tui::run::{ReplaySource, Source};
+    use mcpscope_tui::{Info, Theme};
 
     let mut app = App::new(Info::default(), Theme::dark(), Utc.fix());
     let mut source = ReplaySource::new(scenario());
@@ -158,7 +158,7 @@ fn source_len() -> usize {
 
 #[test]
 fn speed_flag_maps_to_the_nearest_playback_speed() {
-    use mcpscope::tui::replay::Speed;
+    use mcpscope_tui::replay::Speed;
     assert_eq!(Speed::nearest(0.0), Speed::Max);
     assert_eq!(Speed::nearest(1.0), Speed::X1);
     assert_eq!(Speed::nearest(10.0), Speed::X10);

@@ -2,10 +2,10 @@
 
 use chrono::{DateTime, Offset, Utc};
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
-use mcpscope::model::Model;
-use mcpscope::tui::app::{App, Pane};
-use mcpscope::tui::fixtures::{at, scenario, scenario_now};
-use mcpscope::tui::{Info, Theme, render_app};
+use mcpscope_engine::model::Model;
+use mcpscope_testkit::fixtures::{at, scenario, scenario_now};
+use mcpscope_tui::app::{App, Pane};
+use mcpscope_tui::{Info, Theme, render_app};
 use ratatui::buffer::Buffer;
 
 fn app() -> App {
@@ -117,8 +117,8 @@ fn tree_expanded_and_linked_to_the_selected_call() {
     assert_eq!(
         selected,
         vec![
-            mcpscope::tui::app::Node::Session(1),
-            mcpscope::tui::app::Node::Stream(3)
+            mcpscope_tui::app::Node::Session(1),
+            mcpscope_tui::app::Node::Stream(3)
         ]
     );
     key(&mut app, &model, KeyCode::Tab);
@@ -259,12 +259,12 @@ fn keys_move_the_selection() {
         KeyEvent::new(KeyCode::Char('q'), KeyModifiers::NONE),
         &model,
     );
-    assert_eq!(quit, vec![mcpscope::tui::app::Effect::Quit]);
+    assert_eq!(quit, vec![mcpscope_tui::app::Effect::Quit]);
     let quit = app.handle_key(
         KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL),
         &model,
     );
-    assert_eq!(quit, vec![mcpscope::tui::app::Effect::Quit]);
+    assert_eq!(quit, vec![mcpscope_tui::app::Effect::Quit]);
 }
 
 #[test]
@@ -277,7 +277,7 @@ fn copy_yields_the_request_json() {
         &model,
     );
     match effects.as_slice() {
-        [mcpscope::tui::app::Effect::Copy(text)] => assert!(text.contains("\"poke\""), "{text}"),
+        [mcpscope_tui::app::Effect::Copy(text)] => assert!(text.contains("\"poke\""), "{text}"),
         other => panic!("expected a copy, got {other:?}"),
     }
 }

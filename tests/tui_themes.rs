@@ -2,11 +2,11 @@
 //! naming the file, the key and what is wrong.
 
 use chrono::{Offset, Utc};
-use mcpscope::model::Model;
-use mcpscope::tui::app::App;
-use mcpscope::tui::fixtures::{scenario, scenario_now};
-use mcpscope::tui::theme::BUILTIN;
-use mcpscope::tui::{Info, Theme, render_app};
+use mcpscope_engine::model::Model;
+use mcpscope_testkit::fixtures::{scenario, scenario_now};
+use mcpscope_tui::app::App;
+use mcpscope_tui::theme::BUILTIN;
+use mcpscope_tui::{Info, Theme, render_app};
 
 #[test]
 fn each_shipped_theme_styles_the_orphaned_row() {
@@ -46,7 +46,7 @@ fn each_shipped_theme_styles_the_orphaned_row() {
 fn high_contrast_uses_no_red_or_green() {
     use ratatui::style::Color;
     let theme = Theme::load("high-contrast").expect("loads");
-    for key in mcpscope::tui::theme::KEYS {
+    for key in mcpscope_tui::theme::KEYS {
         let style = theme.get(key);
         for c in [style.fg, style.bg].into_iter().flatten() {
             assert!(

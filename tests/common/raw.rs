@@ -170,18 +170,18 @@ pub fn complete(raw: &[u8]) -> Option<End> {
 pub async fn proxy_to(
     upstream: std::net::SocketAddr,
 ) -> (
-    mcpscope::proxy::Proxy,
-    tokio::sync::mpsc::UnboundedReceiver<mcpscope::event::Event>,
+    mcpscope_proxy::Proxy,
+    tokio::sync::mpsc::UnboundedReceiver<mcpscope_engine::event::Event>,
 ) {
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-    let config = mcpscope::proxy::Config {
+    let config = mcpscope_proxy::Config {
         listen: "127.0.0.1:0".parse().expect("addr"),
         upstream: format!("http://{upstream}/mcp").parse().expect("uri"),
         insecure: false,
         allow_remote: false,
         redact: true,
     };
-    let proxy = mcpscope::proxy::start(config, mcpscope::proxy::sink::EventSink::new(tx))
+    let proxy = mcpscope_proxy::start(config, mcpscope_proxy::sink::EventSink::new(tx))
         .await
         .expect("proxy");
     (proxy, rx)

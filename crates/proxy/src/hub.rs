@@ -1,0 +1,116 @@
+//! Between the proxy and the views: every event goes to the recorder first, then to the view.
+//! Runs on its own thread so neither file I/O nor a slow view ever holds up forwarding; the
+//! channels are unbounded, so nothing is dropped.
+
+use std::path::PathBuf;
+use std::thread::JoinHandle;
+
+use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
+
+use mcpscope_engine::event::Event;
+use mcpscope_engine::record::Recorder;
+
+/// How long the hub lets a burst of events gather before taking it (bounds the view's lag).
+const COALESCE: std::time::Duration = std::time::Duration::from_micros(500);
+
+/// The most events taken between two flushes.
+const MAX_BURST: usize = 4096;
+
+/// Says once that recording failed (disk full, …); forwarding and the view go on.
+fn report_failure(recorder: &Recorder, result: std::io::Result<()>, failed: &mut bool) {
+    if let Err(e) = result
+        && !*failed
+    {
+        *failed = true;
+        tracing::error!("recording to {} failed: {e}", recorder.path().display());
+        eprintln!(
+            "mcpscope: recording to {} failed: {e}",
+            recorder.path().display()
+        );
+    }
+}
+
+/// The running hub.
+pub struct Hub {
+    /// Where the proxy sends events.
+    pub input: UnboundedSender<Event>,
+    /// What the view reads.
+    pub output: Option<UnboundedReceiver<Event>>,
+    /// The recording's path, if recording.
+    pub recording: Option<PathBuf>,
+    thread: Option<JoinHandle<u64>>,
+}
+
+impl Hub {
+    /// Starts the hub with an optional recorder.
+    pub fn start(recorder: Option<Recorder>) -> Self {
+        let (input, mut rx) = unbounded_channel::<Event>();
+        let (tx, output) = unbounded_channel::<Event>();
+        let recording = recorder.as_ref().map(|r| r.path().to_path_buf());
+        let thread = std::thread::Builder::new()
+            .name("mcpscope-hub".into())
+            .spawn(move || {
+                let mut recorder = recorder;
+                let mut failed = false;
+                while let Some(first) = rx.blocking_recv() {
+                    // Let the rest of the burst arrive, take it whole, then flush once: the
+                    // proxy wakes this thread (and the view) once per burst instead of once per
+                    // event, a quiet moment still leaves every line on disk, and a busy one
+                    // costs one write.
+                    std::thread::sleep(COALESCE);
+                    let mut next = Some(first);
+                    let mut taken = 0;
+                    while let Some(event) = next.take() {
+                        if let Some(rec) = recorder.as_mut() {
+                            let written = rec.write(&event);
+                            report_failure(rec, written, &mut failed);
+                        }
+                        let _ = tx.send(event);
+                        taken += 1;
+                        if taken < MAX_BURST {
+                            next = rx.try_recv().ok();
+                        }
+                    }
+                    if let Some(rec) = recorder.as_mut() {
+                        let flushed = rec.flush();
+                        report_failure(rec, flushed, &mut failed);
+                    }
+                }
+                recorder.map_or(0, |r| r.events())
+            })
+            .ok();
+        Self {
+            input,
+            output: Some(output),
+            recording,
+            thread,
+        }
+    }
+
+    /// Takes the view's receiver (once).
+    pub fn take_output(&mut self) -> Option<UnboundedReceiver<Event>> {
+        self.output.take()
+    }
+
+    /// Waits until every event sent so far is recorded; returns the number of events recorded.
+    /// The proxy's senders should be dropped first; connections still open when `patience`
+    /// runs out are left behind (every line written so far is already flushed).
+    pub fn finish_within(mut self, patience: std::time::Duration) -> Option<u64> {
+        let thread = self.thread.take();
+        drop(self);
+        let thread = thread?;
+        let deadline = std::time::Instant::now().checked_add(patience);
+        while !thread.is_finished() {
+            if deadline.is_some_and(|d| std::time::Instant::now() >= d) {
+                return None;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        thread.join().ok()
+    }
+
+    /// Waits until every sender is dropped and every event recorded; returns the count.
+    pub fn finish(self) -> u64 {
+        self.finish_within(std::time::Duration::MAX).unwrap_or(0)
+    }
+}

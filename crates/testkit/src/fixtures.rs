@@ -1,0 +1,291 @@
+//! Synthetic event sequences with fixed times, for snapshot tests and benchmarks.
+
+use chrono::{DateTime, Duration, TimeZone, Utc};
+use serde_json::{Value, json};
+
+use mcpscope_engine::event::{Direction, EndHow, Event, EventKind, Leg, StreamId};
+
+/// The fixed start time of every fixture: 2026-10-22 19:59:42 UTC.
+pub fn t0() -> DateTime<Utc> {
+    Utc.with_ymd_and_hms(2026, 10, 22, 19, 59, 42)
+        .single()
+        .unwrap_or_default()
+}
+
+/// `t0() + ms`.
+pub fn at(ms: i64) -> DateTime<Utc> {
+    t0() + Duration::milliseconds(ms)
+}
+
+/// Builds events at fixed times.
+#[derive(Debug, Default, Clone)]
+pub struct Script {
+    /// The events so far.
+    pub events: Vec<Event>,
+}
+
+fn headers(session: Option<&str>, extra: &[(&str, &str)]) -> Vec<(String, String)> {
+    let mut h: Vec<(String, String)> = extra
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    if let Some(s) = session {
+        h.push(("mcp-session-id".into(), s.into()));
+        h.push(("mcp-protocol-version".into(), "2025-06-18".into()));
+    }
+    h
+}
+
+impl Script {
+    /// An empty script.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn push(&mut self, ms: i64, kind: EventKind) -> &mut Self {
+        self.events.push(Event::at(at(ms), kind));
+        self
+    }
+
+    /// A request head (`POST` with a JSON body, or `GET`).
+    pub fn open(
+        &mut self,
+        ms: i64,
+        stream: StreamId,
+        method: &str,
+        session: Option<&str>,
+    ) -> &mut Self {
+        let extra: &[(&str, &str)] = if method == "GET" {
+            &[("accept", "text/event-stream")]
+        } else {
+            &[
+                ("content-type", "application/json"),
+                ("accept", "application/json, text/event-stream"),
+            ]
+        };
+        self.push(
+            ms,
+            EventKind::StreamOpened {
+                stream,
+                conn: stream,
+                method: method.into(),
+                path: "/mcp".into(),
+                headers: headers(session, extra),
+            },
+        )
+    }
+
+    /// A client message on a stream.
+    pub fn send(&mut self, ms: i64, stream: StreamId, body: Value) -> &mut Self {
+        self.push(
+            ms,
+            EventKind::Message {
+                stream,
+                dir: Direction::ClientToServer,
+                body,
+            },
+        )
+    }
+
+    /// A response head: `sse`, `json` or anything else for no body type.
+    pub fn head(
+        &mut self,
+        ms: i64,
+        stream: StreamId,
+        status: u16,
+        body: &str,
+        session: Option<&str>,
+    ) -> &mut Self {
+        let ct = match body {
+            "sse" => "text/event-stream",
+            "json" => "application/json",
+            _ => "",
+        };
+        let mut h = Vec::new();
+        if !ct.is_empty() {
+            h.push(("content-type".to_string(), ct.to_string()));
+        }
+        if let Some(s) = session {
+            h.push(("mcp-session-id".to_string(), s.to_string()));
+        }
+        self.push(
+            ms,
+            EventKind::ResponseHead {
+                stream,
+                status,
+                headers: h,
+            },
+        )
+    }
+
+    /// An SSE event carrying `body` (with an optional event id), at byte span `span`.
+    pub fn sse(
+        &mut self,
+        ms: i64,
+        stream: StreamId,
+        id: Option<&str>,
+        body: Value,
+        span: (u64, u64),
+    ) -> &mut Self {
+        self.push(
+            ms,
+            EventKind::SseEvent {
+                stream,
+                id: id.map(str::to_string),
+                event: None,
+                retry: None,
+                data: body.to_string(),
+                start: span.0,
+                end: span.1,
+            },
+        );
+        self.push(
+            ms,
+            EventKind::Message {
+                stream,
+                dir: Direction::ServerToClient,
+                body,
+            },
+        )
+    }
+
+    /// A JSON response body.
+    pub fn reply(&mut self, ms: i64, stream: StreamId, body: Value) -> &mut Self {
+        self.push(
+            ms,
+            EventKind::Message {
+                stream,
+                dir: Direction::ServerToClient,
+                body,
+            },
+        )
+    }
+
+    /// The response body ends.
+    pub fn end(&mut self, ms: i64, stream: StreamId, how: EndHow, leg: Leg) -> &mut Self {
+        self.push(
+            ms,
+            EventKind::StreamEnded {
+                stream,
+                dir: Direction::ServerToClient,
+                how,
+                leg,
+                bytes: 128,
+                detail: (how == EndHow::Reset).then(|| "connection reset by peer".to_string()),
+            },
+        )
+    }
+
+    /// `initialize` on `stream` assigning `session`, then `notifications/initialized`.
+    pub fn handshake(&mut self, ms: i64, stream: StreamId, session: &str) -> &mut Self {
+        self.open(ms, stream, "POST", None)
+            .send(
+                ms,
+                stream,
+                json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{
+                    "protocolVersion":"2025-06-18","capabilities":{},
+                    "clientInfo":{"name":"claude-code","version":"2.1.307"}}}),
+            )
+            .head(ms + 5, stream, 200, "json", Some(session))
+            .reply(
+                ms + 5,
+                stream,
+                json!({"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-06-18",
+                    "capabilities":{"tools":{}},"serverInfo":{"name":"repro","version":"0"}}}),
+            )
+            .end(ms + 6, stream, EndHow::Eof, Leg::Upstream)
+    }
+
+    /// A `tools/call` request on a new POST stream answered with an SSE head.
+    pub fn call(
+        &mut self,
+        ms: i64,
+        stream: StreamId,
+        session: &str,
+        id: i64,
+        tool: &str,
+    ) -> &mut Self {
+        self.open(ms, stream, "POST", Some(session))
+            .send(
+                ms,
+                stream,
+                json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":{"name":tool,"arguments":{}}}),
+            )
+            .head(ms + 10, stream, 200, "sse", Some(session))
+    }
+}
+
+/// The seed report's story and its neighbours, in session `s1`: an orphaned `poke` (its POST
+/// stream reset at +4.5 s with the GET stream; the client reopens the GET), a pending `peek`,
+/// a resumable `slow`, an answered `echo`. "Now" for it is [`scenario_now`].
+pub fn scenario() -> Vec<Event> {
+    let mut s = Script::new();
+    s.handshake(0, 1, "s1");
+    s.open(20, 2, "GET", Some("s1"))
+        .head(25, 2, 200, "sse", Some("s1"));
+    s.call(3_000, 3, "s1", 3, "poke").sse(
+        3_200,
+        3,
+        None,
+        json!({"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":1}}),
+        (0, 96),
+    );
+    s.call(3_500, 4, "s1", 4, "slow").sse(
+        3_600,
+        4,
+        Some("e1"),
+        json!({"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"working"}}),
+        (0, 104),
+    );
+    s.end(4_500, 3, EndHow::Reset, Leg::Upstream)
+        .end(4_500, 2, EndHow::Reset, Leg::Upstream);
+    s.open(5_500, 5, "GET", Some("s1"))
+        .head(5_510, 5, 200, "sse", Some("s1"));
+    s.call(6_000, 6, "s1", 5, "echo").sse(
+        6_300,
+        6,
+        Some("e7"),
+        json!({"jsonrpc":"2.0","id":5,"result":{"content":[{"type":"text","text":"echo ok"}]}}),
+        (0, 88),
+    );
+    s.end(6_301, 6, EndHow::Eof, Leg::Upstream);
+    s.end(7_000, 4, EndHow::Eof, Leg::Upstream);
+    s.call(8_000, 7, "s1", 6, "peek");
+    s.events
+}
+
+/// "Now" for [`scenario`]: 10 s after its start.
+pub fn scenario_now() -> DateTime<Utc> {
+    at(10_000)
+}
+
+/// `n` `tools/call`s in one session (every 10th orphaned by a reset, every 3rd answered, the
+/// rest pending), for benchmarks.
+pub fn many_calls(n: usize) -> Vec<Event> {
+    let mut s = Script::new();
+    s.handshake(0, 1, "s1");
+    for i in 0..n {
+        let stream = i as StreamId + 2;
+        let ms = 100 + i as i64;
+        s.call(
+            ms,
+            stream,
+            "s1",
+            i as i64 + 1,
+            if i % 2 == 0 { "poke" } else { "peek" },
+        );
+        if i % 10 == 0 {
+            s.end(ms + 5, stream, EndHow::Reset, Leg::Upstream);
+        } else if i % 3 == 0 {
+            s.sse(
+                ms + 5,
+                stream,
+                None,
+                json!({"jsonrpc":"2.0","id":i as i64 + 1,"result":{}}),
+                (0, 40),
+            )
+            .end(ms + 6, stream, EndHow::Eof, Leg::Upstream);
+        }
+    }
+    s.events
+}

@@ -1,0 +1,614 @@
+//! `mcpscope serve-test`: a small built-in Streamable HTTP MCP server.
+//!
+//! Endpoint `/mcp`. Speaks 2025-03-26, 2025-06-18 and 2025-11-25 (initialize handshake,
+//! `Mcp-Session-Id`, GET streams, resumption with `Last-Event-ID`, 2025-03-26 batches) and the
+//! session-less 2026-07-28 (`server/discover`). Tools: `echo`, `slow`, `peek`, `poke`, `fail`.
+
+pub mod stream;
+pub mod tools;
+
+use std::collections::{HashMap, VecDeque};
+use std::convert::Infallible;
+use std::hash::{BuildHasher, Hasher};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::{HeaderValue, Method, Request, Response, StatusCode, header};
+use http_body_util::{BodyExt, Empty, Full, Limited};
+use hyper::body::Incoming;
+use hyper::service::service_fn;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::server::conn::auto;
+use serde_json::{Value, json};
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+use stream::{Body, StreamLog};
+use tools::Emit;
+
+/// Protocol revisions spoken, oldest first.
+pub const SUPPORTED_VERSIONS: [&str; 4] = ["2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28"];
+/// The session-less revision.
+pub const SESSIONLESS_VERSION: &str = "2026-07-28";
+/// Revision chosen when the client asks for one we do not speak.
+pub const LATEST_SESSION_VERSION: &str = "2025-11-25";
+/// Interval of `: keep-alive` comments on idle streams.
+pub const KEEPALIVE: Duration = Duration::from_secs(15);
+/// Largest accepted request body.
+pub const MAX_BODY: usize = 4 << 20;
+/// Streams remembered per session for resumption.
+const MAX_STREAMS: usize = 64;
+/// Live GET streams per session.
+const MAX_GETS: usize = 16;
+
+/// Options of the test server.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Where to listen (port 0 picks a free port).
+    pub listen: SocketAddr,
+    /// Answer requests with `application/json` instead of SSE.
+    pub json_responses: bool,
+    /// Put `id:` fields on SSE events.
+    pub event_ids: bool,
+    /// `retry:` to send in the priming event (2025-11-25).
+    pub retry_ms: Option<u64>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Self {
+            listen: SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 0),
+            json_responses: false,
+            event_ids: true,
+            retry_ms: None,
+        }
+    }
+}
+
+/// A running test server.
+#[derive(Debug)]
+pub struct TestServer {
+    /// The bound address.
+    pub addr: SocketAddr,
+    shutdown: watch::Sender<bool>,
+    task: JoinHandle<()>,
+}
+
+impl TestServer {
+    /// The MCP endpoint, `http://ADDR/mcp` (loopback when bound to an unspecified address).
+    pub fn url(&self) -> String {
+        let mut addr = self.addr;
+        if addr.ip().is_unspecified() {
+            addr.set_ip(match addr.ip() {
+                IpAddr::V4(_) => IpAddr::V4(Ipv4Addr::LOCALHOST),
+                IpAddr::V6(_) => IpAddr::V6(std::net::Ipv6Addr::LOCALHOST),
+            });
+        }
+        format!("http://{addr}/mcp")
+    }
+
+    /// Stops accepting, drops open connections and waits for the server task.
+    pub async fn shutdown(self) {
+        let _ = self.shutdown.send(true);
+        let _ = self.task.await;
+    }
+}
+
+/// Binds, spawns the server and returns at once.
+pub async fn start(opts: Options) -> anyhow::Result<TestServer> {
+    let listener = TcpListener::bind(opts.listen).await?;
+    let addr = listener.local_addr()?;
+    let shared = Arc::new(Shared::new(opts));
+    let (tx, rx) = watch::channel(false);
+    let task = tokio::spawn(accept_loop(listener, shared, rx));
+    Ok(TestServer {
+        addr,
+        shutdown: tx,
+        task,
+    })
+}
+
+async fn accept_loop(
+    listener: TcpListener,
+    shared: Arc<Shared>,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    loop {
+        let accepted = tokio::select! {
+            accepted = listener.accept() => accepted,
+            _ = shutdown.changed() => break,
+        };
+        let (tcp, _) = match accepted {
+            Ok(pair) => pair,
+            Err(err) => {
+                tracing::warn!(%err, "serve-test: accept failed");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        let _ = tcp.set_nodelay(true);
+        let shared = Arc::clone(&shared);
+        let mut shutdown = shutdown.clone();
+        tokio::spawn(async move {
+            let svc = service_fn(move |req| {
+                let shared = Arc::clone(&shared);
+                async move { Ok::<_, Infallible>(route(shared, req).await) }
+            });
+            let builder = auto::Builder::new(TokioExecutor::new());
+            let conn = builder.serve_connection(TokioIo::new(tcp), svc);
+            tokio::select! {
+                res = conn => {
+                    if let Err(err) = res {
+                        tracing::debug!(%err, "serve-test: connection ended with an error");
+                    }
+                }
+                _ = shutdown.changed() => {}
+            }
+        });
+    }
+    shared.end_all();
+}
+
+/// State shared by all connections.
+#[derive(Debug)]
+pub(crate) struct Shared {
+    opts: Options,
+    sessions: Mutex<HashMap<String, Session>>,
+    /// The `peek`/`poke` counter.
+    pub(crate) counter: AtomicI64,
+    next_stream: AtomicU64,
+    next_session: AtomicU64,
+    random: std::collections::hash_map::RandomState,
+}
+
+#[derive(Debug)]
+struct Session {
+    version: String,
+    /// Streams kept for resumption, oldest first.
+    streams: VecDeque<Arc<StreamLog>>,
+    /// GET streams receiving server-initiated notifications.
+    gets: VecDeque<Arc<StreamLog>>,
+}
+
+impl Session {
+    fn remember(&mut self, log: &Arc<StreamLog>) {
+        self.streams.push_back(Arc::clone(log));
+        while self.streams.len() > MAX_STREAMS {
+            // Forget the oldest finished stream, or else the oldest one.
+            let pos = self
+                .streams
+                .iter()
+                .position(|s| s.is_finished())
+                .unwrap_or(0);
+            if let Some(old) = self.streams.remove(pos) {
+                old.finish();
+            }
+        }
+    }
+
+    fn end(&self) {
+        for log in self.streams.iter().chain(self.gets.iter()) {
+            log.finish();
+        }
+    }
+}
+
+impl Shared {
+    fn new(opts: Options) -> Self {
+        Self {
+            opts,
+            sessions: Mutex::new(HashMap::new()),
+            counter: AtomicI64::new(0),
+            next_stream: AtomicU64::new(1),
+            next_session: AtomicU64::new(1),
+            random: std::collections::hash_map::RandomState::new(),
+        }
+    }
+
+    fn sessions(&self) -> MutexGuard<'_, HashMap<String, Session>> {
+        self.sessions
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn new_session_id(&self) -> String {
+        let n = self.next_session.fetch_add(1, Ordering::SeqCst);
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0);
+        let mut a = self.random.build_hasher();
+        a.write_u64(n);
+        a.write_u128(nanos);
+        let mut b = self.random.build_hasher();
+        b.write_u64(!n);
+        b.write_u128(nanos);
+        format!("{:016x}{:016x}", a.finish(), b.finish())
+    }
+
+    fn new_stream(&self, ids: bool) -> Arc<StreamLog> {
+        let n = self.next_stream.fetch_add(1, Ordering::SeqCst);
+        StreamLog::new(format!("s{n}"), ids)
+    }
+
+    /// Sends a server-initiated notification on every GET stream of `session`.
+    pub(crate) fn broadcast(&self, session: &str, msg: &Value) {
+        let sessions = self.sessions();
+        if let Some(s) = sessions.get(session) {
+            for log in &s.gets {
+                log.push_message(msg);
+            }
+        }
+    }
+
+    fn end_all(&self) {
+        for s in self.sessions().values() {
+            s.end();
+        }
+    }
+}
+
+// ---------------------------------------------------------------- HTTP helpers
+
+fn empty(status: StatusCode) -> Response<Body> {
+    let mut resp = Response::new(Empty::new().map_err(|never| match never {}).boxed_unsync());
+    *resp.status_mut() = status;
+    resp
+}
+
+fn json_response(status: StatusCode, v: &Value) -> Response<Body> {
+    let body = Full::new(Bytes::from(v.to_string()))
+        .map_err(|never| match never {})
+        .boxed_unsync();
+    let mut resp = Response::new(body);
+    *resp.status_mut() = status;
+    resp.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    resp
+}
+
+fn http_error(status: StatusCode, code: i64, message: &str) -> Response<Body> {
+    json_response(status, &tools::error(&Value::Null, code, message))
+}
+
+fn sse_response(body: Body) -> Response<Body> {
+    let mut resp = Response::new(body);
+    let h = resp.headers_mut();
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/event-stream"),
+    );
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    resp
+}
+
+fn header_str<'a>(req: &'a Request<Incoming>, name: &str) -> Option<&'a str> {
+    req.headers()
+        .get(name)
+        .and_then(|v| v.to_str().ok())
+        .map(str::trim)
+}
+
+fn with_session_header(mut resp: Response<Body>, session: &str) -> Response<Body> {
+    if let Ok(v) = HeaderValue::from_str(session) {
+        resp.headers_mut().insert("mcp-session-id", v);
+    }
+    resp
+}
+
+// ---------------------------------------------------------------- routing
+
+async fn route(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Body> {
+    if req.uri().path() != "/mcp" {
+        return empty(StatusCode::NOT_FOUND);
+    }
+    match *req.method() {
+        Method::POST => post(shared, req).await,
+        Method::GET => get(shared, req),
+        Method::DELETE => delete(shared, req),
+        _ => {
+            let mut resp = empty(StatusCode::METHOD_NOT_ALLOWED);
+            resp.headers_mut()
+                .insert(header::ALLOW, HeaderValue::from_static("GET, POST, DELETE"));
+            resp
+        }
+    }
+}
+
+/// Looks up the session of a request: `Err` is the response for a missing or unknown one.
+fn find_session(
+    shared: &Shared,
+    req: &Request<Incoming>,
+) -> Result<(String, String), Box<Response<Body>>> {
+    let Some(id) = header_str(req, "mcp-session-id") else {
+        return Err(Box::new(http_error(
+            StatusCode::BAD_REQUEST,
+            -32000,
+            "Bad Request: missing Mcp-Session-Id",
+        )));
+    };
+    match shared.sessions().get(id) {
+        Some(s) => Ok((id.to_string(), s.version.clone())),
+        None => Err(Box::new(http_error(
+            StatusCode::NOT_FOUND,
+            -32001,
+            "Session not found",
+        ))),
+    }
+}
+
+fn is_request(msg: &Value) -> bool {
+    msg.get("method").is_some_and(Value::is_string) && msg.get("id").is_some_and(|id| !id.is_null())
+}
+
+fn is_valid_message(msg: &Value) -> bool {
+    msg.is_object()
+        && (msg.get("method").is_some_and(Value::is_string)
+            || msg.get("result").is_some()
+            || msg.get("error").is_some())
+}
+
+async fn post(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Body> {
+    let protocol = header_str(&req, "mcp-protocol-version").map(str::to_string);
+    let session = find_session(&shared, &req);
+    let body = match Limited::new(req.into_body(), MAX_BODY).collect().await {
+        Ok(collected) => collected.to_bytes(),
+        Err(_) => {
+            return http_error(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                tools::INVALID_REQUEST,
+                "Request body too large",
+            );
+        }
+    };
+    let msg: Value = match serde_json::from_slice(&body) {
+        Ok(v) => v,
+        Err(err) => {
+            return http_error(
+                StatusCode::BAD_REQUEST,
+                tools::PARSE_ERROR,
+                &format!("Parse error: {err}"),
+            );
+        }
+    };
+
+    // 2026-07-28: no session, no handshake.
+    if protocol.as_deref() == Some(SESSIONLESS_VERSION) {
+        if !is_valid_message(&msg) {
+            return http_error(
+                StatusCode::BAD_REQUEST,
+                tools::INVALID_REQUEST,
+                "Invalid request",
+            );
+        }
+        if !is_request(&msg) {
+            return empty(StatusCode::ACCEPTED);
+        }
+        return respond(&shared, None, SESSIONLESS_VERSION, vec![msg], false).await;
+    }
+    if let Some(p) = protocol.as_deref()
+        && !SUPPORTED_VERSIONS.contains(&p)
+    {
+        return http_error(
+            StatusCode::BAD_REQUEST,
+            -32000,
+            &format!("Bad Request: unsupported MCP-Protocol-Version {p}"),
+        );
+    }
+
+    // initialize: a new session.
+    if is_request(&msg) && msg.get("method").and_then(Value::as_str) == Some("initialize") {
+        return initialize(&shared, &msg).await;
+    }
+
+    let (session_id, version) = match session {
+        Ok(pair) => pair,
+        Err(resp) => return *resp,
+    };
+    let messages = match msg {
+        Value::Array(items) => {
+            if version != "2025-03-26" {
+                return http_error(
+                    StatusCode::BAD_REQUEST,
+                    tools::INVALID_REQUEST,
+                    "Batches are not supported",
+                );
+            }
+            if items.is_empty() || !items.iter().all(is_valid_message) {
+                return http_error(
+                    StatusCode::BAD_REQUEST,
+                    tools::INVALID_REQUEST,
+                    "Invalid batch",
+                );
+            }
+            let requests: Vec<Value> = items.into_iter().filter(is_request).collect();
+            if requests.is_empty() {
+                return empty(StatusCode::ACCEPTED);
+            }
+            return respond(&shared, Some(&session_id), &version, requests, true).await;
+        }
+        other => other,
+    };
+    if !is_valid_message(&messages) {
+        return http_error(
+            StatusCode::BAD_REQUEST,
+            tools::INVALID_REQUEST,
+            "Invalid request",
+        );
+    }
+    if !is_request(&messages) {
+        return empty(StatusCode::ACCEPTED);
+    }
+    respond(&shared, Some(&session_id), &version, vec![messages], false).await
+}
+
+async fn initialize(shared: &Arc<Shared>, msg: &Value) -> Response<Body> {
+    let id = msg.get("id").cloned().unwrap_or(Value::Null);
+    let requested = msg
+        .get("params")
+        .and_then(|p| p.get("protocolVersion"))
+        .and_then(Value::as_str);
+    let version = match requested {
+        Some(v) if SUPPORTED_VERSIONS.contains(&v) && v != SESSIONLESS_VERSION => v.to_string(),
+        _ => LATEST_SESSION_VERSION.to_string(),
+    };
+    let session_id = shared.new_session_id();
+    shared.sessions().insert(
+        session_id.clone(),
+        Session {
+            version: version.clone(),
+            streams: VecDeque::new(),
+            gets: VecDeque::new(),
+        },
+    );
+    let response = tools::result(
+        &id,
+        json!({
+            "protocolVersion": version,
+            "capabilities": tools::capabilities(),
+            "serverInfo": tools::server_info(),
+            "instructions": "mcpscope test server: echo, slow, peek, poke (changes state), fail."
+        }),
+    );
+    let resp = if shared.opts.json_responses {
+        json_response(StatusCode::OK, &response)
+    } else {
+        let log = open_stream(shared, Some(&session_id), &version);
+        log.push_message(&response);
+        log.finish();
+        sse_response(log.body(0, KEEPALIVE))
+    };
+    with_session_header(resp, &session_id)
+}
+
+/// A new SSE stream for the session (registered for resumption), primed for 2025-11-25.
+fn open_stream(shared: &Shared, session: Option<&str>, version: &str) -> Arc<StreamLog> {
+    let ids = shared.opts.event_ids && session.is_some();
+    let log = shared.new_stream(ids);
+    if let Some(id) = session
+        && let Some(s) = shared.sessions().get_mut(id)
+    {
+        s.remember(&log);
+    }
+    if version == "2025-11-25" {
+        log.push_priming(shared.opts.retry_ms);
+    }
+    log
+}
+
+/// Answers requests: one SSE stream (or JSON body) carrying all their responses. The work runs
+/// in its own task, so that a client dropping the response does not stop it.
+async fn respond(
+    shared: &Arc<Shared>,
+    session: Option<&str>,
+    version: &str,
+    requests: Vec<Value>,
+    batch: bool,
+) -> Response<Body> {
+    let session_owned = session.map(str::to_string);
+    let resp = if shared.opts.json_responses {
+        let task_shared = Arc::clone(shared);
+        let task = tokio::spawn(async move {
+            let futs = requests
+                .iter()
+                .map(|r| tools::handle(&task_shared, session_owned.as_deref(), r, &Emit::Discard));
+            futures_util::future::join_all(futs).await
+        });
+        match task.await {
+            Ok(mut responses) => {
+                if batch {
+                    json_response(StatusCode::OK, &Value::Array(responses))
+                } else {
+                    let one = responses.pop().unwrap_or(Value::Null);
+                    json_response(StatusCode::OK, &one)
+                }
+            }
+            Err(_) => http_error(StatusCode::INTERNAL_SERVER_ERROR, -32603, "Internal error"),
+        }
+    } else {
+        let log = open_stream(shared, session, version);
+        let task_shared = Arc::clone(shared);
+        let task_log = Arc::clone(&log);
+        tokio::spawn(async move {
+            let emit = Emit::Stream(Arc::clone(&task_log));
+            let futs = requests.iter().map(|r| {
+                let emit = emit.clone();
+                let task_shared = &task_shared;
+                let session = session_owned.as_deref();
+                let log = &task_log;
+                async move {
+                    let response = tools::handle(task_shared, session, r, &emit).await;
+                    log.push_message(&response);
+                }
+            });
+            futures_util::future::join_all(futs).await;
+            task_log.finish();
+        });
+        sse_response(log.body(0, KEEPALIVE))
+    };
+    match session {
+        Some(id) => with_session_header(resp, id),
+        None => resp,
+    }
+}
+
+fn get(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Body> {
+    if header_str(&req, "mcp-protocol-version") == Some(SESSIONLESS_VERSION) {
+        let mut resp = empty(StatusCode::METHOD_NOT_ALLOWED);
+        resp.headers_mut()
+            .insert(header::ALLOW, HeaderValue::from_static("POST"));
+        return resp;
+    }
+    let (session_id, version) = match find_session(&shared, &req) {
+        Ok(pair) => pair,
+        Err(resp) => return *resp,
+    };
+    if let Some(last) = header_str(&req, "last-event-id") {
+        let Some((name, seq)) = stream::parse_event_id(last) else {
+            return http_error(
+                StatusCode::BAD_REQUEST,
+                -32000,
+                "Bad Request: malformed Last-Event-ID",
+            );
+        };
+        let found = shared
+            .sessions()
+            .get(&session_id)
+            .and_then(|s| s.streams.iter().find(|l| l.name == name).cloned());
+        let Some((log, from)) = found.and_then(|log| log.resume_point(seq).map(|from| (log, from)))
+        else {
+            return http_error(
+                StatusCode::BAD_REQUEST,
+                -32000,
+                "Bad Request: unknown Last-Event-ID",
+            );
+        };
+        tracing::debug!(stream = %log.name, from, "serve-test: resuming stream");
+        return with_session_header(sse_response(log.body(from, KEEPALIVE)), &session_id);
+    }
+    let log = open_stream(&shared, Some(&session_id), &version);
+    if let Some(s) = shared.sessions().get_mut(&session_id) {
+        s.gets.push_back(Arc::clone(&log));
+        while s.gets.len() > MAX_GETS {
+            s.gets.pop_front();
+        }
+    }
+    with_session_header(sse_response(log.body(0, KEEPALIVE)), &session_id)
+}
+
+fn delete(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Body> {
+    let (session_id, _) = match find_session(&shared, &req) {
+        Ok(pair) => pair,
+        Err(resp) => return *resp,
+    };
+    if let Some(s) = shared.sessions().remove(&session_id) {
+        s.end();
+    }
+    empty(StatusCode::OK)
+}

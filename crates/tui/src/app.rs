@@ -1,0 +1,438 @@
+//! View state: focus, selection, filter, overlays. Pure: keys come in, [`Effect`]s go out.
+
+use std::sync::Arc;
+
+use chrono::FixedOffset;
+use ratatui::layout::Rect;
+use tui_tree_widget::TreeState;
+
+use super::Info;
+use super::filter::Filter;
+use super::rows;
+use super::theme::{BUILTIN, Theme};
+use mcpscope_engine::event::StreamId;
+use mcpscope_engine::fault::{FaultChoice, FaultControl};
+use mcpscope_engine::model::{Counts, Model};
+
+/// The panes Tab cycles through.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pane {
+    /// The pending calls table (home).
+    Calls,
+    /// Sessions → streams → messages.
+    Tree,
+    /// Details of the selection.
+    Detail,
+    /// The stream waterfall.
+    Waterfall,
+}
+
+impl Pane {
+    /// The next pane in Tab order.
+    pub fn next(self) -> Self {
+        match self {
+            Pane::Calls => Pane::Tree,
+            Pane::Tree => Pane::Detail,
+            Pane::Detail => Pane::Waterfall,
+            Pane::Waterfall => Pane::Calls,
+        }
+    }
+
+    /// The previous pane in Tab order.
+    pub fn prev(self) -> Self {
+        match self {
+            Pane::Calls => Pane::Waterfall,
+            Pane::Tree => Pane::Calls,
+            Pane::Detail => Pane::Tree,
+            Pane::Waterfall => Pane::Detail,
+        }
+    }
+}
+
+/// A tree node identifier.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Node {
+    /// A session (index).
+    Session(usize),
+    /// A stream (id).
+    Stream(StreamId),
+    /// A message (index).
+    Message(usize),
+    /// A placeholder (children not built, or "… more").
+    More(usize, u8),
+}
+
+/// What the detail pane shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Selected {
+    /// Nothing.
+    Nothing,
+    /// A call (index).
+    Call(usize),
+    /// A session (index).
+    Session(usize),
+    /// A stream (id).
+    Stream(StreamId),
+    /// A message (index).
+    Message(usize),
+}
+
+/// What a line of input is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InputKind {
+    /// `/` filter.
+    Filter,
+    /// `a` arm a fault rule.
+    Arm,
+    /// `:` seek to a time (replay).
+    Seek,
+}
+
+/// A line being typed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Input {
+    /// What it is for.
+    pub kind: InputKind,
+    /// The text so far.
+    pub text: String,
+}
+
+/// The `x` fault menu.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FaultMenu {
+    /// The stream the fault applies to.
+    pub stream: StreamId,
+    /// The choices.
+    pub choices: Vec<FaultChoice>,
+    /// The highlighted choice.
+    pub selected: usize,
+}
+
+/// A command for the replay cursor.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ReplayCmd {
+    /// Space.
+    PlayPause,
+    /// `+`.
+    Faster,
+    /// `-`.
+    Slower,
+    /// `.`.
+    StepForward,
+    /// `,`.
+    StepBack,
+    /// `n`.
+    NextDeath,
+    /// `N`.
+    PrevDeath,
+    /// `[`: the start of the recording.
+    Start,
+    /// `]`: the end of the recording.
+    End,
+    /// `:` seek to a typed time.
+    SeekTime(String),
+}
+
+/// What the runner must do after a key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Effect {
+    /// Quit.
+    Quit,
+    /// Copy text to the clipboard (OSC 52).
+    Copy(String),
+    /// Toggle pause of the live view.
+    TogglePause,
+    /// Move the replay cursor.
+    Replay(ReplayCmd),
+}
+
+/// What the status bar says about a replay.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReplayStatus {
+    /// Events folded.
+    pub position: usize,
+    /// Events in the recording.
+    pub len: usize,
+    /// Playing or paused.
+    pub playing: bool,
+    /// `1×`, `10×`, `max`.
+    pub speed: String,
+}
+
+/// Screen areas of the last frame, for the mouse.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Areas {
+    /// The calls table's rows (inside the border, below the header).
+    pub calls_rows: Rect,
+    /// The calls pane.
+    pub calls: Rect,
+    /// The tree pane.
+    pub tree: Rect,
+    /// The detail pane.
+    pub detail: Rect,
+    /// The waterfall pane.
+    pub waterfall: Rect,
+    /// The waterfall's rows.
+    pub waterfall_rows: Rect,
+}
+
+type RowsKey = (u64, usize, Counts, String, bool);
+
+/// The whole view state.
+pub struct App {
+    /// Where the session runs.
+    pub info: Info,
+    /// The active theme.
+    pub theme: Theme,
+    /// Themes `t` cycles through (built-ins, then a user file).
+    pub themes: Vec<Theme>,
+    /// Index of the active theme in `themes`.
+    pub theme_index: usize,
+    /// The focused pane.
+    pub focus: Pane,
+    /// Drilled into the detail pane (full screen).
+    pub zoom: bool,
+    /// What the detail pane shows.
+    pub selected: Selected,
+    /// The calls table rows (call indices), in display order.
+    pub rows: Vec<usize>,
+    rows_key: Option<RowsKey>,
+    /// The selected row of the calls table.
+    pub row: usize,
+    /// The first row shown.
+    pub row_offset: usize,
+    /// The selected call (stays selected when rows move).
+    pub call: Option<usize>,
+    /// The tree's state.
+    pub tree: TreeState<Node>,
+    /// The stream highlighted on the waterfall (position in [`Model::streams`]).
+    pub wf_stream: usize,
+    /// Detail pane scroll.
+    pub detail_scroll: u16,
+    /// Active filter.
+    pub filter: Filter,
+    /// Hide answered calls.
+    pub hide_answered: bool,
+    /// Follow the newest call.
+    pub follow: bool,
+    /// Live view paused (events held, not lost).
+    pub paused: bool,
+    /// Events held while paused.
+    pub held: usize,
+    /// Help overlay shown.
+    pub help: bool,
+    /// A line being typed.
+    pub input: Option<Input>,
+    /// The fault menu.
+    pub fault_menu: Option<FaultMenu>,
+    /// The live proxy's fault control, if any.
+    pub faults: Option<Arc<dyn FaultControl>>,
+    /// A one-line message until the next key.
+    pub flash: Option<String>,
+    /// Replay state for the status bar (None when live).
+    pub replay: Option<ReplayStatus>,
+    /// Whether the feed has closed (live).
+    pub feed_closed: bool,
+    /// The time zone times are shown in.
+    pub tz: FixedOffset,
+    /// Areas of the last frame.
+    pub areas: Areas,
+    /// Rows of the calls table that fit on screen (last frame).
+    pub page: usize,
+}
+
+impl App {
+    /// A view with the given info and theme; times shown in `tz`.
+    pub fn new(info: Info, theme: Theme, tz: FixedOffset) -> Self {
+        let mut themes: Vec<Theme> = BUILTIN
+            .iter()
+            .filter_map(|(n, _)| Theme::builtin(n))
+            .collect();
+        let theme_index = match themes.iter().position(|t| t.name == theme.name) {
+            Some(i) => i,
+            None => {
+                themes.push(theme.clone());
+                themes.len() - 1
+            }
+        };
+        Self {
+            info,
+            theme,
+            themes,
+            theme_index,
+            focus: Pane::Calls,
+            zoom: false,
+            selected: Selected::Nothing,
+            rows: Vec::new(),
+            rows_key: None,
+            row: 0,
+            row_offset: 0,
+            call: None,
+            tree: TreeState::default(),
+            wf_stream: 0,
+            detail_scroll: 0,
+            filter: Filter::default(),
+            hide_answered: false,
+            follow: false,
+            paused: false,
+            held: 0,
+            help: false,
+            input: None,
+            fault_menu: None,
+            faults: None,
+            flash: None,
+            replay: None,
+            feed_closed: false,
+            tz,
+            areas: Areas::default(),
+            page: 10,
+        }
+    }
+
+    /// Brings the rows and selection up to date with the model (cheap when nothing changed).
+    pub fn sync(&mut self, model: &Model) {
+        let key: RowsKey = (
+            model.events_applied,
+            model.calls.len(),
+            model.counts(),
+            self.filter.text.clone(),
+            self.hide_answered,
+        );
+        if self.rows_key.as_ref() != Some(&key) {
+            self.rows = rows::build(model, &self.filter, self.hide_answered);
+            self.rows_key = Some(key);
+            if let Some(call) = self.call
+                && let Some(pos) = self.rows.iter().position(|&c| c == call)
+            {
+                self.row = pos;
+            }
+        }
+        if self.follow
+            && let Some(newest) = self.rows.iter().copied().max()
+            && self.call != Some(newest)
+            && let Some(pos) = self.rows.iter().position(|&c| c == newest)
+        {
+            self.select_row(model, pos);
+        }
+        self.row = self.row.min(self.rows.len().saturating_sub(1));
+        if self.rows.is_empty() {
+            self.call = None;
+        } else if self.call.is_none() || self.rows.get(self.row) != self.call.as_ref() {
+            let row = self.row;
+            self.select_row(model, row);
+        }
+        if self.selected == Selected::Nothing
+            && let Some(call) = self.call
+        {
+            self.selected = Selected::Call(call);
+        }
+        self.wf_stream = self.wf_stream.min(model.streams.len().saturating_sub(1));
+    }
+
+    /// Forces the rows to be rebuilt at the next sync.
+    pub fn invalidate(&mut self) {
+        self.rows_key = None;
+    }
+
+    /// Selects a row of the calls table and links the tree and waterfall to its stream.
+    pub fn select_row(&mut self, model: &Model, row: usize) {
+        let Some(&call) = self.rows.get(row) else {
+            return;
+        };
+        self.row = row;
+        self.call = Some(call);
+        self.selected = Selected::Call(call);
+        self.detail_scroll = 0;
+        if let Some(c) = model.calls.get(call) {
+            self.link_stream(model, c.owner);
+        }
+    }
+
+    /// Points the tree and the waterfall at a stream.
+    pub fn link_stream(&mut self, model: &Model, stream: StreamId) {
+        if let Some(pos) = model.stream_pos(stream) {
+            self.wf_stream = pos;
+            let session = model.streams[pos].session;
+            self.tree.open(vec![Node::Session(session)]);
+            self.tree
+                .select(vec![Node::Session(session), Node::Stream(stream)]);
+        }
+    }
+
+    /// Selects the first row of a call owned by (or sent on) a stream, if one is shown.
+    pub fn select_call_of_stream(&mut self, model: &Model, stream: StreamId) {
+        let Some(pos) = model.stream_pos(stream) else {
+            return;
+        };
+        let calls = &model.streams[pos].calls;
+        if let Some(row) = self.rows.iter().position(|c| calls.contains(c)) {
+            self.row = row;
+            self.call = self.rows.get(row).copied();
+        }
+    }
+
+    /// Sets the selection from the tree's selected node.
+    pub fn selection_from_tree(&mut self, model: &Model) {
+        self.detail_scroll = 0;
+        match self.tree.selected().last().copied() {
+            Some(Node::Session(s)) => self.selected = Selected::Session(s),
+            Some(Node::Stream(id)) => {
+                self.selected = Selected::Stream(id);
+                if let Some(pos) = model.stream_pos(id) {
+                    self.wf_stream = pos;
+                }
+                self.select_call_of_stream(model, id);
+            }
+            Some(Node::Message(m)) => self.selected = Selected::Message(m),
+            _ => {}
+        }
+    }
+
+    /// Sets the selection from the waterfall's highlighted stream.
+    pub fn selection_from_waterfall(&mut self, model: &Model) {
+        if let Some(stream) = model.streams.get(self.wf_stream) {
+            let id = stream.id;
+            self.selected = Selected::Stream(id);
+            self.detail_scroll = 0;
+            let session = stream.session;
+            self.tree.open(vec![Node::Session(session)]);
+            self.tree
+                .select(vec![Node::Session(session), Node::Stream(id)]);
+            self.select_call_of_stream(model, id);
+        }
+    }
+
+    /// Switches to the next theme.
+    pub fn cycle_theme(&mut self) {
+        if self.themes.is_empty() {
+            return;
+        }
+        self.theme_index = (self.theme_index + 1) % self.themes.len();
+        self.theme = self.themes[self.theme_index].clone();
+        self.flash = Some(format!("theme: {}", self.theme.name));
+    }
+
+    /// The stream the selection is about (for the fault menu).
+    pub fn selected_stream(&self, model: &Model) -> Option<StreamId> {
+        match self.selected {
+            Selected::Call(c) => model.calls.get(c).map(|c| c.owner),
+            Selected::Stream(id) => Some(id),
+            Selected::Message(m) => model.messages.get(m).map(|m| m.stream),
+            Selected::Session(_) | Selected::Nothing => None,
+        }
+    }
+
+    /// The JSON text `y` copies: the selected message, or the selected call's request.
+    pub fn selected_json(&self, model: &Model) -> Option<String> {
+        let value = match self.selected {
+            Selected::Message(m) => &model.messages.get(m)?.body,
+            Selected::Call(c) => &model.request_message(model.calls.get(c)?)?.body,
+            Selected::Stream(id) => {
+                let s = model.stream(id)?;
+                &model.messages.get(*s.messages.last()?)?.body
+            }
+            _ => return None,
+        };
+        serde_json::to_string_pretty(value.as_ref()).ok()
+    }
+}

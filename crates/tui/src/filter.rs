@@ -1,0 +1,101 @@
+//! The `/` filter: `tool:`, `method:`, `status:`, `session:` tokens and free text, all ANDed.
+
+use mcpscope_engine::model::{Call, Model};
+
+/// A parsed filter. Matching is case-insensitive and by substring.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Filter {
+    /// The text as typed.
+    pub text: String,
+    tokens: Vec<Token>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Token {
+    Tool(String),
+    Method(String),
+    Status(String),
+    Session(String),
+    Free(String),
+}
+
+impl Filter {
+    /// Parses filter text (`tool:poke status:orphaned s1`).
+    pub fn parse(text: &str) -> Self {
+        let tokens = text
+            .split_whitespace()
+            .map(|word| {
+                let lower = word.to_lowercase();
+                match lower.split_once(':') {
+                    Some(("tool", v)) => Token::Tool(v.to_string()),
+                    Some(("method", v)) => Token::Method(v.to_string()),
+                    Some(("status", v)) => Token::Status(v.to_string()),
+                    Some(("session", v)) => Token::Session(v.to_string()),
+                    _ => Token::Free(lower),
+                }
+            })
+            .collect();
+        Self {
+            text: text.to_string(),
+            tokens,
+        }
+    }
+
+    /// Whether the filter selects everything.
+    pub fn is_empty(&self) -> bool {
+        self.tokens.is_empty()
+    }
+
+    /// Whether a call passes the filter.
+    pub fn matches(&self, model: &Model, call: &Call) -> bool {
+        self.tokens.iter().all(|token| match token {
+            Token::Tool(v) => call
+                .tool
+                .as_deref()
+                .is_some_and(|t| t.to_lowercase().contains(v.as_str())),
+            Token::Method(v) => call.method.to_lowercase().contains(v.as_str()),
+            Token::Status(v) => call.verdict.name().starts_with(v.as_str()),
+            Token::Session(v) => session_label(model, call)
+                .to_lowercase()
+                .contains(v.as_str()),
+            Token::Free(v) => {
+                call.title().to_lowercase().contains(v.as_str())
+                    || call.id_text().to_lowercase().contains(v.as_str())
+                    || session_label(model, call)
+                        .to_lowercase()
+                        .contains(v.as_str())
+                    || call.verdict.name().contains(v.as_str())
+                    || model
+                        .stream(call.owner)
+                        .is_some_and(|s| s.label().to_lowercase().contains(v.as_str()))
+            }
+        })
+    }
+}
+
+fn session_label(model: &Model, call: &Call) -> String {
+    model
+        .sessions
+        .get(call.session)
+        .map(|s| s.label())
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_tokens() {
+        let f = Filter::parse("tool:Poke status:orphaned free");
+        assert_eq!(
+            f.tokens,
+            vec![
+                Token::Tool("poke".into()),
+                Token::Status("orphaned".into()),
+                Token::Free("free".into())
+            ]
+        );
+        assert!(Filter::parse("  ").is_empty());
+    }
+}

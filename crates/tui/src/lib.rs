@@ -1,0 +1,123 @@
+//! The terminal UI: pending calls, their owning streams and the moment each stream died, live
+//! or in a replay with a time cursor.
+//!
+//! `render(frame, app, model, now)` is pure; the loops in `run` feed it. Everything but the
+//! terminal itself runs on fakes in tests (`TestBackend`, synthetic events).
+
+pub mod app;
+pub mod filter;
+pub mod keys;
+pub mod replay;
+pub mod rows;
+pub mod run;
+pub mod term;
+pub mod theme;
+pub mod view;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use chrono::{DateTime, FixedOffset, Offset, Utc};
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+use ratatui::buffer::Buffer;
+use tokio::sync::mpsc::UnboundedReceiver;
+
+pub use app::App;
+pub use replay::ReplayCursor;
+pub use theme::{Theme, ThemeError};
+
+use mcpscope_engine::event::Event;
+use mcpscope_engine::fault::FaultControl;
+use mcpscope_engine::model::Model;
+
+/// Where the session runs, for the status bar.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Info {
+    /// The proxy's listen address.
+    pub listen: Option<String>,
+    /// The upstream URL.
+    pub upstream: Option<String>,
+    /// The recording being written or replayed.
+    pub recording: Option<PathBuf>,
+    /// `--theme`: a built-in name or a path to a TOML file.
+    pub theme: Option<String>,
+    /// Replay: the `--speed` to play at when playing starts (1×, 10× or as fast as possible).
+    pub speed: Option<f64>,
+}
+
+fn local_offset() -> FixedOffset {
+    chrono::Local::now().offset().fix()
+}
+
+fn app_for(info: Info) -> anyhow::Result<App> {
+    let theme = match &info.theme {
+        Some(name) => Theme::load(name)?,
+        None => Theme::dark(),
+    };
+    Ok(App::new(info, theme, local_offset()))
+}
+
+/// Live: events arrive on `feed`; the TUI folds them into its own Model each frame.
+pub async fn run_live(
+    feed: UnboundedReceiver<Event>,
+    info: Info,
+    faults: Option<Arc<dyn FaultControl>>,
+) -> anyhow::Result<()> {
+    let mut app = app_for(info)?;
+    app.faults = faults;
+    run::run(app, run::LiveSource::new(feed)).await
+}
+
+/// Replay viewer: the whole recording, with a time cursor.
+pub async fn run_replay(events: Vec<Event>, info: Info) -> anyhow::Result<()> {
+    let speed = replay::Speed::nearest(info.speed.unwrap_or(1.0));
+    let app = app_for(info)?;
+    run::run(app, run::ReplaySource::with_speed(events, speed)).await
+}
+
+/// Renders one whole frame of a fresh view of `model` at `now` on a `width` × `height`
+/// `TestBackend` and returns the buffer (for benchmarks and tests; times shown in UTC).
+pub fn render_frame_for_bench(
+    model: &Model,
+    now: DateTime<Utc>,
+    width: u16,
+    height: u16,
+) -> Buffer {
+    let mut app = App::new(Info::default(), Theme::dark(), Utc.fix());
+    render_app(&mut app, model, now, width, height)
+}
+
+/// Renders one frame of `app` over `model` on a `TestBackend` and returns the buffer.
+pub fn render_app(
+    app: &mut App,
+    model: &Model,
+    now: DateTime<Utc>,
+    width: u16,
+    height: u16,
+) -> Buffer {
+    let backend = TestBackend::new(width, height);
+    let Ok(mut terminal) = Terminal::new(backend) else {
+        return Buffer::empty(ratatui::layout::Rect::new(0, 0, width, height));
+    };
+    let _ = terminal.draw(|f| view::render(f, app, model, now));
+    terminal.backend().buffer().clone()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mcpscope_testkit::fixtures;
+
+    /// Not a timing assertion: prints the frame time for a look with `--nocapture`.
+    #[test]
+    fn bench_helper_renders_100k_calls() {
+        let (model, _) = Model::from_events(&fixtures::many_calls(100_000));
+        for _ in 0..3 {
+            let start = std::time::Instant::now();
+            let buf = render_frame_for_bench(&model, fixtures::at(200_000), 160, 48);
+            eprintln!("100k-call frame: {:?}", start.elapsed());
+            assert_eq!(buf.area.width, 160);
+        }
+    }
+}

@@ -1,0 +1,313 @@
+//! The event loops: drain the feed once per frame, then draw; redraw only on change and once a
+//! second for the timers, at most ~60 times a second. Quit on `q`, Ctrl-C, SIGINT or SIGTERM.
+
+use std::borrow::Cow;
+use std::time::{Duration, Instant};
+
+use chrono::{DateTime, NaiveTime, Utc};
+use crossterm::event::{Event as TermEvent, EventStream, KeyEventKind};
+use futures_util::StreamExt;
+use tokio::signal::unix::{SignalKind, signal};
+use tokio::sync::mpsc::UnboundedReceiver;
+use tokio::sync::mpsc::error::TryRecvError;
+
+use super::app::{App, Effect, ReplayCmd, ReplayStatus};
+use super::replay::{ReplayCursor, Speed};
+use super::term::Term;
+use super::view;
+use mcpscope_engine::event::Event;
+use mcpscope_engine::model::Model;
+
+/// Events folded per frame at most (the rest wait in the channel for the next frame).
+const MAX_PER_FRAME: usize = 200_000;
+/// Events per frame at `max` replay speed.
+const MAX_SPEED_STEP: usize = 5_000;
+const FRAME: Duration = Duration::from_millis(16);
+const TIMER_REDRAW: Duration = Duration::from_secs(1);
+
+/// Where a view's model comes from.
+pub trait Source {
+    /// Pulls in new facts; returns whether anything changed.
+    fn pump(&mut self, app: &mut App) -> bool;
+    /// The model to show.
+    fn model(&self) -> &Model;
+    /// The time elapsed timers count to.
+    fn now(&self) -> DateTime<Utc>;
+    /// Carries out an effect that concerns the source (pause, replay cursor).
+    fn effect(&mut self, effect: &Effect, app: &mut App);
+}
+
+/// The live feed from the proxy.
+pub struct LiveSource {
+    model: Model,
+    feed: UnboundedReceiver<Event>,
+    held: Vec<Event>,
+    paused: bool,
+    closed: bool,
+}
+
+impl LiveSource {
+    /// A live source reading `feed`.
+    pub fn new(feed: UnboundedReceiver<Event>) -> Self {
+        Self {
+            model: Model::new(),
+            feed,
+            held: Vec::new(),
+            paused: false,
+            closed: false,
+        }
+    }
+}
+
+impl Source for LiveSource {
+    fn pump(&mut self, app: &mut App) -> bool {
+        let mut changed = false;
+        let mut n = 0;
+        if !self.paused && !self.held.is_empty() {
+            for event in std::mem::take(&mut self.held) {
+                self.model.apply(&event);
+            }
+            changed = true;
+        }
+        while n < MAX_PER_FRAME {
+            match self.feed.try_recv() {
+                Ok(event) => {
+                    n += 1;
+                    if self.paused {
+                        self.held.push(event);
+                    } else {
+                        self.model.apply(&event);
+                        changed = true;
+                    }
+                }
+                Err(TryRecvError::Empty) => break,
+                Err(TryRecvError::Disconnected) => {
+                    if !self.closed {
+                        self.closed = true;
+                        app.feed_closed = true;
+                        changed = true;
+                    }
+                    break;
+                }
+            }
+        }
+        if !self.paused && !self.model.expire(Utc::now()).is_empty() {
+            changed = true;
+        }
+        if app.held != self.held.len() {
+            app.held = self.held.len();
+            changed = true;
+        }
+        changed
+    }
+
+    fn model(&self) -> &Model {
+        &self.model
+    }
+
+    fn now(&self) -> DateTime<Utc> {
+        Utc::now()
+    }
+
+    fn effect(&mut self, effect: &Effect, app: &mut App) {
+        if effect == &Effect::TogglePause {
+            self.paused = !self.paused;
+            app.paused = self.paused;
+        }
+    }
+}
+
+/// A recording with a time cursor.
+pub struct ReplaySource {
+    cursor: ReplayCursor,
+    display: Option<Model>,
+    playing: bool,
+    speed: Speed,
+    clock: Option<DateTime<Utc>>,
+    last_tick: Instant,
+    dirty: bool,
+}
+
+impl ReplaySource {
+    /// A replay of `events`, at its first event, to be played at `speed` (see [`Speed::nearest`]).
+    pub fn with_speed(events: Vec<Event>, speed: Speed) -> Self {
+        Self {
+            speed,
+            ..Self::new(events)
+        }
+    }
+
+    /// A replay of `events`, at its first event.
+    pub fn new(events: Vec<Event>) -> Self {
+        let mut cursor = ReplayCursor::new(events);
+        cursor.step_forward();
+        Self {
+            cursor,
+            display: None,
+            playing: false,
+            speed: Speed::X1,
+            clock: None,
+            last_tick: Instant::now(),
+            dirty: true,
+        }
+    }
+
+    fn refresh(&mut self, app: &mut App) {
+        let now = self.now();
+        self.display = match self.cursor.view_model(now) {
+            Cow::Owned(model) => Some(model),
+            Cow::Borrowed(_) => None,
+        };
+        app.replay = Some(ReplayStatus {
+            position: self.cursor.position(),
+            len: self.cursor.len(),
+            playing: self.playing,
+            speed: self.speed.label().to_string(),
+        });
+    }
+}
+
+impl Source for ReplaySource {
+    fn pump(&mut self, app: &mut App) -> bool {
+        let dt = self.last_tick.elapsed();
+        self.last_tick = Instant::now();
+        if self.playing {
+            match self.speed {
+                Speed::Max => {
+                    let to = self.cursor.position() + MAX_SPEED_STEP;
+                    self.cursor.seek(to);
+                    self.clock = None;
+                }
+                speed => {
+                    let factor = if speed == Speed::X10 { 10 } else { 1 };
+                    let base = self.clock.or_else(|| self.cursor.time());
+                    if let Some(base) = base {
+                        let step = chrono::Duration::from_std(dt * factor).unwrap_or_default();
+                        let clock = base + step;
+                        self.clock = Some(clock);
+                        self.cursor.play_to(clock);
+                    }
+                }
+            }
+            if self.cursor.position() >= self.cursor.len() {
+                self.playing = false;
+                self.clock = None;
+            }
+            self.dirty = true;
+        }
+        if self.dirty {
+            self.dirty = false;
+            self.refresh(app);
+            return true;
+        }
+        false
+    }
+
+    fn model(&self) -> &Model {
+        self.display.as_ref().unwrap_or(self.cursor.model_at())
+    }
+
+    fn now(&self) -> DateTime<Utc> {
+        let t = self.cursor.time().unwrap_or_else(Utc::now);
+        self.clock.map_or(t, |c| c.max(t))
+    }
+
+    fn effect(&mut self, effect: &Effect, app: &mut App) {
+        let Effect::Replay(cmd) = effect else {
+            return;
+        };
+        self.dirty = true;
+        if !matches!(
+            cmd,
+            ReplayCmd::PlayPause | ReplayCmd::Faster | ReplayCmd::Slower
+        ) {
+            self.clock = None;
+        }
+        match cmd {
+            ReplayCmd::PlayPause => {
+                self.playing = !self.playing;
+                self.clock = None;
+                self.last_tick = Instant::now();
+            }
+            ReplayCmd::Faster => self.speed = self.speed.faster(),
+            ReplayCmd::Slower => self.speed = self.speed.slower(),
+            ReplayCmd::StepForward => self.cursor.step_forward(),
+            ReplayCmd::StepBack => self.cursor.step_back(),
+            ReplayCmd::Start => self.cursor.seek(1),
+            ReplayCmd::End => self.cursor.seek(self.cursor.len()),
+            ReplayCmd::NextDeath => {
+                if self.cursor.next_death().is_none() {
+                    app.flash = Some("no later stream death".into());
+                }
+            }
+            ReplayCmd::PrevDeath => {
+                if self.cursor.prev_death().is_none() {
+                    app.flash = Some("no earlier stream death".into());
+                }
+            }
+            ReplayCmd::SeekTime(text) => match parse_seek(text, self.cursor.time(), app) {
+                Some(t) => self.cursor.seek_time(t),
+                None => app.flash = Some(format!("bad time {text:?}: use HH:MM:SS[.mmm]")),
+            },
+        }
+    }
+}
+
+/// Parses `HH:MM:SS[.mmm]` on the day of `around`, in the view's time zone.
+pub fn parse_seek(text: &str, around: Option<DateTime<Utc>>, app: &App) -> Option<DateTime<Utc>> {
+    let time = NaiveTime::parse_from_str(text.trim(), "%H:%M:%S%.f")
+        .or_else(|_| NaiveTime::parse_from_str(text.trim(), "%H:%M:%S"))
+        .ok()?;
+    let day = around?.with_timezone(&app.tz).date_naive();
+    let local = day.and_time(time).and_local_timezone(app.tz).single()?;
+    Some(local.with_timezone(&Utc))
+}
+
+/// Runs the loop until quit.
+pub async fn run(mut app: App, mut source: impl Source) -> anyhow::Result<()> {
+    let mut term = Term::enter()?;
+    let mut input = EventStream::new();
+    let mut tick = tokio::time::interval(FRAME);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    let mut sigint = signal(SignalKind::interrupt())?;
+    let mut sigterm = signal(SignalKind::terminate())?;
+    let mut dirty = true;
+    let mut last_draw: Option<Instant> = None;
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {
+                if source.pump(&mut app) {
+                    dirty = true;
+                }
+                if dirty || last_draw.is_none_or(|t| t.elapsed() >= TIMER_REDRAW) {
+                    let now = source.now();
+                    term.terminal.draw(|f| view::render(f, &mut app, source.model(), now))?;
+                    dirty = false;
+                    last_draw = Some(Instant::now());
+                }
+            }
+            ev = input.next() => match ev {
+                Some(Ok(TermEvent::Key(key))) if key.kind != KeyEventKind::Release => {
+                    let effects = app.handle_key(key, source.model());
+                    for effect in effects {
+                        match &effect {
+                            Effect::Quit => return Ok(()),
+                            Effect::Copy(text) => term.copy(text)?,
+                            _ => source.effect(&effect, &mut app),
+                        }
+                    }
+                    dirty = true;
+                }
+                Some(Ok(TermEvent::Mouse(mouse))) => {
+                    app.handle_mouse(mouse, source.model());
+                    dirty = true;
+                }
+                Some(Ok(_)) => dirty = true,
+                Some(Err(e)) => return Err(e.into()),
+                None => return Ok(()),
+            },
+            _ = sigint.recv() => return Ok(()),
+            _ = sigterm.recv() => return Ok(()),
+        }
+    }
+}

@@ -1,0 +1,380 @@
+//! The detail pane: the selected call, stream, message or session — JSON, HTTP heads, SSE event
+//! ids and byte spans, and timings (sent, first byte, each event, end).
+
+use chrono::{DateTime, Utc};
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Paragraph};
+
+use super::fmt::{clock, duration_ms, verdict_style};
+use super::json;
+use crate::app::{App, Pane, Selected};
+use crate::theme::Theme;
+use mcpscope_engine::event::Header;
+use mcpscope_engine::model::{Call, Model, Stream, Verdict};
+
+/// Draws the detail pane into `area`.
+pub fn render(frame: &mut Frame, app: &mut App, model: &Model, now: DateTime<Utc>, area: Rect) {
+    let theme = &app.theme;
+    let (title, lines) = match app.selected {
+        Selected::Call(c) => match model.calls.get(c) {
+            Some(call) => (" Call ", call_lines(app, model, call, now)),
+            None => (" Detail ", Vec::new()),
+        },
+        Selected::Stream(id) => match model.stream(id) {
+            Some(stream) => (" Stream ", stream_lines(app, model, stream)),
+            None => (" Detail ", Vec::new()),
+        },
+        Selected::Message(m) => (" Message ", message_lines(app, model, m)),
+        Selected::Session(s) => (" Session ", session_lines(app, model, s)),
+        Selected::Nothing => (
+            " Detail ",
+            vec![Line::from(Span::styled(
+                "select a call, stream or message",
+                theme.dim(),
+            ))],
+        ),
+    };
+    let focused = app.focus == Pane::Detail;
+    let block = Block::bordered()
+        .title(Span::styled(title, theme.title()))
+        .border_style(theme.pane_border(focused));
+    app.areas.detail = area;
+    let max = lines.len().saturating_sub(1).min(usize::from(u16::MAX)) as u16;
+    app.detail_scroll = app.detail_scroll.min(max);
+    let para = Paragraph::new(lines)
+        .block(block)
+        .style(theme.text())
+        .scroll((app.detail_scroll, 0));
+    frame.render_widget(para, area);
+}
+
+fn kv(theme: &Theme, key: &str, value: impl Into<String>) -> Line<'static> {
+    Line::from(vec![
+        Span::styled(format!("{key:<11}"), theme.header()),
+        Span::styled(value.into(), theme.text()),
+    ])
+}
+
+fn head(theme: &Theme, text: &str) -> Line<'static> {
+    Line::from(Span::styled(text.to_string(), theme.header()))
+}
+
+fn since(t: DateTime<Utc>, from: DateTime<Utc>) -> String {
+    format!("+{}", duration_ms((t - from).num_milliseconds()))
+}
+
+fn call_lines(app: &App, model: &Model, call: &Call, now: DateTime<Utc>) -> Vec<Line<'static>> {
+    let theme = &app.theme;
+    let session = model
+        .sessions
+        .get(call.session)
+        .map(|s| s.label())
+        .unwrap_or_default();
+    let mut out = vec![Line::from(vec![
+        Span::styled(call.title(), theme.title()),
+        Span::styled(
+            format!("  id={}  session {session}", call.id_text()),
+            theme.dim(),
+        ),
+    ])];
+    let verdict = match &call.verdict {
+        Verdict::Orphaned { cause, .. } => format!("orphaned — {}", cause.describe()),
+        Verdict::Resumable { last_event_id, .. } => format!(
+            "resumable — may be resumed from event id {}",
+            last_event_id.as_deref().unwrap_or("-")
+        ),
+        Verdict::Error { message } => format!("error — {message}"),
+        other => other.name().to_string(),
+    };
+    out.push(Line::from(vec![
+        Span::styled(format!("{:<11}", "verdict"), theme.header()),
+        Span::styled(verdict, verdict_style(theme, &call.verdict)),
+    ]));
+    let owner = model
+        .stream(call.owner)
+        .map(|s| s.label())
+        .unwrap_or_default();
+    let request = model
+        .stream(call.request_stream)
+        .map(|s| s.label())
+        .unwrap_or_default();
+    out.push(kv(
+        theme,
+        "owner",
+        format!("{owner}   (request on {request})"),
+    ));
+    out.push(kv(theme, "elapsed", duration_ms(call.elapsed_ms(now))));
+    if let Some(death) = call.verdict.death() {
+        out.push(Line::from(vec![
+            Span::styled(format!("{:<11}", "died"), theme.header()),
+            Span::styled(
+                format!(
+                    "{} {} ({}) — {} ago",
+                    clock(death.at, app.tz),
+                    death.how.map(|h| h.as_str()).unwrap_or("no body"),
+                    death.leg.map(|l| l.as_str()).unwrap_or("-"),
+                    duration_ms((now - death.at).num_milliseconds())
+                ),
+                theme.stream_dead(),
+            ),
+        ]));
+    }
+    if !matches!(call.verdict, Verdict::Pending | Verdict::Answered) {
+        out.push(kv(theme, "reaction", call.reaction.summary()));
+    }
+    if call.arrival > 1 {
+        out.push(kv(
+            theme,
+            "arrival",
+            format!("{} (a client retry)", call.arrival),
+        ));
+    }
+    if call.injected {
+        out.push(Line::from(Span::styled(
+            "hit by an injected fault",
+            theme.injected(),
+        )));
+    }
+    out.push(Line::default());
+    out.push(head(theme, "Timings"));
+    out.push(kv(theme, "  sent", clock(call.started_at, app.tz)));
+    if let Some(stream) = model.stream(call.owner) {
+        timing_lines(app, model, stream, call.started_at, &mut out);
+    }
+    if let Some(req) = model.request_message(call) {
+        out.push(Line::default());
+        out.push(head(theme, "Request"));
+        out.extend(json::lines(&req.body, theme, 2));
+    }
+    if let Some(resp) = model.response_message(call) {
+        out.push(Line::default());
+        out.push(head(theme, "Response"));
+        out.extend(json::lines(&resp.body, theme, 2));
+    }
+    out
+}
+
+/// First byte, each SSE event (id, byte span, message), and the end, relative to `from`.
+fn timing_lines(
+    app: &App,
+    model: &Model,
+    stream: &Stream,
+    from: DateTime<Utc>,
+    out: &mut Vec<Line<'static>>,
+) {
+    let theme = &app.theme;
+    if let Some(head_at) = stream.head_at {
+        out.push(kv(
+            theme,
+            "  1st byte",
+            format!(
+                "{}  {}  HTTP {}",
+                clock(head_at, app.tz),
+                since(head_at, from),
+                stream.status.unwrap_or(0)
+            ),
+        ));
+    }
+    for mark in &stream.marks {
+        let summary = mark
+            .message
+            .and_then(|m| model.messages.get(m))
+            .map(|m| m.summary())
+            .unwrap_or_else(|| "(no message)".to_string());
+        let id = mark
+            .id
+            .as_deref()
+            .map(|i| format!("id={i} "))
+            .unwrap_or_default();
+        let style = if mark.response {
+            theme.result()
+        } else {
+            theme.mark()
+        };
+        out.push(Line::from(vec![
+            Span::styled(
+                format!("{:<11}", if mark.response { "  result" } else { "  event" }),
+                theme.header(),
+            ),
+            Span::styled(
+                format!("{}  {}  ", clock(mark.at, app.tz), since(mark.at, from)),
+                theme.text(),
+            ),
+            Span::styled(
+                format!("{id}bytes {}..{}  ", mark.span.0, mark.span.1),
+                theme.dim(),
+            ),
+            Span::styled(summary, style),
+        ]));
+    }
+    if let Some(end) = &stream.ended {
+        let style = if end.how == mcpscope_engine::event::EndHow::Eof {
+            theme.text()
+        } else {
+            theme.stream_dead()
+        };
+        out.push(Line::from(vec![
+            Span::styled(format!("{:<11}", "  end"), theme.header()),
+            Span::styled(
+                format!(
+                    "{}  {}  {} ({})  {} bytes{}",
+                    clock(end.at, app.tz),
+                    since(end.at, from),
+                    end.how.as_str(),
+                    end.leg.as_str(),
+                    end.bytes,
+                    end.detail
+                        .as_deref()
+                        .map(|d| format!("  {d}"))
+                        .unwrap_or_default()
+                ),
+                style,
+            ),
+        ]));
+    } else if let Some(err) = &stream.unreachable {
+        out.push(Line::from(Span::styled(
+            format!("  unreachable: {err}"),
+            theme.stream_dead(),
+        )));
+    } else {
+        out.push(Line::from(Span::styled(
+            "  still open",
+            theme.stream_open(),
+        )));
+    }
+}
+
+fn headers(theme: &Theme, list: &[Header], out: &mut Vec<Line<'static>>) {
+    for (k, v) in list {
+        out.push(Line::from(vec![
+            Span::styled(format!("  {k}: "), theme.json_key()),
+            Span::styled(v.clone(), theme.text()),
+        ]));
+    }
+}
+
+fn stream_lines(app: &App, model: &Model, stream: &Stream) -> Vec<Line<'static>> {
+    let theme = &app.theme;
+    let session = model.session_of(stream).label();
+    let mut out = vec![Line::from(vec![
+        Span::styled(stream.label(), theme.title()),
+        Span::styled(
+            format!("  conn {}  session {session}", stream.conn),
+            theme.dim(),
+        ),
+    ])];
+    if let Some(r) = stream.resumes {
+        out.push(kv(theme, "resumes", format!("#{r}")));
+    }
+    if !stream.faults.is_empty() {
+        out.push(Line::from(Span::styled(
+            format!("faults: {}", stream.faults.join(", ")),
+            theme.injected(),
+        )));
+    }
+    out.push(Line::default());
+    out.push(head(
+        theme,
+        &format!("Request  {} {}", stream.method, stream.path),
+    ));
+    headers(theme, &stream.request_headers, &mut out);
+    if let Some(status) = stream.status {
+        out.push(head(theme, &format!("Response  {status}")));
+        headers(theme, &stream.response_headers, &mut out);
+    }
+    out.push(Line::default());
+    out.push(head(theme, "Timings"));
+    out.push(kv(theme, "  opened", clock(stream.opened_at, app.tz)));
+    timing_lines(app, model, stream, stream.opened_at, &mut out);
+    if !stream.calls.is_empty() {
+        out.push(Line::default());
+        out.push(head(theme, "Calls"));
+        for &c in &stream.calls {
+            if let Some(call) = model.calls.get(c) {
+                out.push(Line::from(vec![
+                    Span::styled(
+                        format!("  {} id={}  ", call.title(), call.id_text()),
+                        theme.text(),
+                    ),
+                    Span::styled(call.verdict.name(), verdict_style(theme, &call.verdict)),
+                ]));
+            }
+        }
+    }
+    out
+}
+
+fn message_lines(app: &App, model: &Model, index: usize) -> Vec<Line<'static>> {
+    let theme = &app.theme;
+    let Some(rec) = model.messages.get(index) else {
+        return Vec::new();
+    };
+    let stream = model
+        .stream(rec.stream)
+        .map(|s| s.label())
+        .unwrap_or_default();
+    let mut out = vec![
+        Line::from(Span::styled(rec.summary(), theme.title())),
+        kv(theme, "at", clock(rec.at, app.tz)),
+        kv(theme, "stream", stream),
+    ];
+    if let Some(id) = &rec.sse_id {
+        out.push(kv(theme, "sse id", id.clone()));
+    }
+    if let Some(reason) = &rec.invalid {
+        out.push(Line::from(Span::styled(
+            format!("invalid: {reason}"),
+            theme.error(),
+        )));
+    }
+    out.push(Line::default());
+    out.extend(json::lines(&rec.body, theme, 0));
+    out
+}
+
+fn session_lines(app: &App, model: &Model, index: usize) -> Vec<Line<'static>> {
+    let theme = &app.theme;
+    let Some(s) = model.sessions.get(index) else {
+        return Vec::new();
+    };
+    let mut out = vec![
+        Line::from(Span::styled(s.label(), theme.title())),
+        kv(
+            theme,
+            "revision",
+            s.revision.clone().unwrap_or_else(|| "?".into()),
+        ),
+        kv(
+            theme,
+            "client",
+            s.client.clone().unwrap_or_else(|| "?".into()),
+        ),
+        kv(
+            theme,
+            "server",
+            s.server.clone().unwrap_or_else(|| "?".into()),
+        ),
+        kv(theme, "started", clock(s.started_at, app.tz)),
+        kv(theme, "streams", s.streams.len().to_string()),
+    ];
+    if let Some((at, how)) = &s.ended {
+        out.push(kv(
+            theme,
+            "ended",
+            format!("{} {how:?}", clock(*at, app.tz)),
+        ));
+    }
+    let mut tools: Vec<_> = s.tools.iter().collect();
+    tools.sort_by(|a, b| a.0.cmp(b.0));
+    for (name, info) in tools {
+        let hint = if info.safe_to_retry() {
+            "safe to retry"
+        } else {
+            "not idempotent"
+        };
+        out.push(kv(theme, "  tool", format!("{name} ({hint})")));
+    }
+    out
+}

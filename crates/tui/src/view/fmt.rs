@@ -1,0 +1,77 @@
+//! Text helpers shared by the panels: times, durations, verdict styles.
+
+use chrono::{DateTime, FixedOffset, Utc};
+use ratatui::style::Style;
+
+use crate::theme::Theme;
+use mcpscope_engine::model::{Call, Model, Verdict};
+
+/// `14:02:11.512` in the view's time zone.
+pub fn clock(t: DateTime<Utc>, tz: FixedOffset) -> String {
+    t.with_timezone(&tz).format("%H:%M:%S%.3f").to_string()
+}
+
+/// `850ms`, `12.3s`, `4m05s`, `1h02m`.
+pub fn duration_ms(ms: i64) -> String {
+    let ms = ms.max(0);
+    if ms < 1_000 {
+        format!("{ms}ms")
+    } else if ms < 60_000 {
+        format!("{:.1}s", ms as f64 / 1000.0)
+    } else if ms < 3_600_000 {
+        format!("{}m{:02}s", ms / 60_000, (ms / 1000) % 60)
+    } else {
+        format!("{}h{:02}m", ms / 3_600_000, (ms / 60_000) % 60)
+    }
+}
+
+/// The style of a call's verdict.
+pub fn verdict_style(theme: &Theme, verdict: &Verdict) -> Style {
+    match verdict {
+        Verdict::Pending => theme.pending(),
+        Verdict::Answered => theme.answered(),
+        Verdict::Error { .. } => theme.error(),
+        Verdict::Orphaned { .. } => theme.orphaned(),
+        Verdict::Resumable { .. } => theme.resumable(),
+        Verdict::Cancelled { .. } => theme.cancelled(),
+    }
+}
+
+/// The state of a call's owning stream: `open`, `died 14:02:11.512 reset (upstream)`,
+/// `closed 14:02:11.512 eof (upstream)`, `unreachable`.
+pub fn stream_state(model: &Model, call: &Call, tz: FixedOffset) -> (String, bool) {
+    if let Some(death) = call.verdict.death() {
+        let how = death.how.map(|h| h.as_str()).unwrap_or("no body");
+        let leg = death
+            .leg
+            .map(|l| format!(" ({})", l.as_str()))
+            .unwrap_or_default();
+        return (format!("died {} {how}{leg}", clock(death.at, tz)), true);
+    }
+    let Some(stream) = model.stream(call.owner) else {
+        return ("?".to_string(), false);
+    };
+    if stream.unreachable.is_some() {
+        return ("unreachable".to_string(), true);
+    }
+    match &stream.ended {
+        None => ("open".to_string(), false),
+        Some(end) => {
+            let dead = end.how != mcpscope_engine::event::EndHow::Eof && call.verdict.is_open();
+            let word = if end.how == mcpscope_engine::event::EndHow::Eof {
+                "closed"
+            } else {
+                "died"
+            };
+            (
+                format!(
+                    "{word} {} {} ({})",
+                    clock(end.at, tz),
+                    end.how.as_str(),
+                    end.leg.as_str()
+                ),
+                dead,
+            )
+        }
+    }
+}

@@ -1,0 +1,49 @@
+//! The `x` fault menu for the selected call's owning stream.
+
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Clear, Paragraph};
+
+use crate::app::App;
+
+/// Draws the fault menu, if open, centred in `area`.
+pub fn render(frame: &mut Frame, app: &App, area: Rect) {
+    let Some(menu) = &app.fault_menu else {
+        return;
+    };
+    let theme = &app.theme;
+    let width = 64.min(area.width);
+    let height = (menu.choices.len() as u16 + 3).min(area.height);
+    let rect = super::centered(area, width, height);
+    let lines: Vec<Line> = menu
+        .choices
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            let style = if i == menu.selected {
+                theme.selection()
+            } else {
+                theme.help()
+            };
+            Line::from(vec![
+                Span::styled(format!(" {:<14}", c.spec), style.patch(theme.injected())),
+                Span::styled(c.description.clone(), style),
+            ])
+        })
+        .collect();
+    let mut all = lines;
+    all.push(Line::from(Span::styled(
+        " Enter applies · Esc closes",
+        theme.dim(),
+    )));
+    frame.render_widget(Clear, rect);
+    let block = Block::bordered()
+        .title(Span::styled(
+            format!(" Inject a fault on #{} ", menu.stream),
+            theme.title(),
+        ))
+        .border_style(theme.border_focused())
+        .style(theme.help());
+    frame.render_widget(Paragraph::new(all).block(block), rect);
+}

@@ -1,0 +1,110 @@
+//! The status bar: addresses, recording, counts, armed faults, filter, mode; or the input line.
+
+use chrono::{DateTime, Utc};
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::Paragraph;
+
+use super::fmt::clock;
+use crate::app::{App, InputKind};
+use mcpscope_engine::model::Model;
+
+/// Draws the status bar (or the line being typed) into `area`.
+pub fn render(frame: &mut Frame, app: &App, model: &Model, now: DateTime<Utc>, area: Rect) {
+    let theme = &app.theme;
+    if let Some(input) = &app.input {
+        let prompt = match input.kind {
+            InputKind::Filter => "filter (tool: method: status: session: text) / ",
+            InputKind::Arm => "arm fault rule: ",
+            InputKind::Seek => "seek to HH:MM:SS[.mmm]: ",
+        };
+        let line = Line::from(vec![
+            Span::styled(prompt, theme.header()),
+            Span::styled(format!("{}█", input.text), theme.input()),
+        ]);
+        frame.render_widget(Paragraph::new(line).style(theme.input()), area);
+        return;
+    }
+    let bar = theme.status_bar();
+    let alert = theme.status_alert();
+    let sep = || Span::styled(" │ ", bar);
+    let mut spans = Vec::new();
+    if let Some(r) = &app.replay {
+        spans.push(Span::styled(
+            format!(
+                " REPLAY {} {} {} · event {}/{}",
+                if r.playing { "▶" } else { "⏸" },
+                r.speed,
+                clock(now, app.tz),
+                r.position,
+                r.len
+            ),
+            alert,
+        ));
+        spans.push(sep());
+    }
+    let listen = app
+        .info
+        .listen
+        .clone()
+        .or_else(|| model.proxy.as_ref().map(|p| p.listen.clone()));
+    let upstream = app
+        .info
+        .upstream
+        .clone()
+        .or_else(|| model.proxy.as_ref().map(|p| p.upstream.clone()));
+    if listen.is_some() || upstream.is_some() {
+        spans.push(Span::styled(
+            format!(
+                " {} → {}",
+                listen.as_deref().unwrap_or("?"),
+                upstream.as_deref().unwrap_or("?")
+            ),
+            bar,
+        ));
+        spans.push(sep());
+    }
+    if let Some(rec) = &app.info.recording {
+        spans.push(Span::styled(format!("rec {}", rec.display()), bar));
+        spans.push(sep());
+    }
+    let c = model.counts();
+    spans.push(Span::styled(
+        format!(
+            "{} sessions · {} open · {} pending · ",
+            c.sessions, c.open_streams, c.pending
+        ),
+        bar,
+    ));
+    spans.push(Span::styled(
+        format!("{} orphaned", c.orphaned),
+        if c.orphaned > 0 { alert } else { bar },
+    ));
+    if let Some(faults) = &app.faults {
+        let armed = faults.armed();
+        if !armed.is_empty() {
+            spans.push(sep());
+            spans.push(Span::styled(format!("armed: {}", armed.join(", ")), alert));
+        }
+    }
+    if !app.filter.is_empty() {
+        spans.push(sep());
+        spans.push(Span::styled(format!("filter: {}", app.filter.text), bar));
+    }
+    if app.paused {
+        spans.push(sep());
+        spans.push(Span::styled(format!("PAUSED ({} held)", app.held), alert));
+    }
+    if app.feed_closed {
+        spans.push(sep());
+        spans.push(Span::styled("feed closed", alert));
+    }
+    if let Some(flash) = &app.flash {
+        spans.push(sep());
+        spans.push(Span::styled(flash.clone(), alert));
+    }
+    spans.push(sep());
+    spans.push(Span::styled("? help", bar));
+    frame.render_widget(Paragraph::new(Line::from(spans)).style(bar), area);
+}

@@ -1,0 +1,189 @@
+//! Sessions → streams → messages, with tui-tree-widget. Children are built only for open nodes,
+//! and a session with many streams shows a window of them around the selection.
+
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::Block;
+use tui_tree_widget::{Tree, TreeItem};
+
+use super::fmt::clock;
+use crate::app::{App, Node, Pane};
+use crate::theme::Theme;
+use mcpscope_engine::event::{Direction, EndHow};
+use mcpscope_engine::model::{Model, Stream};
+
+/// Streams shown at once under one session.
+const WINDOW: usize = 300;
+
+/// Draws the tree into `area`.
+pub fn render(frame: &mut Frame, app: &mut App, model: &Model, area: Rect) {
+    let theme = app.theme.clone();
+    let items = items(app, model, &theme);
+    let focused = app.focus == Pane::Tree;
+    let block = Block::bordered()
+        .title(Span::styled(
+            " Sessions · streams · messages ",
+            theme.title(),
+        ))
+        .border_style(theme.pane_border(focused));
+    app.areas.tree = area;
+    match Tree::new(&items) {
+        Ok(tree) => {
+            let tree = tree
+                .block(block)
+                .style(theme.text())
+                .highlight_style(theme.selection())
+                .highlight_symbol("");
+            frame.render_stateful_widget(tree, area, &mut app.tree);
+        }
+        Err(_) => frame.render_widget(block, area),
+    }
+}
+
+fn items(app: &App, model: &Model, theme: &Theme) -> Vec<TreeItem<'static, Node>> {
+    let mut out = Vec::new();
+    let selected_stream = app.tree.selected().get(1).copied();
+    for (si, session) in model.sessions.iter().enumerate() {
+        if session.streams.is_empty() {
+            continue;
+        }
+        let mut text = vec![Span::styled(session.label(), theme.header())];
+        if let Some(rev) = &session.revision {
+            text.push(Span::styled(format!("  {rev}"), theme.dim()));
+        }
+        if let Some(client) = &session.client {
+            text.push(Span::styled(format!("  {client}"), theme.dim()));
+        }
+        if let Some((_, end)) = &session.ended {
+            text.push(Span::styled(
+                format!("  {end:?}").to_lowercase(),
+                theme.stream_dead(),
+            ));
+        }
+        text.push(Span::styled(
+            format!("  ({} streams)", session.streams.len()),
+            theme.dim(),
+        ));
+        let open = app.tree.opened().contains(&vec![Node::Session(si)]);
+        let children = if open {
+            stream_items(app, model, theme, si, selected_stream)
+        } else {
+            vec![TreeItem::new_leaf(Node::More(si, 0), "…")]
+        };
+        if let Ok(item) = TreeItem::new(Node::Session(si), Line::from(text), children) {
+            out.push(item);
+        }
+    }
+    out
+}
+
+fn stream_items(
+    app: &App,
+    model: &Model,
+    theme: &Theme,
+    si: usize,
+    selected: Option<Node>,
+) -> Vec<TreeItem<'static, Node>> {
+    let ids = &model.sessions[si].streams;
+    let center = match selected {
+        Some(Node::Stream(id)) => ids.iter().position(|&s| s == id),
+        _ => None,
+    }
+    .unwrap_or(ids.len().saturating_sub(1));
+    let start = center
+        .saturating_sub(WINDOW / 2)
+        .min(ids.len().saturating_sub(WINDOW));
+    let end = (start + WINDOW).min(ids.len());
+    let mut out = Vec::new();
+    if start > 0 {
+        out.push(TreeItem::new_leaf(
+            Node::More(si, 1),
+            Span::styled(format!("… {start} earlier streams"), theme.dim()),
+        ));
+    }
+    for &id in &ids[start..end] {
+        let Some(stream) = model.stream(id) else {
+            continue;
+        };
+        let path = vec![Node::Session(si), Node::Stream(id)];
+        let children = if app.tree.opened().contains(&path) {
+            stream
+                .messages
+                .iter()
+                .filter_map(|&m| {
+                    let rec = model.messages.get(m)?;
+                    let style = match rec.dir {
+                        Direction::ClientToServer => theme.text(),
+                        Direction::ServerToClient => theme.mark(),
+                    };
+                    let line = Line::from(vec![
+                        Span::styled(format!("{} ", clock(rec.at, app.tz)), theme.dim()),
+                        Span::styled(rec.summary(), style),
+                    ]);
+                    Some(TreeItem::new_leaf(Node::Message(m), line))
+                })
+                .collect()
+        } else if stream.messages.is_empty() {
+            Vec::new()
+        } else {
+            vec![TreeItem::new_leaf(Node::More(id as usize, 2), "…")]
+        };
+        if let Ok(item) = TreeItem::new(Node::Stream(id), stream_line(stream, app, theme), children)
+        {
+            out.push(item);
+        }
+    }
+    if end < ids.len() {
+        out.push(TreeItem::new_leaf(
+            Node::More(si, 3),
+            Span::styled(format!("… {} later streams", ids.len() - end), theme.dim()),
+        ));
+    }
+    out
+}
+
+/// `POST#12 sse 200  14:02:11.200 → died 14:02:11.700 reset (upstream)`.
+pub fn stream_line(stream: &Stream, app: &App, theme: &Theme) -> Line<'static> {
+    let mut spans = vec![Span::styled(format!("{} ", stream.label()), theme.text())];
+    if let Some(status) = stream.status {
+        spans.push(Span::styled(format!("{status} "), theme.dim()));
+    }
+    spans.push(Span::styled(clock(stream.opened_at, app.tz), theme.dim()));
+    let (text, style) = if let Some(err) = &stream.unreachable {
+        (format!(" unreachable: {err}"), theme.stream_dead())
+    } else {
+        match &stream.ended {
+            None => (" open".to_string(), theme.stream_open()),
+            Some(end) => {
+                let word = if end.how == EndHow::Eof {
+                    "ended"
+                } else {
+                    "died"
+                };
+                let style = if end.how == EndHow::Eof {
+                    theme.dim()
+                } else {
+                    theme.stream_dead()
+                };
+                (
+                    format!(
+                        " → {word} {} {} ({})",
+                        clock(end.at, app.tz),
+                        end.how.as_str(),
+                        end.leg.as_str()
+                    ),
+                    style,
+                )
+            }
+        }
+    };
+    spans.push(Span::styled(text, style));
+    if !stream.faults.is_empty() {
+        spans.push(Span::styled(
+            format!(" ⚡{}", stream.faults.join(",")),
+            theme.injected(),
+        ));
+    }
+    Line::from(spans)
+}

@@ -1,0 +1,144 @@
+//! Replays: a recording read back into the same events, folded by the same model (viewer or
+//! headless, with a time cursor), or served as a mock upstream that re-enacts the server side.
+
+use std::io::{IsTerminal, Write};
+use std::path::Path;
+use std::time::Duration;
+
+use anyhow::Context;
+use chrono::{DateTime, Utc};
+
+pub use mcpscope_proxy::mock::{ServeHandle, serve};
+
+use crate::app::{UsageError, check_listen, shutdown_signal};
+use crate::cli::ReplayArgs;
+use crate::headless::{self, Style};
+use mcpscope_engine::event::Event;
+use mcpscope_engine::model::{Model, Notice};
+use mcpscope_engine::record::{self, Recording};
+
+/// Reads a recording, printing its warnings (a truncated last line) to stderr.
+pub fn load(path: &Path) -> anyhow::Result<Recording> {
+    let recording = record::read_file(path)?;
+    for warning in &recording.warnings {
+        eprintln!("mcpscope: warning: {warning}");
+    }
+    Ok(recording)
+}
+
+/// The model at a time cursor: every event up to and including `t` folded, then resumption
+/// windows expired at `t`.
+pub fn model_at(events: &[Event], t: DateTime<Utc>) -> Model {
+    let mut model = Model::new();
+    for event in events.iter().take_while(|e| e.t <= t) {
+        model.expire(event.t);
+        model.apply(event);
+    }
+    model.expire(t);
+    model
+}
+
+/// Folds a whole recording the way the live headless view does (resumption windows expire as
+/// time passes in the recording); returns the model and every notice, in order.
+pub fn fold(events: &[Event]) -> (Model, Vec<Notice>) {
+    let mut model = Model::new();
+    let mut notices = Vec::new();
+    for event in events {
+        notices.extend(model.expire(event.t));
+        notices.extend(model.apply(event));
+    }
+    if let Some(last) = events.last() {
+        notices.extend(model.expire(last.t));
+    }
+    (model, notices)
+}
+
+/// Prints the notices of a replay, pacing the events by their recorded times divided by
+/// `speed` (0 = as fast as possible).
+pub async fn print_notices(events: &[Event], style: Style, speed: f64) -> anyhow::Result<Model> {
+    let mut model = Model::new();
+    let mut previous: Option<DateTime<Utc>> = None;
+    let stdout = std::io::stdout();
+    for event in events {
+        if let Some(prev) = previous
+            && speed > 0.0
+            && speed.is_finite()
+        {
+            let gap = (event.t - prev).num_microseconds().unwrap_or(0).max(0) as f64;
+            tokio::time::sleep(Duration::from_secs_f64(gap / 1e6 / speed)).await;
+        }
+        previous = Some(event.t);
+        let mut notices = model.expire(event.t);
+        notices.extend(model.apply(event));
+        write_notices(&stdout, &notices, style)?;
+    }
+    if let Some(last) = previous {
+        write_notices(&stdout, &model.expire(last), style)?;
+    }
+    Ok(model)
+}
+
+fn write_notices(stdout: &std::io::Stdout, notices: &[Notice], style: Style) -> anyhow::Result<()> {
+    if notices.is_empty() {
+        return Ok(());
+    }
+    let mut out = stdout.lock();
+    for notice in notices {
+        writeln!(out, "{}", headless::format(notice, style))?;
+    }
+    out.flush()?;
+    Ok(())
+}
+
+/// `mcpscope replay FILE`: the viewer on a terminal, headless lines or JSON otherwise, or with
+/// `--serve` the mock upstream until Ctrl-C.
+pub async fn run(args: &ReplayArgs) -> anyhow::Result<()> {
+    if let Some(speed) = args.speed.filter(|s| !(*s >= 0.0 && s.is_finite())) {
+        anyhow::bail!(UsageError(format!(
+            "--speed {speed} must be a number ≥ 0 (0 = as fast as possible)"
+        )));
+    }
+    let recording = load(&args.file)?;
+    if args.serve {
+        check_listen(args.listen, false)?;
+        let exchanges = mcpscope_proxy::mock::matching::exchanges(&recording.events)
+            .iter()
+            .filter(|e| e.http_method != "POST" || e.has_request())
+            .count();
+        let speed = args.speed.unwrap_or(1.0);
+        let handle = serve(recording, args.listen.0, speed).await?;
+        eprintln!(
+            "mcpscope replay: serving {} as a mock upstream on {} ({exchanges} recorded exchanges, speed {})",
+            args.file.display(),
+            handle.url(),
+            speed
+        );
+        shutdown_signal().await;
+        handle.shutdown();
+        let unused = handle.unused();
+        if !unused.is_empty() {
+            eprintln!(
+                "mcpscope replay: {} recorded exchange(s) never requested: {}",
+                unused.len(),
+                unused.join(", ")
+            );
+        }
+        return Ok(());
+    }
+    let viewer = !args.headless && !args.json && std::io::stdout().is_terminal();
+    if viewer {
+        let info = mcpscope_tui::Info {
+            listen: None,
+            upstream: None,
+            recording: Some(args.file.clone()),
+            theme: args.theme.clone(),
+            speed: args.speed,
+        };
+        return mcpscope_tui::run_replay(recording.events, info)
+            .await
+            .with_context(|| format!("replaying {}", args.file.display()));
+    }
+    let style = if args.json { Style::Json } else { Style::Lines };
+    print_notices(&recording.events, style, args.speed.unwrap_or(0.0)).await?;
+    Ok(())
+}
