@@ -38,7 +38,7 @@ pub async fn run(mut feed: UnboundedReceiver<Event>, style: Style) -> Model {
                 Some(event) => model.apply(&event),
                 None => break,
             },
-            _ = tick.tick() => model.expire(Utc::now()),
+            _ = tick.tick() => model.advance(Utc::now()),
         };
         if notices.is_empty() {
             continue;

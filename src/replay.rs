@@ -26,31 +26,21 @@ pub fn load(path: &Path) -> anyhow::Result<Recording> {
     Ok(recording)
 }
 
-/// The model at a time cursor: every event up to and including `t` folded, then resumption
-/// windows expired at `t`.
+/// The model at a time cursor: every event up to and including `t` folded, and the model's
+/// clock advanced to `t`.
 pub fn model_at(events: &[Event], t: DateTime<Utc>) -> Model {
     let mut model = Model::new();
     for event in events.iter().take_while(|e| e.t <= t) {
-        model.expire(event.t);
         model.apply(event);
     }
-    model.expire(t);
+    model.advance(t);
     model
 }
 
-/// Folds a whole recording the way the live headless view does (resumption windows expire as
-/// time passes in the recording); returns the model and every notice, in order.
+/// Folds a whole recording (the model's clock moves with each event's time, so resumption
+/// windows close as they did live); returns the model and every notice, in order.
 pub fn fold(events: &[Event]) -> (Model, Vec<Notice>) {
-    let mut model = Model::new();
-    let mut notices = Vec::new();
-    for event in events {
-        notices.extend(model.expire(event.t));
-        notices.extend(model.apply(event));
-    }
-    if let Some(last) = events.last() {
-        notices.extend(model.expire(last.t));
-    }
-    (model, notices)
+    Model::from_events(events)
 }
 
 /// Prints the notices of a replay, pacing the events by their recorded times divided by
@@ -68,12 +58,7 @@ pub async fn print_notices(events: &[Event], style: Style, speed: f64) -> anyhow
             tokio::time::sleep(Duration::from_secs_f64(gap / 1e6 / speed)).await;
         }
         previous = Some(event.t);
-        let mut notices = model.expire(event.t);
-        notices.extend(model.apply(event));
-        write_notices(&stdout, &notices, style)?;
-    }
-    if let Some(last) = previous {
-        write_notices(&stdout, &model.expire(last), style)?;
+        write_notices(&stdout, &model.apply(event), style)?;
     }
     Ok(model)
 }

@@ -34,9 +34,10 @@ use tokio::time::Instant;
 use conn::{ClientConn, ResetFlag};
 use mcpscope_engine::event::{Direction, EndHow, EventKind, Leg, StreamId, header};
 use mcpscope_engine::fault::{Fault, Plan, Planner, RequestInfo, Trigger};
+use mcpscope_engine::wire::ContentKind;
 use mcpscope_engine::wire::jsonrpc;
 use sink::EventSink;
-use tap::{Content, TapBody, TapContext, TapError};
+use tap::{TapBody, TapContext, TapError};
 use upstream::{SendError, UpstreamConn};
 
 /// The most of a request body read before forwarding (JSON-RPC messages are small).
@@ -512,19 +513,12 @@ async fn handle(
             .headers
             .insert(http::header::CONNECTION, HeaderValue::from_static("close"));
     }
-    let content_type = parts
-        .headers
-        .get(http::header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("")
-        .to_ascii_lowercase();
-    let content = if content_type.starts_with("text/event-stream") {
-        Content::Sse
-    } else if content_type.starts_with("application/json") {
-        Content::Json
-    } else {
-        Content::Other
-    };
+    let content = ContentKind::of(
+        parts
+            .headers
+            .get(http::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok()),
+    );
     let content_length = parts
         .headers
         .get(http::header::CONTENT_LENGTH)

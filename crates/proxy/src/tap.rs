@@ -20,6 +20,7 @@ use super::upstream::UpstreamConn;
 use super::{ConnSlot, Shared};
 use mcpscope_engine::event::{Direction, EndHow, EventKind, Leg, StreamId};
 use mcpscope_engine::fault::{Fault, Plan, Trigger};
+use mcpscope_engine::wire::ContentKind;
 use mcpscope_engine::wire::jsonrpc::{self, Kind};
 use mcpscope_engine::wire::sse::{SseFrame, SseParser};
 
@@ -31,17 +32,6 @@ const GATHER_BYTES: usize = 64 * 1024;
 
 /// The most of a JSON body kept aside for parsing.
 const JSON_CAP: usize = 16 * 1024 * 1024;
-
-/// What the response body is, for the tap.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Content {
-    /// `text/event-stream`.
-    Sse,
-    /// `application/json`.
-    Json,
-    /// Anything else: forwarded and counted, not parsed.
-    Other,
-}
 
 /// The error returned to hyper when the stream must end abnormally.
 #[derive(Debug, thiserror::Error)]
@@ -75,7 +65,7 @@ pub struct TapContext {
     /// The client connection's reset switch.
     pub reset: ResetFlag,
     /// What the body is.
-    pub content: Content,
+    pub content: ContentKind,
     /// The `Content-Length`, if any.
     pub content_length: Option<u64>,
     /// The session of the exchange.
@@ -162,7 +152,7 @@ impl TapBody {
         self.plan_fired = false;
         self.spent = false;
         self.plan = Some(plan);
-        if self.aligned() && self.ctx.content == Content::Sse {
+        if self.aligned() && self.ctx.content == ContentKind::Sse {
             // Bytes already forwarded belong to no held event; hold from here on.
             self.held_offset = self.received;
         }
@@ -182,11 +172,11 @@ impl TapBody {
             return;
         }
         self.reported = true;
-        if how == EndHow::Eof && self.ctx.content == Content::Json && !self.json.is_empty() {
+        if how == EndHow::Eof && self.ctx.content == ContentKind::Json && !self.json.is_empty() {
             let json = std::mem::take(&mut self.json);
             self.emit_message(&json);
         }
-        if self.ctx.content == Content::Sse && self.parser.mid_event() && self.inner.is_some() {
+        if self.ctx.content == ContentKind::Sse && self.parser.mid_event() && self.inner.is_some() {
             self.ctx.sink.emit(EventKind::InvalidMessage {
                 stream: self.ctx.stream,
                 dir: Direction::ServerToClient,
@@ -330,7 +320,7 @@ impl TapBody {
 
     fn tap_data(&mut self, data: Bytes) {
         match self.ctx.content {
-            Content::Json => {
+            ContentKind::Json => {
                 if self.json.len() + data.len() <= JSON_CAP {
                     self.json.extend_from_slice(&data);
                 }
@@ -339,8 +329,8 @@ impl TapBody {
                     _ => self.enqueue(data),
                 }
             }
-            Content::Other => self.enqueue(data),
-            Content::Sse => {
+            ContentKind::Other => self.enqueue(data),
+            ContentKind::Sse => {
                 let aligned = self.aligned();
                 if aligned {
                     self.held.extend_from_slice(&data);

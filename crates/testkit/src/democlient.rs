@@ -18,6 +18,7 @@ use hyper_util::rt::TokioExecutor;
 use serde_json::{Value, json};
 use tokio::task::JoinHandle;
 
+use mcpscope_engine::wire::ContentKind;
 use mcpscope_engine::wire::sse::{SseFrame, SseParser};
 
 /// Protocol revision the demo client speaks.
@@ -331,12 +332,11 @@ impl DemoClient {
         {
             self.session = Some(session.to_string());
         }
-        let content_type = resp
-            .headers()
-            .get(header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or("")
-            .to_ascii_lowercase();
+        let content = ContentKind::of(
+            resp.headers()
+                .get(header::CONTENT_TYPE)
+                .and_then(|v| v.to_str().ok()),
+        );
         if !status.is_success() {
             let body = resp
                 .into_body()
@@ -349,9 +349,9 @@ impl DemoClient {
                 String::from_utf8_lossy(&body)
             );
         }
-        let response = if content_type.starts_with("text/event-stream") {
+        let response = if content == ContentKind::Sse {
             read_sse_response(resp.into_body(), &json!(id)).await?
-        } else if content_type.starts_with("application/json") {
+        } else if content == ContentKind::Json {
             let body = resp
                 .into_body()
                 .collect()
@@ -360,7 +360,10 @@ impl DemoClient {
                 .to_bytes();
             serde_json::from_slice(&body).context("parsing the JSON response")?
         } else {
-            bail!("{method} answered with unexpected content type {content_type:?}");
+            bail!(
+                "{method} answered with a body that is neither JSON nor SSE ({})",
+                content.word()
+            );
         };
         if let Some(err) = response.get("error") {
             bail!("{method}: JSON-RPC error {err}");

@@ -15,6 +15,7 @@ use serde_json::{Value, json};
 use tokio::task::JoinHandle;
 
 use mcpscope_engine::event::EndHow;
+use mcpscope_engine::wire::ContentKind;
 use mcpscope_engine::wire::sse::SseParser;
 
 /// Protocol revision the probe speaks.
@@ -304,12 +305,11 @@ async fn read_answer(
 ) -> Outcome {
     let id = id.borrow();
     let status = resp.status().as_u16();
-    let content_type = resp
-        .headers()
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("")
-        .to_ascii_lowercase();
+    let content = ContentKind::of(
+        resp.headers()
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok()),
+    );
     let mut body = resp.into_body();
     if !(200..300).contains(&status) {
         let text = match tokio::time::timeout(TIMEOUT, body.collect()).await {
@@ -318,7 +318,7 @@ async fn read_answer(
         };
         return Outcome::Status(status, text);
     }
-    let sse = content_type.starts_with("text/event-stream");
+    let sse = content == ContentKind::Sse;
     let mut parser = SseParser::new();
     let mut frames = Vec::new();
     let mut json = Vec::new();

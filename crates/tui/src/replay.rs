@@ -1,12 +1,10 @@
 //! The replay cursor: the model as of any point of a recording, with checkpoints so seeking in
 //! a million-event recording is fast. Pure: no terminal, usable from tests and benchmarks.
 
-use std::borrow::Cow;
-
 use chrono::{DateTime, Utc};
 
-use mcpscope_engine::event::{Direction, EndHow, Event, EventKind};
-use mcpscope_engine::model::{Model, RESUME_GRACE_MS, Verdict, What};
+use mcpscope_engine::event::{Direction, Event, EventKind};
+use mcpscope_engine::model::Model;
 
 /// The least distance between checkpoints, in events.
 pub const CHECKPOINT_EVERY: usize = 10_000;
@@ -117,7 +115,7 @@ impl ReplayCursor {
         self.pos
     }
 
-    /// The model as of the cursor (not expired: see [`ReplayCursor::view_model`]).
+    /// The model as of the cursor.
     pub fn model_at(&self) -> &Model {
         &self.model
     }
@@ -130,25 +128,10 @@ impl ReplayCursor {
         }
     }
 
-    /// The model as it should be shown at `now`: resumable calls past their window are orphaned
-    /// (on a clone, only when one is due).
-    pub fn view_model(&self, now: DateTime<Utc>) -> Cow<'_, Model> {
-        let due = self.model.calls.iter().any(|c| match &c.verdict {
-            Verdict::Resumable {
-                death, retry_ms, ..
-            } => {
-                let window = retry_ms.map_or(0, |r| r as i64) + RESUME_GRACE_MS;
-                (now - death.at).num_milliseconds() >= window
-            }
-            _ => false,
-        });
-        if due {
-            let mut model = self.model.clone();
-            model.expire(now);
-            Cow::Owned(model)
-        } else {
-            Cow::Borrowed(&self.model)
-        }
+    /// Moves the model's clock to `now` between events (playback), as a live view's clock moves:
+    /// resumption windows that close by then close in the cursor's own model.
+    pub fn advance(&mut self, now: DateTime<Utc>) {
+        self.model.advance(now);
     }
 
     /// Moves the cursor so that exactly `index` events are applied (clamped to the length).
@@ -231,16 +214,20 @@ impl ReplayCursor {
         let Some(event) = self.events.get(self.pos) else {
             return;
         };
-        let notices = self.model.apply(event);
+        self.model.apply(event);
         if self.pos >= self.frontier {
-            let abnormal = matches!(
-                event.kind,
-                EventKind::StreamEnded { dir: Direction::ServerToClient, how, .. } if how != EndHow::Eof
-            );
-            let orphaning = notices
-                .iter()
-                .any(|n| matches!(n.what, What::StreamEnded { pending, .. } if pending > 0));
-            if abnormal || orphaning {
+            let died = match event.kind {
+                EventKind::StreamEnded {
+                    stream,
+                    dir: Direction::ServerToClient,
+                    ..
+                } => self
+                    .model
+                    .stream(stream)
+                    .is_some_and(|s| self.model.fate(s).is_death()),
+                _ => false,
+            };
+            if died {
                 self.deaths.push(self.pos);
             }
         }

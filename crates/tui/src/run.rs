@@ -1,7 +1,6 @@
 //! The event loops: drain the feed once per frame, then draw; redraw only on change and once a
 //! second for the timers, at most ~60 times a second. Quit on `q`, Ctrl-C, SIGINT or SIGTERM.
 
-use std::borrow::Cow;
 use std::time::{Duration, Instant};
 
 use chrono::{DateTime, NaiveTime, Utc};
@@ -91,7 +90,7 @@ impl Source for LiveSource {
                 }
             }
         }
-        if !self.paused && !self.model.expire(Utc::now()).is_empty() {
+        if !self.paused && !self.model.advance(Utc::now()).is_empty() {
             changed = true;
         }
         if app.held != self.held.len() {
@@ -120,7 +119,6 @@ impl Source for LiveSource {
 /// A recording with a time cursor.
 pub struct ReplaySource {
     cursor: ReplayCursor,
-    display: Option<Model>,
     playing: bool,
     speed: Speed,
     clock: Option<DateTime<Utc>>,
@@ -143,7 +141,6 @@ impl ReplaySource {
         cursor.step_forward();
         Self {
             cursor,
-            display: None,
             playing: false,
             speed: Speed::X1,
             clock: None,
@@ -154,10 +151,7 @@ impl ReplaySource {
 
     fn refresh(&mut self, app: &mut App) {
         let now = self.now();
-        self.display = match self.cursor.view_model(now) {
-            Cow::Owned(model) => Some(model),
-            Cow::Borrowed(_) => None,
-        };
+        self.cursor.advance(now);
         app.replay = Some(ReplayStatus {
             position: self.cursor.position(),
             len: self.cursor.len(),
@@ -204,7 +198,7 @@ impl Source for ReplaySource {
     }
 
     fn model(&self) -> &Model {
-        self.display.as_ref().unwrap_or(self.cursor.model_at())
+        self.cursor.model_at()
     }
 
     fn now(&self) -> DateTime<Utc> {

@@ -6,10 +6,11 @@ use chrono::{DateTime, SecondsFormat, Utc};
 use serde_json::Value;
 
 use super::{
-    Body, Call, Death, End, Mark, MessageRec, Model, Notice, OrphanCause, ProxyInfo, Reaction,
-    Session, SessionEnd, Stream, ToolInfo, Verdict, What,
+    Call, Death, End, Mark, MessageRec, Model, Notice, OrphanCause, ProxyInfo, Reaction, Session,
+    SessionEnd, Stream, ToolInfo, Verdict, What,
 };
 use crate::event::{Direction, EndHow, Event, EventKind, Header, Leg, StreamId, header};
+use crate::wire::ContentKind;
 use crate::wire::jsonrpc::{Kind, canonical, classify, id_text, messages};
 
 /// The first revision without sessions, GET streams or resumption.
@@ -38,17 +39,10 @@ fn is_input_required(result: &Value) -> bool {
         || result.get("inputRequests").is_some()
 }
 
-fn body_of(headers: &[Header]) -> Body {
-    match header(headers, "content-type").map(|v| v.to_ascii_lowercase()) {
-        Some(ct) if ct.starts_with("text/event-stream") => Body::Sse,
-        Some(ct) if ct.starts_with("application/json") => Body::Json,
-        _ => Body::Other,
-    }
-}
-
 impl Model {
     /// Folds one event into the state; returns the notable changes it caused.
     pub fn apply(&mut self, event: &Event) -> Vec<Notice> {
+        let mut out = self.advance(event.t);
         if self.sessions.is_empty() {
             self.sessions.push(Session {
                 id: None,
@@ -64,7 +58,6 @@ impl Model {
         }
         self.events_applied += 1;
         self.last_t = Some(event.t);
-        let mut out = Vec::new();
         let t = event.t;
         match &event.kind {
             EventKind::ProxyStarted {
@@ -274,7 +267,7 @@ impl Model {
             status: None,
             response_headers: Vec::new(),
             head_at: None,
-            body: Body::Unknown,
+            body: None,
             marks: Vec::new(),
             messages: Vec::new(),
             calls: Vec::new(),
@@ -352,13 +345,13 @@ impl Model {
         let Some(si) = self.stream_index.get(&id).copied() else {
             return;
         };
-        let body = body_of(headers);
+        let body = ContentKind::of_headers(headers);
         {
             let s = &mut self.streams[si];
             s.status = Some(status);
             s.response_headers = headers.to_vec();
             s.head_at = Some(t);
-            s.body = body;
+            s.body = Some(body);
         }
         // The response that assigns a session (to `initialize`) moves the exchange into it.
         if self.streams[si].session == 0
@@ -393,9 +386,9 @@ impl Model {
             self.orphan_owned_by(si, OrphanCause::ResumeFailed, t, out);
             return;
         }
-        if ok && body == Body::Other {
+        if ok && body == ContentKind::Other {
             self.orphan_owned_by(si, OrphanCause::NoResponseBody, t, out);
-        } else if !ok && body != Body::Json && body != Body::Sse {
+        } else if !ok && body == ContentKind::Other {
             for index in self.open_calls_owned_by(si) {
                 self.fail(index, format!("HTTP {status}"), t, out);
             }
@@ -501,7 +494,7 @@ impl Model {
         let at = self.messages[message].at;
         let s = &mut self.streams[si];
         match s.marks.last_mut() {
-            Some(mark) if s.body == Body::Sse && mark.message.is_none() => {
+            Some(mark) if s.body == Some(ContentKind::Sse) && mark.message.is_none() => {
                 mark.message = Some(message);
                 mark.response = response;
                 self.messages[message].sse_id = mark.id.clone();
@@ -1079,6 +1072,12 @@ impl Model {
     /// Changes a verdict and keeps the counts in step.
     fn set_verdict(&mut self, index: usize, verdict: Verdict, ended_at: Option<DateTime<Utc>>) {
         let call = &mut self.calls[index];
+        if let Some(deadline) = call.verdict.resume_deadline() {
+            self.resume_due.remove(&(deadline, index));
+        }
+        if let Some(deadline) = verdict.resume_deadline() {
+            self.resume_due.insert((deadline, index));
+        }
         let before = (
             call.verdict.is_open(),
             matches!(call.verdict, Verdict::Orphaned { .. }),

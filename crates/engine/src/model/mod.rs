@@ -4,6 +4,7 @@
 //! live view, a replay and a test that feeds the same events reach the same state.
 
 pub mod call;
+mod fate;
 mod fold;
 pub mod notice;
 mod query;
@@ -11,23 +12,20 @@ pub mod session;
 pub mod stream;
 pub mod verdict;
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 
 pub use call::{Call, Reaction};
+pub use fate::Fate;
 pub use notice::{CallRef, Notice, What};
 pub use session::{Session, SessionEnd, ToolInfo};
-pub use stream::{Body, End, Mark, Stream};
-pub use verdict::{Death, OrphanCause, Verdict};
+pub use stream::{End, Mark, Stream};
+pub use verdict::{Death, OrphanCause, RESUME_GRACE_MS, Verdict};
 
 use crate::event::{Direction, Event, StreamId};
-
-/// How long a resumable call waits for a resumption (beyond the server's `retry:` hint) before it
-/// counts as orphaned.
-pub const RESUME_GRACE_MS: i64 = 15_000;
 
 /// One JSON-RPC message as the model keeps it.
 #[derive(Debug, Clone, PartialEq)]
@@ -113,6 +111,10 @@ pub struct Model {
     pub events_applied: u64,
     /// Time of the last event folded.
     pub last_t: Option<DateTime<Utc>>,
+    /// The latest time the model has reached: the last event's, or a later [`Model::advance`].
+    clock: Option<DateTime<Utc>>,
+    /// Resumable calls by the end of their resumption window: (deadline, call index).
+    resume_due: BTreeSet<(DateTime<Utc>, usize)>,
     stream_index: HashMap<StreamId, usize>,
     session_index: HashMap<String, usize>,
     event_owner: HashMap<(usize, String), StreamId>,
@@ -173,25 +175,35 @@ impl Model {
             .or_else(|| self.tools.get(tool))
     }
 
-    /// Turns resumable calls whose resumption window has passed by `now` into orphans.
-    pub fn expire(&mut self, now: DateTime<Utc>) -> Vec<Notice> {
+    /// The latest time the model has reached: the last event's, or a later [`Model::advance`].
+    pub fn clock(&self) -> Option<DateTime<Utc>> {
+        self.clock
+    }
+
+    /// Moves the model's clock forward to `now` (never back). A resumable call whose window
+    /// ([`Verdict::resume_deadline`]) has closed by then becomes an orphan, dated when the window
+    /// closed. [`Model::apply`] calls it with each event's time; a live view calls it with the
+    /// wall clock between events. The state reached at a time is the same however time got
+    /// there: one step, many ticks, or the events themselves.
+    pub fn advance(&mut self, now: DateTime<Utc>) -> Vec<Notice> {
+        if self.clock.is_some_and(|clock| now <= clock) {
+            return Vec::new();
+        }
+        self.clock = Some(now);
         let mut notices = Vec::new();
-        let due: Vec<usize> = self
-            .calls
-            .iter()
-            .filter_map(|c| match &c.verdict {
-                Verdict::Resumable {
-                    death, retry_ms, ..
-                } => {
-                    let window = retry_ms.map_or(0, |r| r as i64) + RESUME_GRACE_MS;
-                    ((now - death.at).num_milliseconds() >= window).then_some(c.index)
-                }
-                _ => None,
-            })
-            .collect();
-        for index in due {
+        while let Some(&(deadline, index)) = self.resume_due.first() {
+            if deadline > now {
+                break;
+            }
+            self.resume_due.pop_first();
             if let Some(death) = self.calls[index].verdict.death().copied() {
-                self.orphan(index, OrphanCause::ResumeFailed, death, now, &mut notices);
+                self.orphan(
+                    index,
+                    OrphanCause::ResumeFailed,
+                    death,
+                    deadline,
+                    &mut notices,
+                );
             }
         }
         notices

@@ -3,19 +3,7 @@
 use chrono::{DateTime, Utc};
 
 use crate::event::{EndHow, Header, Leg, StreamId, header};
-
-/// What the response body is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Body {
-    /// No response head yet.
-    Unknown,
-    /// `text/event-stream`.
-    Sse,
-    /// `application/json`.
-    Json,
-    /// Anything else (or none).
-    Other,
-}
+use crate::wire::ContentKind;
 
 /// How an exchange ended, one direction.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -70,8 +58,8 @@ pub struct Stream {
     pub response_headers: Vec<Header>,
     /// When the response head was seen.
     pub head_at: Option<DateTime<Utc>>,
-    /// What the body is.
-    pub body: Body,
+    /// What the body is (`None` until the response head).
+    pub body: Option<ContentKind>,
     /// SSE events and JSON bodies, in order.
     pub marks: Vec<Mark>,
     /// Indices of the messages carried both ways.
@@ -101,10 +89,9 @@ impl Stream {
     pub fn label(&self) -> String {
         let suffix = match (self.resumes.is_some(), self.body) {
             (true, _) => " resumed",
-            (false, Body::Sse) => " sse",
-            (false, Body::Json) => " json",
-            (false, Body::Other) => "",
-            (false, Body::Unknown) => "",
+            (false, Some(ContentKind::Sse)) => " sse",
+            (false, Some(ContentKind::Json)) => " json",
+            (false, Some(ContentKind::Other) | None) => "",
         };
         format!("{}#{}{}", self.method, self.id, suffix)
     }

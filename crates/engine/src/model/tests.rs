@@ -310,7 +310,7 @@ fn an_unresumed_stream_orphans_after_the_window() {
     let died = s.t;
     assert!(
         model
-            .expire(died + Duration::milliseconds(1000 + RESUME_GRACE_MS - 1))
+            .advance(died + Duration::milliseconds(1000 + RESUME_GRACE_MS - 1))
             .is_empty()
     );
     assert!(matches!(
@@ -320,7 +320,7 @@ fn an_unresumed_stream_orphans_after_the_window() {
             ..
         }
     ));
-    let notices = model.expire(died + Duration::milliseconds(1000 + RESUME_GRACE_MS));
+    let notices = model.advance(died + Duration::milliseconds(1000 + RESUME_GRACE_MS));
     assert_eq!(kinds(&notices), ["call_orphaned"]);
     assert!(matches!(
         verdict_of(&model, "slow"),

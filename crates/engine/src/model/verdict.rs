@@ -1,9 +1,13 @@
 //! What became of a call.
 
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, TimeDelta, Utc};
 use serde::Serialize;
 
 use crate::event::{EndHow, Leg, StreamId};
+
+/// How long a resumable call waits for a resumption (beyond the server's `retry:` hint) before it
+/// counts as orphaned.
+pub const RESUME_GRACE_MS: i64 = 15_000;
 
 /// Why a call can no longer be answered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -102,6 +106,28 @@ impl Verdict {
     /// Whether the call may still get its response (pending or resumable).
     pub fn is_open(&self) -> bool {
         matches!(self, Verdict::Pending | Verdict::Resumable { .. })
+    }
+
+    /// When a resumable call stops waiting for a resumption and counts as orphaned: the
+    /// server's `retry:` hint plus [`RESUME_GRACE_MS`] after its stream died. The one definition
+    /// of the resumption window; `None` unless resumable.
+    pub fn resume_deadline(&self) -> Option<DateTime<Utc>> {
+        match self {
+            Verdict::Resumable {
+                death, retry_ms, ..
+            } => {
+                let retry = i64::try_from(retry_ms.unwrap_or(0)).unwrap_or(i64::MAX);
+                let window = TimeDelta::try_milliseconds(retry.saturating_add(RESUME_GRACE_MS))
+                    .unwrap_or(TimeDelta::MAX);
+                Some(
+                    death
+                        .at
+                        .checked_add_signed(window)
+                        .unwrap_or(DateTime::<Utc>::MAX_UTC),
+                )
+            }
+            _ => None,
+        }
     }
 
     /// The stream death behind this verdict, if any.

@@ -1,4 +1,7 @@
-//! Wire formats: SSE framing and JSON-RPC messages.
+//! Wire formats: SSE framing, JSON-RPC messages and the content kind of a body.
 
+pub mod content;
 pub mod jsonrpc;
 pub mod sse;
+
+pub use content::ContentKind;

@@ -12,6 +12,7 @@ use chrono::{DateTime, Utc};
 use serde_json::{Map, Value};
 
 use mcpscope_engine::event::{Direction, EndHow, Event, EventKind, Header, Leg, StreamId, header};
+use mcpscope_engine::wire::ContentKind;
 use mcpscope_engine::wire::jsonrpc::{self, Kind};
 
 /// The response head of a recorded exchange.
@@ -101,10 +102,9 @@ impl Exchange {
 
     /// Whether the response is an SSE stream.
     pub fn is_sse(&self) -> bool {
-        self.head.as_ref().is_some_and(|h| {
-            header(&h.headers, "content-type")
-                .is_some_and(|c| c.to_ascii_lowercase().starts_with("text/event-stream"))
-        })
+        self.head
+            .as_ref()
+            .is_some_and(|h| ContentKind::of_headers(&h.headers) == ContentKind::Sse)
     }
 
     /// Whether this is a plain GET stream (not a resumption).

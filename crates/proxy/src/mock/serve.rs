@@ -32,6 +32,7 @@ use super::matching::{self, End, Exchange, Piece, Query};
 use crate::conn::{ClientConn, ResetFlag};
 use mcpscope_engine::event::{EndHow, Leg, header};
 use mcpscope_engine::record::Recording;
+use mcpscope_engine::wire::ContentKind;
 use mcpscope_engine::wire::jsonrpc::{self, Kind};
 
 /// Recorded moments this close together count as simultaneous when a GET stream waits for the
@@ -514,8 +515,9 @@ fn json_body(ex: &Exchange, live: Option<&Value>, state: &State) -> Bytes {
         return Bytes::new();
     };
     let bytes = ex.end.map_or(0, |e| e.bytes);
-    let content_type = header(&head.headers, "content-type").unwrap_or("");
-    if content_type.starts_with("application/json") && (head.status >= 300 || bytes > 0) {
+    if ContentKind::of_headers(&head.headers) == ContentKind::Json
+        && (head.status >= 300 || bytes > 0)
+    {
         // The body was not recorded (answered by the proxy, or cut): a stand-in.
         let id = live
             .and_then(|l| l.get("id"))

@@ -210,10 +210,10 @@ fn timing_lines(
         ]));
     }
     if let Some(end) = &stream.ended {
-        let style = if end.how == mcpscope_engine::event::EndHow::Eof {
-            theme.text()
-        } else {
+        let style = if model.fate(stream).is_death() {
             theme.stream_dead()
+        } else {
+            theme.text()
         };
         out.push(Line::from(vec![
             Span::styled(format!("{:<11}", "  end"), theme.header()),

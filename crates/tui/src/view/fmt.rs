@@ -4,7 +4,7 @@ use chrono::{DateTime, FixedOffset, Utc};
 use ratatui::style::Style;
 
 use crate::theme::Theme;
-use mcpscope_engine::model::{Call, Model, Verdict};
+use mcpscope_engine::model::{Call, Fate, Model, Verdict};
 
 /// `14:02:11.512` in the view's time zone.
 pub fn clock(t: DateTime<Utc>, tz: FixedOffset) -> String {
@@ -51,27 +51,18 @@ pub fn stream_state(model: &Model, call: &Call, tz: FixedOffset) -> (String, boo
     let Some(stream) = model.stream(call.owner) else {
         return ("?".to_string(), false);
     };
-    if stream.unreachable.is_some() {
-        return ("unreachable".to_string(), true);
-    }
-    match &stream.ended {
-        None => ("open".to_string(), false),
-        Some(end) => {
-            let dead = end.how != mcpscope_engine::event::EndHow::Eof && call.verdict.is_open();
-            let word = if end.how == mcpscope_engine::event::EndHow::Eof {
-                "closed"
-            } else {
-                "died"
-            };
-            (
-                format!(
-                    "{word} {} {} ({})",
-                    clock(end.at, tz),
-                    end.how.as_str(),
-                    end.leg.as_str()
-                ),
-                dead,
-            )
-        }
+    let fate = model.fate(stream);
+    match fate {
+        Fate::Open | Fate::Unreachable(_) => (fate.word().to_string(), fate.is_death()),
+        Fate::Closed(end) | Fate::Died(end) => (
+            format!(
+                "{} {} {} ({})",
+                fate.word(),
+                clock(end.at, tz),
+                end.how.as_str(),
+                end.leg.as_str()
+            ),
+            fate.is_death() && call.verdict.is_open(),
+        ),
     }
 }

@@ -10,8 +10,8 @@ use tui_tree_widget::{Tree, TreeItem};
 use super::fmt::clock;
 use crate::app::{App, Node, Pane};
 use crate::theme::Theme;
-use mcpscope_engine::event::{Direction, EndHow};
-use mcpscope_engine::model::{Model, Stream};
+use mcpscope_engine::event::Direction;
+use mcpscope_engine::model::{Fate, Model, Stream};
 
 /// Streams shown at once under one session.
 const WINDOW: usize = 300;
@@ -129,8 +129,11 @@ fn stream_items(
         } else {
             vec![TreeItem::new_leaf(Node::More(id as usize, 2), "…")]
         };
-        if let Ok(item) = TreeItem::new(Node::Stream(id), stream_line(stream, app, theme), children)
-        {
+        if let Ok(item) = TreeItem::new(
+            Node::Stream(id),
+            stream_line(model, stream, app, theme),
+            children,
+        ) {
             out.push(item);
         }
     }
@@ -144,39 +147,30 @@ fn stream_items(
 }
 
 /// `POST#12 sse 200  14:02:11.200 → died 14:02:11.700 reset (upstream)`.
-pub fn stream_line(stream: &Stream, app: &App, theme: &Theme) -> Line<'static> {
+pub fn stream_line(model: &Model, stream: &Stream, app: &App, theme: &Theme) -> Line<'static> {
     let mut spans = vec![Span::styled(format!("{} ", stream.label()), theme.text())];
     if let Some(status) = stream.status {
         spans.push(Span::styled(format!("{status} "), theme.dim()));
     }
     spans.push(Span::styled(clock(stream.opened_at, app.tz), theme.dim()));
-    let (text, style) = if let Some(err) = &stream.unreachable {
-        (format!(" unreachable: {err}"), theme.stream_dead())
-    } else {
-        match &stream.ended {
-            None => (" open".to_string(), theme.stream_open()),
-            Some(end) => {
-                let word = if end.how == EndHow::Eof {
-                    "ended"
-                } else {
-                    "died"
-                };
-                let style = if end.how == EndHow::Eof {
-                    theme.dim()
-                } else {
-                    theme.stream_dead()
-                };
-                (
-                    format!(
-                        " → {word} {} {} ({})",
-                        clock(end.at, app.tz),
-                        end.how.as_str(),
-                        end.leg.as_str()
-                    ),
-                    style,
-                )
-            }
-        }
+    let fate = model.fate(stream);
+    let (text, style) = match fate {
+        Fate::Open => (" open".to_string(), theme.stream_open()),
+        Fate::Unreachable(err) => (format!(" unreachable: {err}"), theme.stream_dead()),
+        Fate::Closed(end) | Fate::Died(end) => (
+            format!(
+                " → {} {} {} ({})",
+                fate.word(),
+                clock(end.at, app.tz),
+                end.how.as_str(),
+                end.leg.as_str()
+            ),
+            if fate.is_death() {
+                theme.stream_dead()
+            } else {
+                theme.dim()
+            },
+        ),
     };
     spans.push(Span::styled(text, style));
     if !stream.faults.is_empty() {

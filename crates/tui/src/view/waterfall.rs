@@ -11,8 +11,7 @@ use ratatui::widgets::{Block, Paragraph};
 use super::fmt::{clock, duration_ms};
 use crate::app::{App, Pane};
 use crate::keys::waterfall_first;
-use mcpscope_engine::event::EndHow;
-use mcpscope_engine::model::{Model, Stream, Verdict};
+use mcpscope_engine::model::{Model, Stream};
 
 const LABEL: usize = 16;
 
@@ -54,7 +53,7 @@ pub fn render(frame: &mut Frame, app: &mut App, model: &Model, now: DateTime<Utc
         .enumerate()
         .map(|(i, stream)| {
             let selected = first + i == app.wf_stream;
-            let dead = died(model, stream);
+            let dead = model.fate(stream).is_death();
             let bar_style = if dead {
                 theme.stream_dead()
             } else if stream.is_open() {
@@ -70,9 +69,8 @@ pub fn render(frame: &mut Frame, app: &mut App, model: &Model, now: DateTime<Utc
             if let Some(c) = cells.get_mut(a) {
                 *c = ('├', bar_style);
             }
-            let death = dead || stream.ended.as_ref().is_some_and(|e| e.how != EndHow::Eof);
             if let Some(end) = &stream.ended
-                && !death
+                && !dead
                 && let Some(c) = cells.get_mut(col(end.at))
             {
                 *c = ('┤', bar_style);
@@ -87,7 +85,7 @@ pub fn render(frame: &mut Frame, app: &mut App, model: &Model, now: DateTime<Utc
                 }
             }
             if let Some(end) = &stream.ended {
-                if death && let Some(c) = cells.get_mut(col(end.at)) {
+                if dead && let Some(c) = cells.get_mut(col(end.at)) {
                     *c = ('✕', theme.death());
                 }
             } else if stream.unreachable.is_some()
@@ -124,23 +122,4 @@ fn end_of(stream: &Stream, now: DateTime<Utc>) -> DateTime<Utc> {
         .ended
         .as_ref()
         .map_or(now.max(stream.opened_at), |e| e.at)
-}
-
-/// Whether a stream died: it ended abnormally, or it orphaned a call.
-fn died(model: &Model, stream: &Stream) -> bool {
-    if stream.unreachable.is_some() {
-        return true;
-    }
-    let Some(end) = &stream.ended else {
-        return false;
-    };
-    end.how != EndHow::Eof
-        || stream.calls.iter().any(|&c| {
-            model.calls.get(c).is_some_and(|call| {
-                matches!(
-                    call.verdict,
-                    Verdict::Orphaned { death, .. } | Verdict::Resumable { death, .. } if death.stream == stream.id
-                )
-            })
-        })
 }
