@@ -10,6 +10,7 @@ pub mod mock;
 pub mod running;
 pub mod sink;
 pub mod tap;
+pub mod transport;
 pub mod upstream;
 
 use std::collections::HashMap;
@@ -487,7 +488,7 @@ async fn handle(
         Err(UpstreamFailure::Failed(e)) => {
             shared.unregister(stream);
             let cause = upstream::error_text(&e);
-            let (how, _) = tap::classify_error(&e);
+            let (how, _) = transport::classify(&e);
             sink.emit(EventKind::StreamEnded {
                 stream,
                 dir: Direction::ServerToClient,
@@ -612,7 +613,7 @@ async fn read_request(
                 }
             }
             Some(Err(e)) => {
-                let (how, detail) = match tap::classify_error(&e) {
+                let (how, detail) = match transport::classify(&e) {
                     (EndHow::Reset, detail) => (EndHow::Reset, detail),
                     (_, detail) => (EndHow::Cancelled, detail),
                 };

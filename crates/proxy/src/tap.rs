@@ -448,7 +448,7 @@ impl TapBody {
                 Err(trailers) => self.trailers = Some(trailers),
             },
             Some(Err(err)) => {
-                let (how, detail) = classify_error(&err);
+                let (how, detail) = crate::transport::classify(&err);
                 let rest = self.held.split().freeze();
                 self.enqueue(rest);
                 self.inner = None;
@@ -521,40 +521,6 @@ impl TapBody {
 fn truncate_text(bytes: &[u8]) -> String {
     let end = bytes.len().min(4096);
     String::from_utf8_lossy(&bytes[..end]).into_owned()
-}
-
-/// How an upstream body error ended the stream.
-/// How a transport error ended a stream, and its cause in words: a reset is a reset; a clean
-/// close (FIN) inside the body's framing is an error of the stream (the body is cut short).
-pub fn classify_error(err: &(dyn std::error::Error + 'static)) -> (EndHow, String) {
-    let mut source = Some(err);
-    let mut fin = err
-        .downcast_ref::<hyper::Error>()
-        .is_some_and(hyper::Error::is_incomplete_message);
-    while let Some(e) = source {
-        if let Some(io) = e.downcast_ref::<std::io::Error>() {
-            match io.kind() {
-                std::io::ErrorKind::ConnectionReset | std::io::ErrorKind::ConnectionAborted => {
-                    return (EndHow::Reset, io.to_string());
-                }
-                std::io::ErrorKind::UnexpectedEof => fin = true,
-                _ => {}
-            }
-        }
-        if e.downcast_ref::<hyper::Error>()
-            .is_some_and(hyper::Error::is_incomplete_message)
-        {
-            fin = true;
-        }
-        source = e.source();
-    }
-    if fin {
-        return (
-            EndHow::Error,
-            "the peer closed the connection (FIN) before the message's framing ended".into(),
-        );
-    }
-    (EndHow::Error, err.to_string())
 }
 
 impl Body for TapBody {

@@ -177,7 +177,7 @@ impl Probe {
         match tokio::time::timeout(TIMEOUT, self.http.request(req)).await {
             Ok(Ok(resp)) => Ok(resp),
             Ok(Err(e)) => Err(Outcome::Died {
-                how: classify(&e),
+                how: mcpscope_proxy::transport::classify(&e).0,
                 head: false,
                 events: 0,
                 last_event_id: None,
@@ -269,34 +269,6 @@ impl Probe {
     }
 }
 
-/// How a transport error ended an answer.
-fn classify(err: &(dyn std::error::Error + 'static)) -> EndHow {
-    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(err);
-    let mut incomplete = false;
-    while let Some(e) = source {
-        if let Some(io) = e.downcast_ref::<std::io::Error>()
-            && matches!(
-                io.kind(),
-                std::io::ErrorKind::ConnectionReset | std::io::ErrorKind::ConnectionAborted
-            )
-        {
-            return EndHow::Reset;
-        }
-        if let Some(h) = e.downcast_ref::<hyper::Error>() {
-            incomplete |= h.is_incomplete_message();
-        }
-        source = e.source();
-    }
-    let text = err.to_string();
-    if text.contains("reset") {
-        EndHow::Reset
-    } else if incomplete {
-        EndHow::Eof
-    } else {
-        EndHow::Error
-    }
-}
-
 /// Reads an answer: a JSON body, or SSE until the response to `id` (any response when `id` is
 /// null and none is expected: a GET stream runs to its end).
 async fn read_answer(
@@ -363,7 +335,7 @@ async fn read_answer(
             }
             Some(Err(e)) => {
                 return Outcome::Died {
-                    how: classify(&e),
+                    how: mcpscope_proxy::transport::classify(&e).0,
                     head: true,
                     events,
                     last_event_id,
