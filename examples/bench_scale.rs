@@ -270,7 +270,7 @@ fn main() -> anyhow::Result<()> {
     let path = work.join("scale-1m.jsonl");
     let t0 = Instant::now();
     {
-        let mut rec = Recorder::create(&path, true)?;
+        let mut rec = Recorder::create(&path, mcpscope_engine::record::Create::Replace, true)?;
         for e in &events {
             rec.write(e)?;
         }

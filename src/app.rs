@@ -1,7 +1,6 @@
 //! Wiring: the proxy, the hub (recorder) and a view, started from parsed arguments.
 
 use std::io::IsTerminal;
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::{Context, bail};
@@ -9,7 +8,8 @@ use http::Uri;
 
 use crate::cli::{Listen, ProxyArgs, ServeTestArgs};
 use crate::headless::{self, Style};
-use mcpscope_engine::record::Recorder;
+use mcpscope_engine::record::{Create, Recorder};
+use mcpscope_engine::redact::Redactor;
 use mcpscope_proxy::Config;
 
 pub use mcpscope_engine::UsageError;
@@ -17,19 +17,21 @@ pub use mcpscope_proxy::running::{Running, start_proxy};
 
 /// Checks an upstream URL: http or https, with a host.
 pub fn parse_upstream(text: &str) -> Result<Uri, UsageError> {
+    // A password in the URL never reaches the terminal.
+    let shown = Redactor::disabled().url(text);
     let uri: Uri = text
         .parse()
-        .map_err(|e| UsageError(format!("--upstream {text:?} is not a URL: {e}")))?;
+        .map_err(|e| UsageError(format!("--upstream {shown:?} is not a URL: {e}")))?;
     match uri.scheme_str() {
         Some("http") | Some("https") => {}
         _ => {
             return Err(UsageError(format!(
-                "--upstream {text:?} must start with http:// or https://"
+                "--upstream {shown:?} must start with http:// or https://"
             )));
         }
     }
     if uri.host().is_none_or(str::is_empty) {
-        return Err(UsageError(format!("--upstream {text:?} has no host")));
+        return Err(UsageError(format!("--upstream {shown:?} has no host")));
     }
     Ok(uri)
 }
@@ -45,13 +47,40 @@ pub fn check_listen(listen: Listen, allow_remote: bool) -> Result<(), UsageError
     Ok(())
 }
 
-/// Where the recording goes, if anywhere.
-pub fn recording_path(args: &ProxyArgs) -> Option<PathBuf> {
-    if args.no_record {
-        None
-    } else {
-        Some(args.record.clone().unwrap_or_else(Recorder::default_path))
+/// The redaction policy the arguments ask for.
+pub fn redactor(args: &ProxyArgs) -> Redactor {
+    if args.no_redact {
+        return Redactor::disabled();
     }
+    Redactor::new()
+        .with_headers(&args.redact_headers)
+        .with_query(&args.redact_query)
+        .with_json_keys(&args.redact_json)
+}
+
+/// Creates the recording the arguments ask for: the `--record` file (refused if it exists,
+/// unless `--overwrite`), a new uniquely named file in `recordings/`, or none.
+pub fn create_recording(args: &ProxyArgs, redacted: bool) -> anyhow::Result<Option<Recorder>> {
+    if args.no_record {
+        return Ok(None);
+    }
+    let recorder = match &args.record {
+        Some(path) => {
+            let how = if args.overwrite {
+                Create::Replace
+            } else {
+                Create::New
+            };
+            Recorder::create(path, how, redacted)
+                .with_context(|| format!("cannot create the recording {}", path.display()))?
+        }
+        None => {
+            let dir = Recorder::default_dir();
+            Recorder::create_in(&dir, redacted)
+                .with_context(|| format!("cannot create a recording in {}", dir.display()))?
+        }
+    };
+    Ok(Some(recorder))
 }
 
 /// `mcpscope --listen … --upstream …`: runs until Ctrl-C (headless) or quit (TUI).
@@ -62,6 +91,7 @@ pub async fn run_proxy(args: ProxyArgs) -> anyhow::Result<()> {
         ));
     };
     let upstream = parse_upstream(upstream)?;
+    let upstream_shown = Redactor::disabled().url(&upstream.to_string());
     check_listen(args.listen, args.allow_remote)?;
     if args.insecure {
         eprintln!("mcpscope: WARNING: --insecure: the upstream's TLS certificate is NOT verified");
@@ -81,13 +111,20 @@ pub async fn run_proxy(args: ProxyArgs) -> anyhow::Result<()> {
     if let Some(theme) = &args.theme {
         mcpscope_tui::theme::Theme::load(theme).map_err(|e| UsageError(e.to_string()))?;
     }
-    let mut running = start_proxy(config, recording_path(&args)).await?;
+    let redactor = redactor(&args);
+    if !redactor.enabled() {
+        eprintln!(
+            "mcpscope: WARNING: --no-redact: secrets are kept in the recording and shown on screen"
+        );
+    }
+    let recorder = create_recording(&args, redactor.enabled())?;
+    let mut running = start_proxy(config, recorder, redactor).await?;
     running.proxy.shared.set_planner(engine.clone());
     for label in engine.armed() {
         eprintln!("mcpscope: fault rule armed: {label}");
     }
     eprintln!(
-        "mcpscope: listening on http://{} (upstream {upstream})",
+        "mcpscope: listening on http://{} (upstream {upstream_shown})",
         running.proxy.addr
     );
     if let Some(path) = &running.hub.recording {
@@ -111,7 +148,7 @@ pub async fn run_proxy(args: ProxyArgs) -> anyhow::Result<()> {
     } else {
         let info = mcpscope_tui::Info {
             listen: Some(running.proxy.addr.to_string()),
-            upstream: Some(upstream.to_string()),
+            upstream: Some(upstream_shown),
             recording: running.hub.recording.clone(),
             theme: args.theme.clone(),
             speed: None,

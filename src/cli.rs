@@ -91,12 +91,25 @@ pub struct ProxyArgs {
     /// Write the recording here (default: a new file in ./recordings/).
     #[arg(long, value_name = "PATH", conflicts_with = "no_record")]
     pub record: Option<PathBuf>,
+    /// Replace the file given to --record if it exists (it is never written through a link).
+    #[arg(long, requires = "record")]
+    pub overwrite: bool,
     /// Do not record.
     #[arg(long)]
     pub no_record: bool,
-    /// Keep credentials (Authorization, Cookie, …) in the recording.
+    /// Keep secrets (credentials, tokens, keys) in recordings and on screen.
     #[arg(long)]
     pub no_redact: bool,
+    /// Also redact this header's value (repeatable; Authorization, Cookie, X-Api-Key and any
+    /// header named like a token, secret, key, auth or session already are).
+    #[arg(long = "redact-header", value_name = "NAME")]
+    pub redact_headers: Vec<String>,
+    /// Also redact this query or form parameter's value (repeatable).
+    #[arg(long = "redact-query", value_name = "NAME")]
+    pub redact_query: Vec<String>,
+    /// Also redact this JSON key's value wherever it appears in a body (repeatable).
+    #[arg(long = "redact-json", value_name = "KEY")]
+    pub redact_json: Vec<String>,
     /// Accept any TLS certificate from the upstream (dangerous).
     #[arg(long)]
     pub insecure: bool,

@@ -59,7 +59,8 @@ pub async fn run(args: &DemoArgs) -> anyhow::Result<()> {
         allow_remote: false,
         redact: true,
     };
-    let mut running = app::start_proxy(config, None).await?;
+    let mut running =
+        app::start_proxy(config, None, mcpscope_engine::redact::Redactor::new()).await?;
     let engine = fault::install(&running.proxy, &[DEMO_RULE.to_string()], None)?;
     let proxy_url = format!("http://{}/mcp", running.proxy.addr);
     eprintln!(

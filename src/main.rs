@@ -15,13 +15,22 @@ fn init_tracing() {
     let path = std::env::var_os("MCPSCOPE_LOG")
         .map(std::path::PathBuf::from)
         .unwrap_or_else(|| std::env::temp_dir().join("mcpscope.log"));
-    let Ok(file) = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(&path)
-    else {
+    let mut options = std::fs::OpenOptions::new();
+    options.create(true).append(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        // Owner-only, and never written through a link someone planted in the temp dir.
+        options.mode(0o600).custom_flags(libc::O_NOFOLLOW);
+    }
+    let Ok(file) = options.open(&path) else {
         return;
     };
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let _ = file.set_permissions(std::fs::Permissions::from_mode(0o600));
+    }
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
     let _ = tracing_subscriber::fmt()

@@ -7,7 +7,8 @@ use std::time::Duration;
 use mcpscope::app;
 use mcpscope_engine::fault::{Fault, Plan, Planner, RequestInfo, Trigger};
 use mcpscope_engine::model::{Model, Notice};
-use mcpscope_engine::record;
+use mcpscope_engine::record::{self, Create, Recorder};
+use mcpscope_engine::redact::Redactor;
 use mcpscope_proxy::Config;
 use mcpscope_testkit::democlient::{self, DemoStep};
 use mcpscope_testkit::testserver;
@@ -52,7 +53,8 @@ async fn a_recording_folds_to_the_live_verdicts() {
         allow_remote: false,
         redact: true,
     };
-    let mut running = app::start_proxy(config, Some(path.clone()))
+    let recorder = Recorder::create(&path, Create::New, true).expect("recording");
+    let mut running = app::start_proxy(config, Some(recorder), Redactor::new())
         .await
         .expect("proxy");
     running
@@ -120,7 +122,7 @@ async fn a_recording_folds_to_the_live_verdicts() {
 }
 
 #[tokio::test]
-async fn credentials_are_redacted_in_the_recording_unless_asked() {
+async fn secrets_are_absent_from_the_recording_unless_asked() {
     for redact in [true, false] {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("run.jsonl");
@@ -134,7 +136,13 @@ async fn credentials_are_redacted_in_the_recording_unless_asked() {
             allow_remote: false,
             redact,
         };
-        let running = app::start_proxy(config, Some(path.clone()))
+        let redactor = if redact {
+            Redactor::new().with_json_keys(&["customer_pin"])
+        } else {
+            Redactor::disabled()
+        };
+        let recorder = Recorder::create(&path, Create::New, redact).expect("recording");
+        let running = app::start_proxy(config, Some(recorder), redactor)
             .await
             .expect("proxy");
         let client = reqwest_like_post(running.proxy.addr).await;
@@ -144,21 +152,39 @@ async fn credentials_are_redacted_in_the_recording_unless_asked() {
         tokio::time::sleep(Duration::from_millis(50)).await;
         running.hub.finish();
         let text = std::fs::read_to_string(&path).expect("recording");
-        assert_eq!(text.contains("s3cr3t"), !redact, "redact={redact}");
-        assert_eq!(
-            text.contains("Bearer [redacted]"),
-            redact,
-            "redact={redact}"
-        );
+        for secret in [
+            "s3cr3t",
+            "sk-LEAK",
+            "extra-LEAK",
+            "COOKIE-LEAK",
+            "dark-LEAK",
+            "KEY-LEAK",
+            "QUERY-LEAK",
+            "JSON-LEAK",
+            "PIN-LEAK",
+        ] {
+            assert_eq!(
+                text.contains(secret),
+                !redact,
+                "redact={redact}: {secret} in {text}"
+            );
+        }
+        // Whole values: no scheme or first word is left behind.
+        assert_eq!(text.contains("Bearer"), !redact, "redact={redact}");
+        if redact {
+            assert!(text.contains("[redacted]"), "{text}");
+            // What is not a secret is kept.
+            assert!(text.contains("\"q\":\"kept\""), "{text}");
+        }
     }
 }
 
 async fn reqwest_like_post(addr: std::net::SocketAddr) -> String {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let body = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+    let body = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"},"apiKey":"JSON-LEAK","customer_pin":"PIN-LEAK","q":"kept"}}"#;
     let mut sock = tokio::net::TcpStream::connect(addr).await.expect("connect");
     let req = format!(
-        "POST /mcp HTTP/1.1\r\nhost: {addr}\r\nauthorization: Bearer s3cr3t\r\ncookie: sid=s3cr3t\r\ncontent-type: application/json\r\naccept: application/json, text/event-stream\r\nconnection: close\r\ncontent-length: {}\r\n\r\n{body}",
+        "POST /mcp?api_key=QUERY-LEAK&x=1 HTTP/1.1\r\nhost: {addr}\r\nauthorization: Bearer s3cr3t sk-LEAK extra-LEAK\r\ncookie: COOKIE-LEAK; theme=dark-LEAK\r\nx-api-key: KEY-LEAK\r\ncontent-type: application/json\r\naccept: application/json, text/event-stream\r\nconnection: close\r\ncontent-length: {}\r\n\r\n{body}",
         body.len()
     );
     sock.write_all(req.as_bytes()).await.expect("write");

@@ -226,7 +226,7 @@ fn a_recording_of_several_sessions_replays_them_all() {
     events.sort_by_key(|e| e.t);
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("two.jsonl");
-    let mut rec = record::Recorder::create(&path, true).expect("create");
+    let mut rec = record::Recorder::create(&path, record::Create::New, true).expect("create");
     for e in &events {
         rec.write(e).expect("write");
     }

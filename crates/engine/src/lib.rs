@@ -7,6 +7,7 @@ pub mod event;
 pub mod fault;
 pub mod model;
 pub mod record;
+pub mod redact;
 pub mod wire;
 
 /// A usage error: reported in one line with exit code 2.

@@ -9,6 +9,7 @@ use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 
 use mcpscope_engine::event::Event;
 use mcpscope_engine::record::Recorder;
+use mcpscope_engine::redact::Redactor;
 
 /// How long the hub lets a burst of events gather before taking it (bounds the view's lag).
 const COALESCE: std::time::Duration = std::time::Duration::from_micros(500);
@@ -42,8 +43,9 @@ pub struct Hub {
 }
 
 impl Hub {
-    /// Starts the hub with an optional recorder.
-    pub fn start(recorder: Option<Recorder>) -> Self {
+    /// Starts the hub with an optional recorder; `redactor` hides secrets in every event
+    /// before it is recorded or reaches the view.
+    pub fn start(recorder: Option<Recorder>, redactor: Redactor) -> Self {
         let (input, mut rx) = unbounded_channel::<Event>();
         let (tx, output) = unbounded_channel::<Event>();
         let recording = recorder.as_ref().map(|r| r.path().to_path_buf());
@@ -60,7 +62,8 @@ impl Hub {
                     std::thread::sleep(COALESCE);
                     let mut next = Some(first);
                     let mut taken = 0;
-                    while let Some(event) = next.take() {
+                    while let Some(mut event) = next.take() {
+                        redactor.event(&mut event.kind);
                         if let Some(rec) = recorder.as_mut() {
                             let written = rec.write(&event);
                             report_failure(rec, written, &mut failed);

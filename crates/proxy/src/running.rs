@@ -1,9 +1,7 @@
 //! A proxy with its hub (recorder and view feed), started together.
 
-use std::path::PathBuf;
-
-use anyhow::Context;
 use mcpscope_engine::record::Recorder;
+use mcpscope_engine::redact::Redactor;
 
 use crate::hub::Hub;
 use crate::sink::EventSink;
@@ -17,16 +15,14 @@ pub struct Running {
     pub hub: Hub,
 }
 
-/// Starts the hub and the proxy.
-pub async fn start_proxy(config: Config, recording: Option<PathBuf>) -> anyhow::Result<Running> {
-    let recorder = match &recording {
-        Some(path) => Some(
-            Recorder::create(path, config.redact)
-                .with_context(|| format!("cannot create the recording {}", path.display()))?,
-        ),
-        None => None,
-    };
-    let hub = Hub::start(recorder);
+/// Starts the hub (recording into `recorder`, if any; every event redacted by `redactor`
+/// before it is recorded or shown) and the proxy.
+pub async fn start_proxy(
+    config: Config,
+    recorder: Option<Recorder>,
+    redactor: Redactor,
+) -> anyhow::Result<Running> {
+    let hub = Hub::start(recorder, redactor);
     let proxy = crate::start(config, EventSink::new(hub.input.clone())).await?;
     Ok(Running { proxy, hub })
 }

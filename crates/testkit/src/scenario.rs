@@ -15,6 +15,8 @@ use crate::testserver::{self, Options};
 use mcpscope_engine::event::EndHow;
 use mcpscope_engine::fault::{Fault, Plan, Planner, RequestInfo, Trigger};
 use mcpscope_engine::model::{Model, Notice};
+use mcpscope_engine::record::{Create, Recorder};
+use mcpscope_engine::redact::Redactor;
 use mcpscope_proxy::Config;
 use mcpscope_proxy::running::start_proxy;
 
@@ -86,7 +88,8 @@ pub async fn record(name: &str, out: &Path) -> anyhow::Result<(Model, Vec<Notice
         allow_remote: false,
         redact: true,
     };
-    let mut running = start_proxy(config, Some(path.clone())).await?;
+    let recorder = Recorder::create(&path, Create::Replace, true)?;
+    let mut running = start_proxy(config, Some(recorder), Redactor::new()).await?;
     let mut feed = running
         .hub
         .take_output()

@@ -5,7 +5,7 @@ pub mod reader;
 pub mod writer;
 
 pub use reader::{ReadError, Recording, read_file};
-pub use writer::Recorder;
+pub use writer::{Create, Recorder, open_private};
 
 use serde::{Deserialize, Serialize};
 

@@ -20,20 +20,50 @@ pub struct Recorder {
     events: u64,
 }
 
+/// How a recording file is opened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Create {
+    /// A new file; an existing file or a symbolic link at the path is refused.
+    New,
+    /// A new file, or an existing regular file replaced (`--overwrite`); a symbolic link is
+    /// still refused, never followed.
+    Replace,
+}
+
 impl Recorder {
-    /// Creates (mode 0600, parents as needed) and writes the header line.
-    pub fn create(path: &Path, redacted: bool) -> io::Result<Self> {
-        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-            std::fs::create_dir_all(parent)?;
+    /// Creates the file (mode 0600, never through a symbolic link; missing directories are
+    /// created 0700) and writes the header line.
+    pub fn create(path: &Path, how: Create, redacted: bool) -> io::Result<Self> {
+        let file = open_private(path, how)?;
+        Self::start(path, file, redacted)
+    }
+
+    /// Creates a recording under `dir` with a name no other process will pick:
+    /// `mcpscope-YYYYmmdd-HHMMSS-PID.jsonl` (with `-2`, `-3`, … if that exists).
+    pub fn create_in(dir: &Path, redacted: bool) -> io::Result<Self> {
+        let stem = format!(
+            "mcpscope-{}-{}",
+            Utc::now().format("%Y%m%d-%H%M%S"),
+            std::process::id()
+        );
+        let mut attempt = 1;
+        loop {
+            let name = match attempt {
+                1 => format!("{stem}.jsonl"),
+                n => format!("{stem}-{n}.jsonl"),
+            };
+            let path = dir.join(name);
+            match open_private(&path, Create::New) {
+                Ok(file) => return Self::start(&path, file, redacted),
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists && attempt < 1000 => {
+                    attempt += 1;
+                }
+                Err(e) => return Err(e),
+            }
         }
-        let mut options = OpenOptions::new();
-        options.write(true).create(true).truncate(true);
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::OpenOptionsExt;
-            options.mode(0o600);
-        }
-        let file = options.open(path)?;
+    }
+
+    fn start(path: &Path, file: File, redacted: bool) -> io::Result<Self> {
         let mut recorder = Self {
             path: path.to_path_buf(),
             out: BufWriter::with_capacity(256 * 1024, file),
@@ -51,12 +81,9 @@ impl Recorder {
         Ok(recorder)
     }
 
-    /// The default path: `recordings/mcpscope-YYYYmmdd-HHMMSS.jsonl`.
-    pub fn default_path() -> PathBuf {
-        PathBuf::from("recordings").join(format!(
-            "mcpscope-{}.jsonl",
-            Utc::now().format("%Y%m%d-%H%M%S")
-        ))
+    /// The default directory for recordings: `recordings/`.
+    pub fn default_dir() -> PathBuf {
+        PathBuf::from("recordings")
     }
 
     /// Where it writes.
@@ -89,4 +116,53 @@ impl Recorder {
         self.out.write_all(b"\n")?;
         self.out.flush()
     }
+}
+
+/// Opens a file for writing that only its owner can read: mode 0600 (also when an existing file
+/// is replaced), never through a symbolic link; missing parent directories are created 0700.
+pub fn open_private(path: &Path, how: Create) -> io::Result<File> {
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        let mut dirs = std::fs::DirBuilder::new();
+        dirs.recursive(true);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::DirBuilderExt;
+            dirs.mode(0o700);
+        }
+        dirs.create(parent)?;
+    }
+    if std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
+        return Err(io::Error::new(
+            io::ErrorKind::AlreadyExists,
+            format!(
+                "{} is a symbolic link; refusing to write through it",
+                path.display()
+            ),
+        ));
+    }
+    let mut options = OpenOptions::new();
+    options.write(true);
+    match how {
+        Create::New => options.create_new(true),
+        Create::Replace => options.create(true).truncate(true),
+    };
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        // O_NOFOLLOW: a link planted between the check above and the open is refused too.
+        options.mode(0o600).custom_flags(libc::O_NOFOLLOW);
+    }
+    let file = options.open(path).map_err(|e| match e.kind() {
+        io::ErrorKind::AlreadyExists => io::Error::new(
+            e.kind(),
+            format!("{} exists (add --overwrite to replace it)", path.display()),
+        ),
+        _ => e,
+    })?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+    }
+    Ok(file)
 }

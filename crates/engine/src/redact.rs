@@ -1,0 +1,447 @@
+//! What counts as a secret, and how it is hidden: the one policy applied to every event before
+//! it is recorded, shown or printed. Values are replaced whole (never a partial value).
+
+use std::borrow::Cow;
+
+use serde_json::Value;
+
+use crate::event::{EventKind, Header};
+
+/// What a redacted value is replaced with.
+pub const REDACTED: &str = "[redacted]";
+
+/// Headers whose values are always secrets.
+const SECRET_HEADERS: &[&str] = &[
+    "authorization",
+    "proxy-authorization",
+    "cookie",
+    "set-cookie",
+    "x-api-key",
+];
+
+/// Headers that look like secrets by name but are not.
+const PUBLIC_HEADERS: &[&str] = &["mcp-session-id"];
+
+/// A header or parameter whose name contains one of these is a secret.
+const SECRET_NAME_PARTS: &[&str] = &[
+    "token",
+    "secret",
+    "key",
+    "auth",
+    "session",
+    "password",
+    "credential",
+];
+
+/// Query and form parameters that are secrets by their exact name (OAuth and friends).
+const SECRET_PARAMS: &[&str] = &[
+    "code",
+    "code_verifier",
+    "assertion",
+    "client_assertion",
+    "passwd",
+    "pwd",
+    "sig",
+    "signature",
+];
+
+/// JSON keys that are secrets, compared without case, `_` or `-` (`apiKey` = `api_key`).
+const SECRET_JSON_KEYS: &[&str] = &[
+    "accesstoken",
+    "refreshtoken",
+    "idtoken",
+    "clientsecret",
+    "codeverifier",
+    "clientassertion",
+    "assertion",
+    "password",
+    "passwd",
+    "secret",
+    "apikey",
+    "token",
+    "authorization",
+    "privatekey",
+];
+
+/// The redaction policy: the built-in lists plus the names a user adds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Redactor {
+    enabled: bool,
+    headers: Vec<String>,
+    query: Vec<String>,
+    json_keys: Vec<String>,
+}
+
+impl Default for Redactor {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+fn json_key(name: &str) -> String {
+    name.chars()
+        .filter(|c| *c != '_' && *c != '-')
+        .flat_map(char::to_lowercase)
+        .collect()
+}
+
+impl Redactor {
+    /// The built-in policy, enabled.
+    pub fn new() -> Self {
+        Self {
+            enabled: true,
+            headers: Vec::new(),
+            query: Vec::new(),
+            json_keys: Vec::new(),
+        }
+    }
+
+    /// No redaction at all (`--no-redact`).
+    pub fn disabled() -> Self {
+        Self {
+            enabled: false,
+            ..Self::new()
+        }
+    }
+
+    /// Whether anything is redacted.
+    pub fn enabled(&self) -> bool {
+        self.enabled
+    }
+
+    /// Adds header names whose values are secrets (`--redact-header`).
+    pub fn with_headers<S: AsRef<str>>(mut self, names: &[S]) -> Self {
+        self.headers
+            .extend(names.iter().map(|n| n.as_ref().trim().to_ascii_lowercase()));
+        self
+    }
+
+    /// Adds query (and form) parameter names whose values are secrets (`--redact-query`).
+    pub fn with_query<S: AsRef<str>>(mut self, names: &[S]) -> Self {
+        self.query
+            .extend(names.iter().map(|n| n.as_ref().trim().to_ascii_lowercase()));
+        self
+    }
+
+    /// Adds JSON keys whose values are secrets wherever they appear (`--redact-json`).
+    pub fn with_json_keys<S: AsRef<str>>(mut self, keys: &[S]) -> Self {
+        self.json_keys
+            .extend(names_as_json_keys(keys.iter().map(AsRef::as_ref)));
+        self
+    }
+
+    /// Whether a header's value is a secret.
+    pub fn is_secret_header(&self, name: &str) -> bool {
+        let name = name.to_ascii_lowercase();
+        if PUBLIC_HEADERS.contains(&name.as_str()) {
+            return false;
+        }
+        SECRET_HEADERS.contains(&name.as_str())
+            || SECRET_NAME_PARTS.iter().any(|part| name.contains(part))
+            || self.headers.contains(&name)
+    }
+
+    /// Whether a query or form parameter's value is a secret.
+    pub fn is_secret_param(&self, name: &str) -> bool {
+        let name = name.to_ascii_lowercase();
+        SECRET_PARAMS.contains(&name.as_str())
+            || SECRET_NAME_PARTS.iter().any(|part| name.contains(part))
+            || self.query.contains(&name)
+            || self.is_secret_json_key(&name)
+    }
+
+    /// Whether a JSON key's value is a secret.
+    pub fn is_secret_json_key(&self, key: &str) -> bool {
+        let key = json_key(key);
+        SECRET_JSON_KEYS.contains(&key.as_str()) || self.json_keys.contains(&key)
+    }
+
+    /// A header value as it may be shown: the whole value hidden if the name is a secret's.
+    pub fn header_value<'a>(&self, name: &str, value: &'a str) -> Cow<'a, str> {
+        if self.enabled && self.is_secret_header(name) && value != REDACTED {
+            Cow::Borrowed(REDACTED)
+        } else {
+            Cow::Borrowed(value)
+        }
+    }
+
+    /// Redacts secret header values in place.
+    pub fn headers(&self, headers: &mut [Header]) {
+        if !self.enabled {
+            return;
+        }
+        for (name, value) in headers.iter_mut() {
+            if self.is_secret_header(name) && value != REDACTED {
+                *value = REDACTED.to_string();
+            }
+        }
+    }
+
+    /// A path with its query's secret parameter values hidden (`/mcp?api_key=[redacted]&x=1`).
+    pub fn path<'a>(&self, path: &'a str) -> Cow<'a, str> {
+        if !self.enabled {
+            return Cow::Borrowed(path);
+        }
+        let Some((base, query)) = path.split_once('?') else {
+            return Cow::Borrowed(path);
+        };
+        match self.params(query, '&') {
+            Cow::Borrowed(_) => Cow::Borrowed(path),
+            Cow::Owned(query) => Cow::Owned(format!("{base}?{query}")),
+        }
+    }
+
+    /// `k=v` pairs separated by `sep`, with secret values hidden.
+    fn params<'a>(&self, text: &'a str, sep: char) -> Cow<'a, str> {
+        let mut changed = false;
+        let parts: Vec<Cow<'a, str>> = text
+            .split(sep)
+            .map(|pair| match pair.split_once('=') {
+                Some((name, value)) if value != REDACTED && self.is_secret_param(&decode(name)) => {
+                    changed = true;
+                    Cow::Owned(format!("{name}={REDACTED}"))
+                }
+                _ => Cow::Borrowed(pair),
+            })
+            .collect();
+        if changed {
+            Cow::Owned(parts.join(&sep.to_string()))
+        } else {
+            Cow::Borrowed(text)
+        }
+    }
+
+    /// A URL as it may be shown anywhere: userinfo hidden (whatever the policy: a password in a
+    /// URL is never printed), and secret query values hidden when redaction is on.
+    pub fn url(&self, url: &str) -> String {
+        let without_userinfo = match url.split_once("://") {
+            Some((scheme, rest)) => {
+                let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+                let (authority, tail) = rest.split_at(authority_end);
+                match authority.rsplit_once('@') {
+                    Some((_, host)) => format!("{scheme}://{REDACTED}@{host}{tail}"),
+                    None => url.to_string(),
+                }
+            }
+            None => url.to_string(),
+        };
+        self.path(&without_userinfo).into_owned()
+    }
+
+    /// Redacts secret values in a JSON value, wherever their keys appear; returns whether it
+    /// changed anything.
+    pub fn json(&self, value: &mut Value) -> bool {
+        if !self.enabled {
+            return false;
+        }
+        match value {
+            Value::Object(map) => {
+                let mut changed = false;
+                for (key, item) in map.iter_mut() {
+                    if self.is_secret_json_key(key) {
+                        if item.as_str() != Some(REDACTED) {
+                            *item = Value::String(REDACTED.to_string());
+                            changed = true;
+                        }
+                    } else {
+                        changed |= self.json(item);
+                    }
+                }
+                changed
+            }
+            Value::Array(items) => items
+                .iter_mut()
+                .fold(false, |changed, item| self.json(item) | changed),
+            _ => false,
+        }
+    }
+
+    /// Redacts a text that may hold JSON or an `application/x-www-form-urlencoded` body
+    /// (an OAuth token request); returns the redacted text when anything changed.
+    pub fn text(&self, text: &str) -> Option<String> {
+        if !self.enabled || text.is_empty() {
+            return None;
+        }
+        let trimmed = text.trim_start();
+        if trimmed.starts_with('{') || trimmed.starts_with('[') {
+            if !self.may_hold_secret_key(text) {
+                return None;
+            }
+            let mut value: Value = serde_json::from_str(text).ok()?;
+            return self.json(&mut value).then(|| value.to_string());
+        }
+        if text.contains('=')
+            && !text.contains(char::is_whitespace)
+            && let Cow::Owned(form) = self.params(text, '&')
+        {
+            return Some(form);
+        }
+        None
+    }
+
+    /// A cheap check before parsing: whether any secret JSON key could be in `text`.
+    fn may_hold_secret_key(&self, text: &str) -> bool {
+        let lower = text.to_ascii_lowercase();
+        let squeezed: String = lower.chars().filter(|c| *c != '_' && *c != '-').collect();
+        SECRET_JSON_KEYS
+            .iter()
+            .map(|k| k as &str)
+            .chain(self.json_keys.iter().map(String::as_str))
+            .any(|key| squeezed.contains(key))
+    }
+
+    /// Redacts every secret an event carries, in place: headers, the path's query, the
+    /// upstream URL, JSON bodies (messages and SSE data) and raw texts (invalid messages, form
+    /// bodies).
+    pub fn event(&self, kind: &mut EventKind) {
+        match kind {
+            EventKind::ProxyStarted { upstream, .. } => *upstream = self.url(upstream),
+            _ if !self.enabled => {}
+            EventKind::StreamOpened { path, headers, .. } => {
+                if let Cow::Owned(p) = self.path(path) {
+                    *path = p;
+                }
+                self.headers(headers);
+            }
+            EventKind::ResponseHead { headers, .. } => self.headers(headers),
+            EventKind::Message { body, .. } => {
+                self.json(body);
+            }
+            EventKind::SseEvent { data, .. } => {
+                if let Some(redacted) = self.text(data) {
+                    *data = redacted;
+                }
+            }
+            EventKind::InvalidMessage { raw, .. } => {
+                if let Some(redacted) = self.text(raw) {
+                    *raw = redacted;
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+fn names_as_json_keys<'a>(names: impl Iterator<Item = &'a str>) -> Vec<String> {
+    names.map(json_key).collect()
+}
+
+/// Percent-decodes a parameter name enough to compare it (`api%5Fkey` → `api_key`).
+fn decode(name: &str) -> Cow<'_, str> {
+    if !name.contains('%') && !name.contains('+') {
+        return Cow::Borrowed(name);
+    }
+    let hex = |b: u8| (b as char).to_digit(16);
+    let bytes = name.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        match (bytes[i], bytes.get(i + 1), bytes.get(i + 2)) {
+            (b'+', _, _) => out.push(b' '),
+            (b'%', Some(&h), Some(&l)) if hex(h).is_some() && hex(l).is_some() => {
+                let value = hex(h).unwrap_or(0) * 16 + hex(l).unwrap_or(0);
+                out.push(u8::try_from(value).unwrap_or(b'?'));
+                i += 2;
+            }
+            (b, _, _) => out.push(b),
+        }
+        i += 1;
+    }
+    Cow::Owned(String::from_utf8_lossy(&out).into_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn whole_header_values_are_hidden() {
+        let r = Redactor::new();
+        let mut headers: Vec<Header> = [
+            ("Authorization", "sk-LEAK extra"),
+            ("Cookie", "SECRET; theme=dark"),
+            ("X-Api-Key", "k1"),
+            ("X-Upstream-Token", "t1"),
+            ("Mcp-Session-Id", "s1"),
+            ("Content-Type", "application/json"),
+            ("X-Custom", "c1"),
+        ]
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+        r.clone().with_headers(&["x-custom"]).headers(&mut headers);
+        let values: Vec<&str> = headers.iter().map(|(_, v)| v.as_str()).collect();
+        assert_eq!(
+            values,
+            [
+                REDACTED,
+                REDACTED,
+                REDACTED,
+                REDACTED,
+                "s1",
+                "application/json",
+                REDACTED
+            ]
+        );
+        let mut kept = headers.clone();
+        Redactor::disabled().headers(&mut kept);
+        assert_eq!(kept, headers);
+    }
+
+    #[test]
+    fn query_parameters_and_userinfo() {
+        let r = Redactor::new();
+        assert_eq!(
+            r.path("/mcp?api_key=LEAK&x=1&access_token=T&sessionId=S"),
+            "/mcp?api_key=[redacted]&x=1&access_token=[redacted]&sessionId=[redacted]"
+        );
+        assert_eq!(r.path("/mcp?x=1"), "/mcp?x=1");
+        assert_eq!(r.path("/mcp?api%5Fkey=LEAK"), "/mcp?api%5Fkey=[redacted]");
+        assert_eq!(
+            r.url("http://user:PW@127.0.0.1:8080/mcp?key=K"),
+            "http://[redacted]@127.0.0.1:8080/mcp?key=[redacted]"
+        );
+        assert_eq!(r.url("http://127.0.0.1/mcp"), "http://127.0.0.1/mcp");
+        // A password in a URL is never shown, even with redaction off.
+        assert_eq!(
+            Redactor::disabled().url("https://u:p@h/x?key=K"),
+            "https://[redacted]@h/x?key=K"
+        );
+        assert_eq!(
+            r.clone().with_query(&["tenant"]).path("/a?tenant=acme"),
+            "/a?tenant=[redacted]"
+        );
+    }
+
+    #[test]
+    fn json_keys_anywhere_and_oauth_forms() {
+        let r = Redactor::new();
+        let mut body = json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{
+            "name":"fetch","arguments":{"apiKey":"LEAK","nested":[{"password":"P"}],"q":"x"},
+            "_meta":{"progressToken":7}}});
+        assert!(r.json(&mut body));
+        let text = body.to_string();
+        assert!(!text.contains("LEAK") && !text.contains("\"P\""), "{text}");
+        assert!(text.contains("\"progressToken\":7"), "{text}");
+        let mut error = json!({"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"m"}});
+        assert!(!r.json(&mut error));
+        let token =
+            r#"{"access_token":"AT","refresh_token":"RT","id_token":"IT","token_type":"Bearer"}"#;
+        let redacted = r.text(token).expect("a token response");
+        assert!(!redacted.contains("AT\"") && !redacted.contains("RT") && !redacted.contains("IT"));
+        assert!(redacted.contains("Bearer"));
+        let form = "grant_type=authorization_code&code=C0DE&code_verifier=V&client_secret=S&redirect_uri=http%3A%2F%2Flocalhost";
+        let redacted = r.text(form).expect("a form body");
+        assert_eq!(
+            redacted,
+            "grant_type=authorization_code&code=[redacted]&code_verifier=[redacted]&client_secret=[redacted]&redirect_uri=http%3A%2F%2Flocalhost"
+        );
+        assert_eq!(r.text("plain words, nothing = here"), None);
+        let custom = r.clone().with_json_keys(&["ssn"]);
+        let mut v = json!({"SSN":"123"});
+        assert!(custom.json(&mut v));
+        assert_eq!(v, json!({"SSN": REDACTED}));
+    }
+}

@@ -1,0 +1,185 @@
+//! Recording and log files as the real binary creates them: owner-only, never through a
+//! symbolic link, never over an existing file unless asked, unique default names; and a
+//! password in the upstream URL never printed or recorded.
+
+#![cfg(unix)]
+
+use std::io::{BufRead, BufReader};
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The binary, headless, in front of an upstream nobody listens on.
+fn mcpscope(dir: &Path, args: &[&str]) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_mcpscope"));
+    cmd.current_dir(dir)
+        .env("MCPSCOPE_LOG", dir.join("mcpscope.log"))
+        .args(["--listen", "127.0.0.1:0", "--headless"])
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    cmd
+}
+
+/// Reads stderr until the `recording to` line; returns it and every line before it.
+fn wait_for_recording(child: &mut Child) -> (PathBuf, String) {
+    let stderr = child.stderr.take().expect("stderr");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut seen = String::new();
+    for line in BufReader::new(stderr).lines() {
+        let line = line.expect("stderr line");
+        seen.push_str(&line);
+        seen.push('\n');
+        if let Some(path) = line.strip_prefix("mcpscope: recording to ") {
+            return (PathBuf::from(path.trim()), seen);
+        }
+        assert!(Instant::now() < deadline, "no recording line in {seen}");
+    }
+    panic!("mcpscope exited before recording: {seen}");
+}
+
+fn stop(mut child: Child) {
+    let _ = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < deadline {
+        if child.try_wait().ok().flatten().is_some() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+fn mode(path: &Path) -> u32 {
+    std::fs::metadata(path)
+        .expect("metadata")
+        .permissions()
+        .mode()
+        & 0o777
+}
+
+#[test]
+fn a_symlink_is_refused_and_its_target_left_alone() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let target = dir.path().join("precious.txt");
+    std::fs::write(&target, "keep me").expect("write");
+    let link = dir.path().join("run.jsonl");
+    std::os::unix::fs::symlink(&target, &link).expect("symlink");
+    for extra in [&[][..], &["--overwrite"][..]] {
+        let mut args = vec![
+            "--upstream",
+            "http://127.0.0.1:1/mcp",
+            "--record",
+            "run.jsonl",
+        ];
+        args.extend_from_slice(extra);
+        let out = mcpscope(dir.path(), &args).output().expect("run");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{extra:?}: {stderr}");
+        assert!(stderr.contains("symbolic link"), "{extra:?}: {stderr}");
+        assert_eq!(std::fs::read_to_string(&target).expect("target"), "keep me");
+    }
+}
+
+#[test]
+fn an_existing_file_needs_overwrite_and_ends_up_owner_only() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("run.jsonl");
+    std::fs::write(&path, "old").expect("write");
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+    let out = mcpscope(
+        dir.path(),
+        &[
+            "--upstream",
+            "http://127.0.0.1:1/mcp",
+            "--record",
+            "run.jsonl",
+        ],
+    )
+    .output()
+    .expect("run");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("--overwrite"), "{stderr}");
+    assert_eq!(std::fs::read_to_string(&path).expect("file"), "old");
+
+    let mut child = mcpscope(
+        dir.path(),
+        &[
+            "--upstream",
+            "http://127.0.0.1:1/mcp",
+            "--record",
+            "run.jsonl",
+            "--overwrite",
+        ],
+    )
+    .spawn()
+    .expect("spawn");
+    let (recorded, _) = wait_for_recording(&mut child);
+    assert_eq!(recorded, PathBuf::from("run.jsonl"));
+    assert_eq!(mode(&path), 0o600);
+    stop(child);
+    let text = std::fs::read_to_string(&path).expect("recording");
+    assert!(
+        text.starts_with("{\"format\":\"mcpscope-recording\""),
+        "{text}"
+    );
+    assert_eq!(mode(&dir.path().join("mcpscope.log")), 0o600);
+}
+
+#[test]
+fn two_proxies_started_together_get_two_files_in_a_private_directory() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let start = || {
+        mcpscope(dir.path(), &["--upstream", "http://127.0.0.1:1/mcp"])
+            .spawn()
+            .expect("spawn")
+    };
+    let (mut a, mut b) = (start(), start());
+    let (path_a, _) = wait_for_recording(&mut a);
+    let (path_b, _) = wait_for_recording(&mut b);
+    assert_ne!(path_a, path_b);
+    for path in [&path_a, &path_b] {
+        let full = dir.path().join(path);
+        assert_eq!(mode(&full), 0o600, "{}", full.display());
+        assert!(path.starts_with("recordings"), "{}", path.display());
+    }
+    assert_eq!(mode(&dir.path().join("recordings")), 0o700);
+    stop(a);
+    stop(b);
+}
+
+#[test]
+fn a_password_in_the_upstream_url_is_never_printed_or_recorded() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    for redact in [&[][..], &["--no-redact"][..]] {
+        let path = dir.path().join(format!("run{}.jsonl", redact.len()));
+        let record = path.to_string_lossy().into_owned();
+        let mut args = vec![
+            "--upstream",
+            "http://user:PW-LEAK@127.0.0.1:1/mcp",
+            "--record",
+            &record,
+        ];
+        args.extend_from_slice(redact);
+        let mut child = mcpscope(dir.path(), &args).spawn().expect("spawn");
+        let (_, stderr) = wait_for_recording(&mut child);
+        assert!(stderr.contains("[redacted]@127.0.0.1:1"), "{stderr}");
+        stop(child);
+        assert!(!stderr.contains("PW-LEAK"), "{stderr}");
+        let text = std::fs::read_to_string(&path).expect("recording");
+        assert!(!text.contains("PW-LEAK"), "{redact:?}: {text}");
+        assert!(text.contains("proxy_started"), "{text}");
+    }
+    let out = mcpscope(dir.path(), &["--upstream", "ftp://user:PW-LEAK@host/mcp"])
+        .output()
+        .expect("run");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(!stderr.contains("PW-LEAK"), "{stderr}");
+}
