@@ -214,8 +214,13 @@ impl Redactor {
     /// A URL as it may be shown anywhere: userinfo hidden (whatever the policy: a password in a
     /// URL is never printed), and secret query values hidden when redaction is on.
     pub fn url(&self, url: &str) -> String {
+        let is_scheme = |s: &str| {
+            s.starts_with(|c: char| c.is_ascii_alphabetic())
+                && s.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
+        };
         let without_userinfo = match url.split_once("://") {
-            Some((scheme, rest)) => {
+            Some((scheme, rest)) if is_scheme(scheme) => {
                 let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
                 let (authority, tail) = rest.split_at(authority_end);
                 match authority.rsplit_once('@') {
@@ -223,7 +228,7 @@ impl Redactor {
                     None => url.to_string(),
                 }
             }
-            None => url.to_string(),
+            _ => url.to_string(),
         };
         self.path(&without_userinfo).into_owned()
     }

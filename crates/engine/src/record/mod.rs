@@ -4,7 +4,7 @@
 pub mod reader;
 pub mod writer;
 
-pub use reader::{ReadError, Recording, read_file};
+pub use reader::{ReadError, Recording, read_file, read_from};
 pub use writer::{Create, Recorder, open_private};
 
 use serde::{Deserialize, Serialize};

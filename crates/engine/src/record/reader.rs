@@ -47,12 +47,21 @@ pub fn read_file(path: &Path) -> Result<Recording, ReadError> {
         source,
     };
     let file = std::fs::File::open(path).map_err(io_err)?;
+    read_from(file, path)
+}
+
+/// Reads a recording from any source; `path` names it in errors and warnings.
+pub fn read_from(source: impl std::io::Read, path: &Path) -> Result<Recording, ReadError> {
+    let io_err = |source| ReadError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
     let line_err = |line: usize, reason: String| ReadError::Line {
         path: path.to_path_buf(),
         line,
         reason,
     };
-    let mut lines = BufReader::new(file).split(b'\n').enumerate().peekable();
+    let mut lines = BufReader::new(source).split(b'\n').enumerate().peekable();
     let header: Header = match lines.next() {
         None => return Err(line_err(1, "empty file: not an mcpscope recording".into())),
         Some((_, line)) => {
