@@ -18,15 +18,24 @@ pub struct SseFrame {
     pub data: String,
     /// Whether any `data:` line was present.
     pub has_data: bool,
+    /// Whether a field held bytes that are not UTF-8 (replaced by U+FFFD in the text above;
+    /// the bytes on the wire are untouched).
+    pub invalid_utf8: bool,
     /// Offset of the event's first byte.
     pub start: u64,
     /// Offset one past its terminating blank line.
     pub end: u64,
 }
 
+/// The most bytes one line, or one event's joined data, may hold before the parser gives up on a
+/// stream (16 MiB): past it, nothing more is decoded and nothing more is held.
+pub const DEFAULT_MAX_EVENT_BYTES: usize = 16 * 1024 * 1024;
+
 /// The incremental parser.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct SseParser {
+    max_event_bytes: usize,
+    gave_up: Option<String>,
     line: Vec<u8>,
     line_start: u64,
     offset: u64,
@@ -37,10 +46,50 @@ pub struct SseParser {
     current: SseFrame,
 }
 
+impl Default for SseParser {
+    fn default() -> Self {
+        Self::with_limit(DEFAULT_MAX_EVENT_BYTES)
+    }
+}
+
 impl SseParser {
-    /// A parser at the start of a stream.
+    /// A parser at the start of a stream, with the default limit.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// A parser that gives up on a stream once a line or an event's data exceeds
+    /// `max_event_bytes` (see [`SseParser::gave_up`]).
+    pub fn with_limit(max_event_bytes: usize) -> Self {
+        Self {
+            max_event_bytes,
+            gave_up: None,
+            line: Vec::new(),
+            line_start: 0,
+            offset: 0,
+            after_cr: false,
+            bom_checked: false,
+            block_start: None,
+            has_field: false,
+            current: SseFrame::default(),
+        }
+    }
+
+    /// Why the parser stopped decoding this stream (a line or an event past the limit), if it
+    /// did. From then on it only counts bytes: the stream still flows, unobserved.
+    pub fn gave_up(&self) -> Option<&str> {
+        self.gave_up.as_deref()
+    }
+
+    fn give_up(&mut self, what: &str) {
+        self.gave_up = Some(format!(
+            "{what} exceeds {} bytes: the rest of the stream is forwarded without being decoded",
+            self.max_event_bytes
+        ));
+        self.line = Vec::new();
+        self.current = SseFrame::default();
+        self.has_field = false;
+        self.block_start = None;
     }
 
     /// Total bytes fed so far.
@@ -50,12 +99,16 @@ impl SseParser {
 
     /// Whether bytes of an unfinished event are held (a stream ending now truncates an event).
     pub fn mid_event(&self) -> bool {
-        !self.line.is_empty() || self.has_field
+        self.gave_up.is_none() && (!self.line.is_empty() || self.has_field)
     }
 
     /// Feeds the next chunk; complete events are appended to `out`.
     pub fn feed(&mut self, mut chunk: &[u8], out: &mut Vec<SseFrame>) {
         const BOM: &[u8] = b"\xEF\xBB\xBF";
+        if self.gave_up.is_some() {
+            self.offset += chunk.len() as u64;
+            return;
+        }
         if !self.bom_checked {
             // A byte-order mark may arrive split across chunks: hold its bytes until decided.
             let seen = self.offset as usize;
@@ -80,6 +133,10 @@ impl SseParser {
             }
         }
         while !chunk.is_empty() {
+            if self.gave_up.is_some() {
+                self.offset += chunk.len() as u64;
+                return;
+            }
             if self.after_cr {
                 self.after_cr = false;
                 if chunk[0] == b'\n' {
@@ -91,6 +148,11 @@ impl SseParser {
             }
             match chunk.iter().position(|&b| b == b'\n' || b == b'\r') {
                 Some(pos) => {
+                    if self.line.len() + pos > self.max_event_bytes {
+                        self.offset += chunk.len() as u64;
+                        self.give_up("an SSE line");
+                        return;
+                    }
                     self.line.extend_from_slice(&chunk[..pos]);
                     let terminator = chunk[pos];
                     self.offset += pos as u64 + 1;
@@ -113,8 +175,12 @@ impl SseParser {
                     }
                 }
                 None => {
-                    self.line.extend_from_slice(chunk);
                     self.offset += chunk.len() as u64;
+                    if self.line.len() + chunk.len() > self.max_event_bytes {
+                        self.give_up("an SSE line");
+                        return;
+                    }
+                    self.line.extend_from_slice(chunk);
                     chunk = &[];
                 }
             }
@@ -155,8 +221,15 @@ impl SseParser {
             None => (line, &b""[..]),
         };
         let value = String::from_utf8_lossy(value);
+        if matches!(value, std::borrow::Cow::Owned(_)) {
+            self.current.invalid_utf8 = true;
+        }
         match name {
             b"data" => {
+                if self.current.data.len() + value.len() + 1 > self.max_event_bytes {
+                    self.give_up("an SSE event's data");
+                    return;
+                }
                 if self.current.has_data {
                     self.current.data.push('\n');
                 }
@@ -245,6 +318,35 @@ mod tests {
         let frames = parse_all(&[b"id: 0\n\n"]);
         assert_eq!(frames.len(), 1);
         assert!(!frames[0].has_data);
+    }
+
+    #[test]
+    fn a_line_or_an_event_past_the_limit_stops_decoding_but_counts_every_byte() {
+        let mut parser = SseParser::with_limit(16);
+        let mut out = Vec::new();
+        parser.feed(b"data: ok\n\n", &mut out);
+        assert_eq!(out.len(), 1);
+        parser.feed(b"data: 0123456789", &mut out);
+        assert!(parser.gave_up().is_none());
+        parser.feed(b"abcdef", &mut out);
+        assert!(parser.gave_up().is_some_and(|r| r.contains("16 bytes")));
+        parser.feed(b"\n\ndata: later\n\n", &mut out);
+        assert_eq!(out.len(), 1, "nothing decoded after giving up");
+        assert!(!parser.mid_event());
+        assert_eq!(parser.offset(), 10 + 16 + 6 + 15);
+        // Many short data lines without a blank line: the event's data is bounded too.
+        let mut parser = SseParser::with_limit(64);
+        for _ in 0..100 {
+            parser.feed(b"data: 0123456789\n", &mut out);
+        }
+        assert!(parser.gave_up().is_some_and(|r| r.contains("event's data")));
+    }
+
+    #[test]
+    fn invalid_utf8_is_flagged() {
+        let frames = parse_all(&[b"data: {\"a\":\"\xff\"}\n\n", b"data: fine\n\n"]);
+        assert!(frames[0].invalid_utf8);
+        assert!(!frames[1].invalid_utf8);
     }
 
     #[test]
