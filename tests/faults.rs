@@ -16,6 +16,7 @@ use mcpscope_engine::model::{Model, OrphanCause, Verdict};
 use mcpscope_proxy::controller as fault;
 use mcpscope_proxy::{self as proxy, Config, Proxy, sink::EventSink};
 use mcpscope_testkit::client::McpClient;
+use mcpscope_testkit::fixtures::last_call;
 use mcpscope_testkit::testserver::{self, TestServer};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -91,11 +92,7 @@ impl Rig {
     /// The verdict of the last call of `tool`.
     async fn verdict(&mut self, tool: &str) -> Verdict {
         let model = self.model().await;
-        model
-            .calls
-            .iter()
-            .rev()
-            .find(|c| c.tool.as_deref() == Some(tool))
+        last_call(&model, tool)
             .map(|c| c.verdict.clone())
             .unwrap_or_else(|| panic!("no call of {tool}"))
     }

@@ -5,7 +5,7 @@ use serde_json::{Value, json};
 
 use mcpscope_engine::event::{Direction, EndHow, EventKind, Leg};
 use mcpscope_engine::model::*;
-use mcpscope_testkit::fixtures::Script;
+use mcpscope_testkit::fixtures::{Script, last_call};
 
 fn call(name: &str, id: i64) -> Value {
     json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":{"name":name,"arguments":{}}})
@@ -16,11 +16,7 @@ fn result(id: i64) -> Value {
 }
 
 fn verdict_of(model: &Model, tool: &str) -> Verdict {
-    model
-        .calls
-        .iter()
-        .rev()
-        .find(|c| c.tool.as_deref() == Some(tool))
+    last_call(model, tool)
         .map(|c| c.verdict.clone())
         .expect("call exists")
 }
@@ -53,12 +49,19 @@ fn kinds(notices: &[Notice]) -> Vec<&'static str> {
 
 const S1: &[(&str, &str)] = &[("mcp-session-id", "s1")];
 
+/// A session at `revision` whose `tools/call` of `tool` (id 1) on stream 2 is answered with an
+/// SSE head.
+fn sse_call(revision: &str, tool: &str) -> Script {
+    let mut s = Script::ticking();
+    s.initialize(revision)
+        .post(2, S1, call(tool, 1))
+        .respond(2, 200, "text/event-stream", S1);
+    s
+}
+
 #[test]
 fn r2025_06_18_sse_reset_orphans_the_call() {
-    let mut s = Script::ticking();
-    s.initialize("2025-06-18")
-        .post(2, S1, call("poke", 1))
-        .respond(2, 200, "text/event-stream", S1);
+    let mut s = sse_call("2025-06-18", "poke");
     s.event(
         2,
         None,
@@ -87,10 +90,7 @@ fn r2025_06_18_sse_reset_orphans_the_call() {
 
 #[test]
 fn clean_end_without_ids_orphans_too() {
-    let mut s = Script::ticking();
-    s.initialize("2025-06-18")
-        .post(2, S1, call("poke", 1))
-        .respond(2, 200, "text/event-stream", S1);
+    let mut s = sse_call("2025-06-18", "poke");
     s.finish(2, EndHow::Eof, Leg::Upstream);
     let (model, _) = s.fold();
     assert!(matches!(
@@ -107,10 +107,7 @@ fn clean_end_without_ids_orphans_too() {
 
 #[test]
 fn r2025_11_25_event_ids_make_it_resumable_then_resumed_and_answered_on_the_get() {
-    let mut s = Script::ticking();
-    s.initialize("2025-11-25")
-        .post(2, S1, call("slow", 1))
-        .respond(2, 200, "text/event-stream", S1);
+    let mut s = sse_call("2025-11-25", "slow");
     s.event(2, Some("e1"), None);
     s.event(
         2,
@@ -149,10 +146,7 @@ fn r2025_11_25_event_ids_make_it_resumable_then_resumed_and_answered_on_the_get(
 
 #[test]
 fn a_refused_resumption_orphans() {
-    let mut s = Script::ticking();
-    s.initialize("2025-11-25")
-        .post(2, S1, call("slow", 1))
-        .respond(2, 200, "text/event-stream", S1);
+    let mut s = sse_call("2025-11-25", "slow");
     s.event(2, Some("e1"), None)
         .finish(2, EndHow::Eof, Leg::Upstream);
     s.open_with(
@@ -173,10 +167,7 @@ fn a_refused_resumption_orphans() {
 
 #[test]
 fn an_unresumed_stream_orphans_after_the_window() {
-    let mut s = Script::ticking();
-    s.initialize("2025-11-25")
-        .post(2, S1, call("slow", 1))
-        .respond(2, 200, "text/event-stream", S1);
+    let mut s = sse_call("2025-11-25", "slow");
     s.push(EventKind::SseEvent {
         stream: 2,
         id: Some("p".into()),
@@ -262,10 +253,7 @@ fn session_expiry_404_orphans_every_pending_call_of_the_session() {
 
 #[test]
 fn delete_ends_the_session_and_orphans_its_calls() {
-    let mut s = Script::ticking();
-    s.initialize("2025-06-18")
-        .post(2, S1, call("slow", 1))
-        .respond(2, 200, "text/event-stream", S1);
+    let mut s = sse_call("2025-06-18", "slow");
     s.open_with(3, "DELETE", S1)
         .respond(3, 200, "text/plain", &[]);
     let (model, _) = s.fold();
@@ -402,10 +390,7 @@ fn retries_are_flagged_by_the_tools_annotations() {
 
 #[test]
 fn reinitialize_and_new_get_are_reactions() {
-    let mut s = Script::ticking();
-    s.initialize("2025-06-18")
-        .post(2, S1, call("poke", 1))
-        .respond(2, 200, "text/event-stream", S1);
+    let mut s = sse_call("2025-06-18", "poke");
     s.finish(2, EndHow::Reset, Leg::Upstream);
     s.open_with(3, "GET", S1);
     let (model, _) = s.fold();
@@ -421,10 +406,7 @@ fn reinitialize_and_new_get_are_reactions() {
 
 #[test]
 fn server_to_client_elicitation_is_a_call_answered_by_a_post() {
-    let mut s = Script::ticking();
-    s.initialize("2025-06-18")
-        .post(2, S1, call("ask", 1))
-        .respond(2, 200, "text/event-stream", S1);
+    let mut s = sse_call("2025-06-18", "ask");
     s.event(
         2,
         None,
@@ -452,10 +434,7 @@ fn server_to_client_elicitation_is_a_call_answered_by_a_post() {
 
 #[test]
 fn folding_is_deterministic() {
-    let mut s = Script::ticking();
-    s.initialize("2025-11-25")
-        .post(2, S1, call("poke", 1))
-        .respond(2, 200, "text/event-stream", S1);
+    let mut s = sse_call("2025-11-25", "poke");
     s.finish(2, EndHow::Reset, Leg::Upstream);
     let (a, na) = s.fold();
     let (b, nb) = s.fold();
@@ -508,10 +487,7 @@ fn r2026_07_28_input_required_rounds_are_one_logical_call() {
 
 #[test]
 fn server_requests_are_reported() {
-    let mut s = Script::ticking();
-    s.initialize("2025-11-25")
-        .post(2, S1, call("ask", 1))
-        .respond(2, 200, "text/event-stream", S1);
+    let mut s = sse_call("2025-11-25", "ask");
     s.event(
         2,
         None,

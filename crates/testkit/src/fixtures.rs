@@ -5,7 +5,7 @@ use chrono::{DateTime, Duration, TimeZone, Utc};
 use serde_json::{Value, json};
 
 use mcpscope_engine::event::{Direction, EndHow, Event, EventKind, Leg, StreamId};
-use mcpscope_engine::model::{Model, Notice};
+use mcpscope_engine::model::{Call, Model, Notice};
 
 /// The fixed start time of every fixture: 2026-10-22 19:59:42 UTC.
 pub fn t0() -> DateTime<Utc> {
@@ -328,6 +328,15 @@ impl Script {
             .json_body(1, json!({"jsonrpc":"2.0","id":0,"result":{"protocolVersion":revision,"serverInfo":{"name":"srv","version":"2"}}}))
             .finish(1, EndHow::Eof, Leg::Upstream)
     }
+}
+
+/// The last call of `tool` in a folded model.
+pub fn last_call<'a>(model: &'a Model, tool: &str) -> Option<&'a Call> {
+    model
+        .calls
+        .iter()
+        .rev()
+        .find(|c| c.tool.as_deref() == Some(tool))
 }
 
 /// The seed report's story and its neighbours, in session `s1`: an orphaned `poke` (its POST
