@@ -9,6 +9,7 @@ use mcpscope_engine::fault::{Fault, Plan, Planner, RequestInfo, Trigger};
 use mcpscope_engine::model::{Model, Notice};
 use mcpscope_engine::record;
 use mcpscope_proxy::Config;
+use mcpscope_testkit::client::McpClient;
 use mcpscope_testkit::democlient::{self, DemoStep};
 use mcpscope_testkit::testserver;
 
@@ -137,8 +138,8 @@ async fn credentials_are_redacted_in_the_recording_unless_asked() {
         let running = app::start_proxy(config, Some(path.clone()))
             .await
             .expect("proxy");
-        let client = reqwest_like_post(running.proxy.addr).await;
-        assert!(client.starts_with("HTTP/1.1 200"), "{client}");
+        let status = initialize_with_credentials(running.proxy.addr).await;
+        assert_eq!(status, 200);
         running.proxy.shutdown();
         drop(running.proxy);
         tokio::time::sleep(Duration::from_millis(50)).await;
@@ -153,16 +154,14 @@ async fn credentials_are_redacted_in_the_recording_unless_asked() {
     }
 }
 
-async fn reqwest_like_post(addr: std::net::SocketAddr) -> String {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let body = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
-    let mut sock = tokio::net::TcpStream::connect(addr).await.expect("connect");
-    let req = format!(
-        "POST /mcp HTTP/1.1\r\nhost: {addr}\r\nauthorization: Bearer s3cr3t\r\ncookie: sid=s3cr3t\r\ncontent-type: application/json\r\naccept: application/json, text/event-stream\r\nconnection: close\r\ncontent-length: {}\r\n\r\n{body}",
-        body.len()
-    );
-    sock.write_all(req.as_bytes()).await.expect("write");
-    let mut out = Vec::new();
-    let _ = tokio::time::timeout(Duration::from_secs(5), sock.read_to_end(&mut out)).await;
-    String::from_utf8_lossy(&out).into_owned()
+/// `initialize` through the proxy at `addr`, with credentials in its headers; returns the status.
+async fn initialize_with_credentials(addr: std::net::SocketAddr) -> u16 {
+    let mut client = McpClient::new(&format!("http://{addr}/mcp")).expect("client");
+    let init = serde_json::json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}});
+    let credentials = [("authorization", "Bearer s3cr3t"), ("cookie", "sid=s3cr3t")];
+    let reading = client
+        .send(http::Method::POST, Some(&init), &credentials)
+        .await
+        .expect("send");
+    reading.answer(None).await.status
 }
