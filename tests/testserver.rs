@@ -464,6 +464,22 @@ async fn batch_2025_03_26() {
 }
 
 #[tokio::test]
+async fn a_cancellation_is_a_notification_the_server_accepts() {
+    tokio::time::timeout(BOUND, async {
+        let srv = server(default_opts()).await;
+        let mut c = init(&srv.url(), "2025-11-25").await;
+        let status = c
+            .cancel(json!(1), "no longer needed")
+            .await
+            .expect("cancel");
+        assert_eq!(status, 202);
+        srv.shutdown().await;
+    })
+    .await
+    .expect("bounded");
+}
+
+#[tokio::test]
 async fn demo_client_completes_every_step() {
     tokio::time::timeout(Duration::from_secs(40), async {
         let srv = server(default_opts()).await;
