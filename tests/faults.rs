@@ -1,11 +1,11 @@
 //! Every fault kind on real sockets: the built-in test server (or a raw TCP upstream) behind the
-//! proxy, rules armed through `fault::install`, and a raw HTTP/1.1 client that tells a reset
-//! from a clean end. For each fault: what the client observes is exactly the fault, the
+//! proxy, rules armed through `fault::install`, the MCP test client to open the session and the
+//! raw HTTP/1.1 observer (`common::raw`) that tells a reset from a clean end. For each fault: what the client observes is exactly the fault, the
 //! `FaultInjected` event is recorded, and the verdict of the affected call is right.
 
 mod common;
 
-use common::raw::decode_chunked;
+use common::raw::{Close, VERSION, exchange, read_reply, send};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -15,13 +15,14 @@ use mcpscope_engine::fault::RuleEngine;
 use mcpscope_engine::model::{Model, OrphanCause, Verdict};
 use mcpscope_proxy::controller as fault;
 use mcpscope_proxy::{self as proxy, Config, Proxy, sink::EventSink};
+use mcpscope_testkit::client::McpClient;
+use mcpscope_testkit::fixtures::last_call;
 use mcpscope_testkit::testserver::{self, TestServer};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 
-const VERSION: &str = "2025-06-18";
 /// Bound on any one exchange.
 const WAIT: Duration = Duration::from_secs(5);
 
@@ -91,11 +92,7 @@ impl Rig {
     /// The verdict of the last call of `tool`.
     async fn verdict(&mut self, tool: &str) -> Verdict {
         let model = self.model().await;
-        model
-            .calls
-            .iter()
-            .rev()
-            .find(|c| c.tool.as_deref() == Some(tool))
+        last_call(&model, tool)
             .map(|c| c.verdict.clone())
             .unwrap_or_else(|| panic!("no call of {tool}"))
     }
@@ -118,16 +115,15 @@ impl Rig {
 
     /// Initializes a session through the proxy; returns its id.
     async fn session(&self) -> String {
-        let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-            "protocolVersion": VERSION, "capabilities": {},
-            "clientInfo": {"name": "faults-test", "version": "0"}}});
-        let reply = exchange(self.addr(), "POST", None, Some(&init), WAIT).await;
-        assert_eq!(reply.status, 200, "{}", reply.text());
-        let session = reply.header("mcp-session-id").expect("session id");
-        let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-        let reply = exchange(self.addr(), "POST", Some(&session), Some(&note), WAIT).await;
-        assert_eq!(reply.status, 202);
-        session
+        let url = format!("http://{}/mcp", self.addr());
+        let mut c = McpClient::new(&url)
+            .expect("client")
+            .named("faults-test")
+            .speaking(VERSION);
+        let init = c.initialize().await.expect("initialize");
+        assert!(init.result().is_some(), "{init:?}");
+        assert_eq!(c.initialized().await.expect("initialized"), 202);
+        c.session().expect("session id").to_string()
     }
 }
 
@@ -139,161 +135,6 @@ fn call(id: u64, tool: &str, arguments: Value) -> Value {
 /// Three `notifications/message` events 100 ms apart, then the result.
 fn slow(id: u64) -> Value {
     call(id, "slow", json!({"steps": 3, "interval_ms": 100}))
-}
-
-/// How the connection ended, as the client saw it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum End {
-    /// A read returned 0 (FIN).
-    Fin,
-    /// A read (or write) failed with ConnectionReset.
-    Reset,
-    /// Still open when the wait ran out.
-    Open,
-}
-
-/// What the raw client observed.
-#[derive(Debug)]
-struct Reply {
-    /// 0 when no head arrived.
-    status: u16,
-    head: String,
-    /// The decoded body.
-    body: Vec<u8>,
-    /// Whether the body's framing completed (last chunk, or Content-Length reached).
-    complete: bool,
-    end: End,
-    /// Reads that carried body bytes: (time since the request was sent, bytes so far in the body).
-    body_reads: Vec<(Duration, usize)>,
-}
-
-impl Reply {
-    fn text(&self) -> String {
-        String::from_utf8_lossy(&self.body).into_owned()
-    }
-
-    fn header(&self, name: &str) -> Option<String> {
-        self.head.lines().find_map(|line| {
-            let (k, v) = line.split_once(':')?;
-            k.trim()
-                .eq_ignore_ascii_case(name)
-                .then(|| v.trim().to_string())
-        })
-    }
-}
-
-/// The body so far, decoded per the head.
-fn decode(head: &str, raw_body: &[u8], fin: bool) -> (Vec<u8>, bool) {
-    let lower = head.to_ascii_lowercase();
-    if lower.contains("transfer-encoding: chunked") {
-        return decode_chunked(raw_body);
-    }
-    let length = lower.lines().find_map(|l| {
-        l.strip_prefix("content-length:")
-            .and_then(|v| v.trim().parse::<usize>().ok())
-    });
-    match length {
-        Some(n) => (
-            raw_body[..raw_body.len().min(n)].to_vec(),
-            raw_body.len() >= n,
-        ),
-        None => (raw_body.to_vec(), fin),
-    }
-}
-
-/// Writes one request (with `Connection: close`).
-async fn send(
-    addr: SocketAddr,
-    method: &str,
-    session: Option<&str>,
-    body: Option<&Value>,
-) -> TcpStream {
-    let mut sock = TcpStream::connect(addr).await.expect("connect");
-    let body = body.map(Value::to_string).unwrap_or_default();
-    let mut request = format!(
-        "{method} /mcp HTTP/1.1\r\nhost: {addr}\r\nconnection: close\r\ncontent-length: {}\r\n",
-        body.len()
-    );
-    if method == "GET" {
-        request.push_str("accept: text/event-stream\r\n");
-    } else {
-        request.push_str(
-            "content-type: application/json\r\naccept: application/json, text/event-stream\r\n",
-        );
-    }
-    if let Some(session) = session {
-        request.push_str(&format!(
-            "mcp-session-id: {session}\r\nmcp-protocol-version: {VERSION}\r\n"
-        ));
-    }
-    request.push_str("\r\n");
-    request.push_str(&body);
-    // A write may fail when the proxy resets at once; the read below reports it.
-    let _ = sock.write_all(request.as_bytes()).await;
-    sock
-}
-
-/// Reads until FIN, a reset, or `wait` runs out.
-async fn read_reply(mut sock: TcpStream, sent: Instant, wait: Duration) -> Reply {
-    let deadline = tokio::time::Instant::now() + wait;
-    let mut raw = Vec::new();
-    let mut reads = Vec::new();
-    let mut buf = [0u8; 16 * 1024];
-    let end = loop {
-        match tokio::time::timeout_at(deadline, sock.read(&mut buf)).await {
-            Err(_) => break End::Open,
-            Ok(Ok(0)) => break End::Fin,
-            Ok(Ok(n)) => {
-                raw.extend_from_slice(&buf[..n]);
-                reads.push((sent.elapsed(), raw.len()));
-            }
-            Ok(Err(e)) if e.kind() == std::io::ErrorKind::ConnectionReset => break End::Reset,
-            Ok(Err(e)) => panic!("read failed with {e:?}, not a reset"),
-        }
-    };
-    let Some(split) = raw.windows(4).position(|w| w == b"\r\n\r\n") else {
-        return Reply {
-            status: 0,
-            head: String::from_utf8_lossy(&raw).into_owned(),
-            body: Vec::new(),
-            complete: false,
-            end,
-            body_reads: Vec::new(),
-        };
-    };
-    let head = String::from_utf8_lossy(&raw[..split]).into_owned();
-    let status = head
-        .split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0);
-    let body_start = split + 4;
-    let (body, complete) = decode(&head, &raw[body_start..], end == End::Fin);
-    let body_reads = reads
-        .into_iter()
-        .filter(|(_, total)| *total > body_start)
-        .map(|(t, total)| (t, decode(&head, &raw[body_start..total], false).0.len()))
-        .collect();
-    Reply {
-        status,
-        head,
-        body,
-        complete,
-        end,
-        body_reads,
-    }
-}
-
-async fn exchange(
-    addr: SocketAddr,
-    method: &str,
-    session: Option<&str>,
-    body: Option<&Value>,
-    wait: Duration,
-) -> Reply {
-    let sent = Instant::now();
-    let sock = send(addr, method, session, body).await;
-    read_reply(sock, sent, wait).await
 }
 
 fn assert_orphaned(verdict: &Verdict, how: EndHow) {
@@ -326,7 +167,7 @@ async fn eof_ends_the_sse_stream_cleanly_before_the_result() {
     let reply = exchange(rig.addr(), "POST", Some(&s), Some(&slow(1)), WAIT).await;
     assert_eq!(reply.status, 200);
     assert!(reply.complete, "the framing completes: {reply:?}");
-    assert_eq!(reply.end, End::Fin);
+    assert_eq!(reply.end, Close::Fin);
     let text = reply.text();
     assert_eq!(count(&text, "notifications/message"), 1, "{text}");
     assert!(!text.contains("\"result\""), "{text}");
@@ -340,7 +181,7 @@ async fn reset_resets_the_client_connection() {
     let s = rig.session().await;
     let reply = exchange(rig.addr(), "POST", Some(&s), Some(&slow(1)), WAIT).await;
     assert_eq!(reply.status, 200);
-    assert_eq!(reply.end, End::Reset, "{reply:?}");
+    assert_eq!(reply.end, Close::Reset, "{reply:?}");
     assert!(!reply.complete);
     assert!(!reply.text().contains("\"result\""));
     assert_fault(&rig.faults().await, "reset", "rule #1");
@@ -359,7 +200,7 @@ async fn reset_after_a_time_fires_mid_call() {
     let s = rig.session().await;
     let started = Instant::now();
     let reply = exchange(rig.addr(), "POST", Some(&s), Some(&slow(1)), WAIT).await;
-    assert_eq!(reply.end, End::Reset);
+    assert_eq!(reply.end, Close::Reset);
     assert!(started.elapsed() >= Duration::from_millis(150));
     assert_orphaned(&rig.verdict("slow").await, EndHow::Reset);
     let again = exchange(rig.addr(), "POST", Some(&s), Some(&slow(2)), WAIT).await;
@@ -386,16 +227,16 @@ async fn server_dies_resets_the_post_and_get_streams_and_refuses_for_a_while() {
 
     let reply = exchange(rig.addr(), "POST", Some(&s), Some(&slow(1)), WAIT).await;
     assert_eq!(reply.status, 200);
-    assert_eq!(reply.end, End::Reset, "{reply:?}");
+    assert_eq!(reply.end, Close::Reset, "{reply:?}");
     let get = get_task.await.expect("GET reader");
     assert_eq!(get.status, 200, "{get:?}");
-    assert_eq!(get.end, End::Reset, "the GET stream dies too: {get:?}");
+    assert_eq!(get.end, Close::Reset, "the GET stream dies too: {get:?}");
     assert!(get_sent.elapsed() < Duration::from_secs(2));
 
     // During the down window, a new request is reset.
     let ping = json!({"jsonrpc": "2.0", "id": 2, "method": "ping"});
     let refused = exchange(rig.addr(), "POST", Some(&s), Some(&ping), WAIT).await;
-    assert_eq!(refused.end, End::Reset, "{refused:?}");
+    assert_eq!(refused.end, Close::Reset, "{refused:?}");
     assert_eq!(refused.status, 0);
 
     // After it, requests pass again.
@@ -423,7 +264,7 @@ async fn json_reset_cuts_a_json_body_and_resets() {
     );
     let reply = exchange(rig.addr(), "POST", Some(&s), Some(&echo), WAIT).await;
     assert_eq!(reply.status, 200);
-    assert_eq!(reply.end, End::Reset, "{reply:?}");
+    assert_eq!(reply.end, Close::Reset, "{reply:?}");
     assert!(!reply.complete);
     let length: usize = reply
         .header("content-length")
@@ -508,7 +349,7 @@ async fn stall_swallows_the_result_and_keeps_the_stream_open() {
     assert_eq!(rig.verdict("slow").await, Verdict::Pending);
     let reply = client.await.expect("client");
     assert_eq!(reply.status, 200);
-    assert_eq!(reply.end, End::Open, "{reply:?}");
+    assert_eq!(reply.end, Close::Open, "{reply:?}");
     let text = reply.text();
     assert_eq!(count(&text, "notifications/message"), 3, "{text}");
     assert!(!text.contains("\"result\""), "{text}");
@@ -553,7 +394,7 @@ async fn truncate_sends_half_an_event_then_ends_cleanly() {
     let reply = exchange(rig.addr(), "POST", Some(&s), Some(&echo), WAIT).await;
     assert_eq!(reply.status, 200);
     assert!(reply.complete, "{reply:?}");
-    assert_eq!(reply.end, End::Fin);
+    assert_eq!(reply.end, Close::Fin);
     let text = reply.text();
     assert!(text.starts_with("event: message\ndata: {"), "{text}");
     assert!(!text.contains("\n\n"), "half an event: {text:?}");
@@ -568,7 +409,7 @@ async fn duplicate_sends_the_event_twice() {
     let s = rig.session().await;
     let echo = call(1, "echo", json!({"text": "twice"}));
     let reply = exchange(rig.addr(), "POST", Some(&s), Some(&echo), WAIT).await;
-    assert!(reply.complete && reply.end == End::Fin, "{reply:?}");
+    assert!(reply.complete && reply.end == Close::Fin, "{reply:?}");
     assert_eq!(count(&reply.text(), "\"result\""), 2, "{}", reply.text());
     assert_fault(&rig.faults().await, "duplicate", "rule #1");
     assert_eq!(rig.verdict("echo").await, Verdict::Answered);
@@ -637,7 +478,7 @@ async fn vanish_drops_the_upstream_request_and_keeps_the_client_waiting() {
     assert_eq!(reply.status, 200);
     assert_eq!(
         reply.end,
-        End::Open,
+        Close::Open,
         "the client is still waiting: {reply:?}"
     );
 }
@@ -670,7 +511,7 @@ async fn a_live_fault_applies_to_a_running_stream() {
         .apply_to_stream(stream, "reset")
         .expect("apply reset");
     let reply = client.await.expect("client");
-    assert_eq!(reply.end, End::Reset, "{reply:?}");
+    assert_eq!(reply.end, Close::Reset, "{reply:?}");
     assert!(sent.elapsed() < Duration::from_secs(1));
     assert_fault(&rig.faults().await, "reset", "live: reset");
     assert_orphaned(&rig.verdict("slow").await, EndHow::Reset);

@@ -10,6 +10,7 @@ use mcpscope_engine::model::{Model, Notice};
 use mcpscope_engine::record::{self, Create, Recorder};
 use mcpscope_engine::redact::Redactor;
 use mcpscope_proxy::Config;
+use mcpscope_testkit::client::McpClient;
 use mcpscope_testkit::democlient::{self, DemoStep};
 use mcpscope_testkit::testserver;
 
@@ -145,8 +146,8 @@ async fn secrets_are_absent_from_the_recording_unless_asked() {
         let running = app::start_proxy(config, Some(recorder), redactor)
             .await
             .expect("proxy");
-        let client = reqwest_like_post(running.proxy.addr).await;
-        assert!(client.starts_with("HTTP/1.1 200"), "{client}");
+        let status = initialize_with_credentials(running.proxy.addr).await;
+        assert_eq!(status, 200);
         running.proxy.shutdown();
         drop(running.proxy);
         tokio::time::sleep(Duration::from_millis(50)).await;
@@ -179,16 +180,22 @@ async fn secrets_are_absent_from_the_recording_unless_asked() {
     }
 }
 
-async fn reqwest_like_post(addr: std::net::SocketAddr) -> String {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let body = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"},"apiKey":"JSON-LEAK","customer_pin":"PIN-LEAK","q":"kept"}}"#;
-    let mut sock = tokio::net::TcpStream::connect(addr).await.expect("connect");
-    let req = format!(
-        "POST /mcp?api_key=QUERY-LEAK&x=1 HTTP/1.1\r\nhost: {addr}\r\nauthorization: Bearer s3cr3t sk-LEAK extra-LEAK\r\ncookie: COOKIE-LEAK; theme=dark-LEAK\r\nx-api-key: KEY-LEAK\r\ncontent-type: application/json\r\naccept: application/json, text/event-stream\r\nconnection: close\r\ncontent-length: {}\r\n\r\n{body}",
-        body.len()
-    );
-    sock.write_all(req.as_bytes()).await.expect("write");
-    let mut out = Vec::new();
-    let _ = tokio::time::timeout(Duration::from_secs(5), sock.read_to_end(&mut out)).await;
-    String::from_utf8_lossy(&out).into_owned()
+/// `initialize` through the proxy at `addr` with secrets in its headers, query and body;
+/// returns the status.
+async fn initialize_with_credentials(addr: std::net::SocketAddr) -> u16 {
+    let mut client =
+        McpClient::new(&format!("http://{addr}/mcp?api_key=QUERY-LEAK&x=1")).expect("client");
+    let init = serde_json::json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{
+        "protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"},
+        "apiKey":"JSON-LEAK","customer_pin":"PIN-LEAK","q":"kept"}});
+    let credentials = [
+        ("authorization", "Bearer s3cr3t sk-LEAK extra-LEAK"),
+        ("cookie", "COOKIE-LEAK; theme=dark-LEAK"),
+        ("x-api-key", "KEY-LEAK"),
+    ];
+    let reading = client
+        .send(http::Method::POST, Some(&init), &credentials)
+        .await
+        .expect("send");
+    reading.answer(None).await.status
 }

@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use mcpscope_engine::event::EndHow;
 use mcpscope_engine::record;
 use mcpscope_proxy::mock::{ServeHandle, serve};
-use mcpscope_testkit::probe::{Outcome, Probe};
+use mcpscope_testkit::client::{Answer, McpClient, Outcome};
 
 const BOUND: Duration = Duration::from_secs(30);
 
@@ -26,10 +26,10 @@ async fn mock(name: &str, speed: f64) -> ServeHandle {
     serve(recording, listen, speed).await.expect("serve")
 }
 
-fn text(o: &Outcome) -> String {
-    o.text()
+fn text(a: &Answer) -> String {
+    a.text()
         .map(str::to_string)
-        .unwrap_or_else(|| format!("{o:?}"))
+        .unwrap_or_else(|| format!("{:?}", a.outcome))
 }
 
 async fn bounded<T>(f: impl std::future::Future<Output = T>) -> T {
@@ -40,11 +40,11 @@ async fn bounded<T>(f: impl std::future::Future<Output = T>) -> T {
 async fn server_dies_served_the_client_sees_the_reset() {
     bounded(async {
         let mock = mock("server-dies", 1.0).await;
-        let mut c = Probe::new(&mock.url()).expect("client");
-        let init = c.initialize().await.expect("initialize");
+        let mut c = McpClient::new(&mock.url()).expect("client");
+        let init = c.handshake().await.expect("initialize");
         assert!(init.result().is_some(), "{init:?}");
         assert!(
-            c.session.is_some(),
+            c.session().is_some(),
             "the recorded Mcp-Session-Id is handed out"
         );
         let mut get = c.open_get().await.expect("GET");
@@ -63,7 +63,7 @@ async fn server_dies_served_the_client_sees_the_reset() {
         let poke = c.call("poke", json!({}), true).await.expect("poke");
         assert!(
             matches!(
-                poke,
+                poke.outcome,
                 Outcome::Died {
                     how: EndHow::Reset,
                     head: true,
@@ -79,7 +79,7 @@ async fn server_dies_served_the_client_sees_the_reset() {
         );
         let get_end = get.ended(Duration::from_secs(5)).await;
         assert_eq!(
-            get_end.as_ref().and_then(Outcome::died),
+            get_end.as_ref().and_then(Answer::died),
             Some(EndHow::Reset),
             "the GET stream dies with the server: {get_end:?}"
         );
@@ -96,8 +96,8 @@ async fn server_dies_served_the_client_sees_the_reset() {
 
 /// What the raw client gets from a healthy session: tool results by tool.
 async fn healthy_session(url: &str) -> Vec<(String, String)> {
-    let mut c = Probe::new(url).expect("client");
-    let init = c.initialize().await.expect("initialize");
+    let mut c = McpClient::new(url).expect("client");
+    let init = c.handshake().await.expect("initialize");
     assert!(init.result().is_some(), "{init:?}");
     // No tools/list: the live ids are shifted from the recorded ones, so id substitution shows.
     let mut out = Vec::new();
@@ -110,7 +110,7 @@ async fn healthy_session(url: &str) -> Vec<(String, String)> {
     for (tool, args, progress) in calls {
         let id = json!(c.next_id());
         let o = c.call(tool, args, progress).await.expect("call");
-        if let Outcome::Response(v) = &o {
+        if let Outcome::Response(v) = &o.outcome {
             assert_eq!(v.get("id"), Some(&id), "the response carries the live id");
         }
         out.push((tool.to_string(), text(&o)));
@@ -141,13 +141,13 @@ async fn healthy_served_gives_the_same_tool_results_as_live() {
 async fn a_request_that_matches_nothing_gets_a_jsonrpc_error() {
     bounded(async {
         let mock = mock("healthy", 0.0).await;
-        let mut c = Probe::new(&mock.url()).expect("client");
-        c.initialize().await.expect("initialize");
+        let mut c = McpClient::new(&mock.url()).expect("client");
+        c.handshake().await.expect("initialize");
         let o = c
             .call("echo", json!({"text": "never recorded"}), false)
             .await
             .expect("echo");
-        let Outcome::Response(v) = &o else {
+        let Outcome::Response(v) = &o.outcome else {
             panic!("{o:?}")
         };
         assert_eq!(v.pointer("/error/code"), Some(&json!(-32601)));
@@ -178,14 +178,14 @@ async fn a_request_that_matches_nothing_gets_a_jsonrpc_error() {
 async fn the_other_deaths_are_re_enacted() {
     bounded(async {
         let mock_eof = mock("sse-eof", 0.0).await;
-        let mut c = Probe::new(&mock_eof.url()).expect("client");
-        c.initialize().await.expect("initialize");
+        let mut c = McpClient::new(&mock_eof.url()).expect("client");
+        c.handshake().await.expect("initialize");
         let poke = c.call("poke", json!({}), false).await.expect("poke");
         assert_eq!(poke.died(), Some(EndHow::Eof), "{poke:?}");
 
         let mock_json = mock("json-reset", 0.0).await;
-        let mut c = Probe::new(&mock_json.url()).expect("client");
-        c.initialize().await.expect("initialize");
+        let mut c = McpClient::new(&mock_json.url()).expect("client");
+        c.handshake().await.expect("initialize");
         let echo = c
             .call("echo", json!({"text": "hello"}), false)
             .await
@@ -194,7 +194,7 @@ async fn the_other_deaths_are_re_enacted() {
         let poke = c.call("poke", json!({}), false).await.expect("poke");
         assert!(
             matches!(
-                poke,
+                poke.outcome,
                 Outcome::Died {
                     how: EndHow::Reset,
                     head: true,
@@ -205,10 +205,10 @@ async fn the_other_deaths_are_re_enacted() {
         );
 
         let mock_503 = mock("status-503", 0.0).await;
-        let mut c = Probe::new(&mock_503.url()).expect("client");
-        c.initialize().await.expect("initialize");
+        let mut c = McpClient::new(&mock_503.url()).expect("client");
+        c.handshake().await.expect("initialize");
         let poke = c.call("poke", json!({}), false).await.expect("poke");
-        assert!(matches!(poke, Outcome::Status(503, _)), "{poke:?}");
+        assert!(matches!(poke.outcome, Outcome::Status(503, _)), "{poke:?}");
     })
     .await;
 }
@@ -217,8 +217,8 @@ async fn the_other_deaths_are_re_enacted() {
 async fn a_resumable_stream_is_cut_and_resumed_as_recorded() {
     bounded(async {
         let mock = mock("resumed", 1.0).await;
-        let mut c = Probe::new(&mock.url()).expect("client");
-        c.initialize().await.expect("initialize");
+        let mut c = McpClient::new(&mock.url()).expect("client");
+        c.handshake().await.expect("initialize");
         let id = json!(c.next_id());
         let cut = c
             .call("slow", json!({"steps": 4, "interval_ms": 100}), true)
@@ -228,7 +228,7 @@ async fn a_resumable_stream_is_cut_and_resumed_as_recorded() {
             how: EndHow::Reset,
             last_event_id: Some(last),
             ..
-        } = &cut
+        } = &cut.outcome
         else {
             panic!("expected a reset after an event id: {cut:?}")
         };
@@ -246,7 +246,7 @@ async fn a_resumable_stream_is_cut_and_resumed_as_recorded() {
             .expect("a resumption in the recording");
         assert!(last.starts_with(recorded_last.split('-').next().unwrap_or("")));
         let resumed = c.resume(&recorded_last, id.clone()).await.expect("resume");
-        let Outcome::Response(v) = &resumed else {
+        let Outcome::Response(v) = &resumed.outcome else {
             panic!("{resumed:?}")
         };
         assert_eq!(v.get("id"), Some(&id));
@@ -286,8 +286,8 @@ async fn the_binary_serves_a_recording() {
             .find(|w| w.starts_with("http://"))
             .unwrap_or_else(|| panic!("no URL in {line:?}"))
             .to_string();
-        let mut c = Probe::new(&url).expect("client");
-        let init = c.initialize().await.expect("initialize");
+        let mut c = McpClient::new(&url).expect("client");
+        let init = c.handshake().await.expect("initialize");
         assert!(init.result().is_some(), "{init:?}");
         let echo = c
             .call("echo", json!({"text": "hello"}), false)

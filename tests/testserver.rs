@@ -3,24 +3,14 @@
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use http::{HeaderMap, Method, Request, StatusCode};
-use http_body_util::{BodyExt, Full};
-use hyper::body::Incoming;
-use hyper_util::client::legacy::Client;
-use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::rt::TokioExecutor;
-use mcpscope_engine::wire::sse::{SseFrame, SseParser};
+use http::Method;
+use mcpscope_engine::wire::ContentKind;
+use mcpscope_testkit::client::{Answer, McpClient, Outcome};
 use mcpscope_testkit::democlient::{self, DemoStep};
 use mcpscope_testkit::testserver::{self, Options, TestServer};
 use serde_json::{Value, json};
 
 const BOUND: Duration = Duration::from_secs(20);
-
-type HttpClient = Client<HttpConnector, Full<Bytes>>;
-
-fn client() -> HttpClient {
-    Client::builder(TokioExecutor::new()).build_http()
-}
 
 async fn server(opts: Options) -> TestServer {
     testserver::start(opts).await.expect("start test server")
@@ -30,90 +20,27 @@ fn default_opts() -> Options {
     Options::default()
 }
 
+fn client(url: &str) -> McpClient {
+    McpClient::new(url).expect("client")
+}
+
+/// POSTs `message` and reads the answer to the end of its body.
+async fn exchange(c: &mut McpClient, message: &Value) -> Answer {
+    c.post(message).await.expect("post").answer(None).await
+}
+
+/// Sends `method` with `headers` and reads the answer to the end of its body.
 async fn send(
-    c: &HttpClient,
+    c: &mut McpClient,
     method: Method,
-    url: &str,
     headers: &[(&str, &str)],
     body: Option<&Value>,
-) -> http::Response<Incoming> {
-    let mut req = Request::builder()
-        .method(method)
-        .uri(url)
-        .header("accept", "application/json, text/event-stream");
-    for (k, v) in headers {
-        req = req.header(*k, *v);
-    }
-    let bytes = match body {
-        Some(v) => {
-            req = req.header("content-type", "application/json");
-            Bytes::from(v.to_string())
-        }
-        None => Bytes::new(),
-    };
-    c.request(req.body(Full::new(bytes)).expect("request"))
+) -> Answer {
+    c.send(method, body, headers)
         .await
         .expect("send")
-}
-
-async fn post(
-    c: &HttpClient,
-    url: &str,
-    headers: &[(&str, &str)],
-    body: &Value,
-) -> http::Response<Incoming> {
-    send(c, Method::POST, url, headers, Some(body)).await
-}
-
-fn content_type(h: &HeaderMap) -> String {
-    h.get("content-type")
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("")
-        .to_string()
-}
-
-async fn body_json(resp: http::Response<Incoming>) -> Value {
-    let bytes = resp.into_body().collect().await.expect("body").to_bytes();
-    serde_json::from_slice(&bytes).expect("json body")
-}
-
-/// Reads SSE events with their arrival times, until the stream ends or `stop` says so.
-async fn read_events(
-    body: &mut Incoming,
-    mut stop: impl FnMut(&SseFrame) -> bool,
-) -> Vec<(SseFrame, Instant)> {
-    let mut parser = SseParser::new();
-    let mut out = Vec::new();
-    let mut frames = Vec::new();
-    while let Some(frame) = body.frame().await {
-        let frame = frame.expect("body frame");
-        if let Some(data) = frame.data_ref() {
-            parser.feed(data, &mut frames);
-            let now = Instant::now();
-            for f in frames.drain(..) {
-                let done = stop(&f);
-                out.push((f, now));
-                if done {
-                    return out;
-                }
-            }
-        }
-    }
-    out
-}
-
-fn messages(events: &[(SseFrame, Instant)]) -> Vec<Value> {
-    events
-        .iter()
-        .filter(|(f, _)| !f.data.trim().is_empty())
-        .map(|(f, _)| serde_json::from_str(&f.data).expect("event data is JSON"))
-        .collect()
-}
-
-async fn sse_messages(resp: http::Response<Incoming>) -> Vec<Value> {
-    assert!(content_type(resp.headers()).starts_with("text/event-stream"));
-    let mut body = resp.into_body();
-    messages(&read_events(&mut body, |_| false).await)
+        .answer(None)
+        .await
 }
 
 fn init_msg(version: &str) -> Value {
@@ -125,36 +52,18 @@ fn call(id: i64, name: &str, args: Value) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": name, "arguments": args}})
 }
 
-/// Initializes a session; returns its id.
-async fn init(c: &HttpClient, url: &str, version: &str) -> String {
-    let resp = post(c, url, &[], &init_msg(version)).await;
-    assert_eq!(resp.status(), StatusCode::OK);
-    let sid = resp
-        .headers()
-        .get("mcp-session-id")
-        .and_then(|v| v.to_str().ok())
-        .expect("session id")
-        .to_string();
-    let ct = content_type(resp.headers());
-    let msgs = if ct.starts_with("text/event-stream") {
-        sse_messages(resp).await
-    } else {
-        vec![body_json(resp).await]
-    };
+/// A client with a session initialized at `version` (`notifications/initialized` sent).
+async fn init(url: &str, version: &str) -> McpClient {
+    let mut c = client(url).speaking(version);
+    let answer = c.initialize().await.expect("initialize");
+    assert_eq!(answer.status, 200, "{answer:?}");
+    assert!(c.session().is_some(), "a session id");
     assert_eq!(
-        msgs.last().expect("a response")["result"]["protocolVersion"],
+        answer.result().expect("a result")["protocolVersion"],
         version
     );
-    let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-    let resp = post(
-        c,
-        url,
-        &[("mcp-session-id", &sid), ("mcp-protocol-version", version)],
-        &note,
-    )
-    .await;
-    assert_eq!(resp.status(), StatusCode::ACCEPTED);
-    sid
+    assert_eq!(c.initialized().await.expect("initialized"), 202);
+    c
 }
 
 /// Result text of a tools/call response.
@@ -167,24 +76,19 @@ async fn initialize_assigns_and_requires_session() {
     tokio::time::timeout(BOUND, async {
         let srv = server(default_opts()).await;
         let url = srv.url();
-        let c = client();
+        let mut c = client(&url);
 
-        let resp = post(&c, &url, &[], &init_msg("2025-11-25")).await;
-        assert_eq!(resp.status(), StatusCode::OK);
-        let sid = resp.headers()["mcp-session-id"]
-            .to_str()
-            .expect("ascii")
-            .to_string();
+        let answer = exchange(&mut c, &init_msg("2025-11-25")).await;
+        assert_eq!(answer.status, 200);
+        let sid = c.session().expect("session id").to_string();
         assert!(
             sid.len() >= 16 && sid.chars().all(|c| c.is_ascii_hexdigit()),
             "{sid}"
         );
-        let mut body = resp.into_body();
-        let events = read_events(&mut body, |_| false).await;
         // 2025-11-25: a priming event (id, empty data) first.
-        assert!(events[0].0.id.is_some());
-        assert!(events[0].0.data.is_empty());
-        let msgs = messages(&events);
+        assert!(answer.frames[0].frame.id.is_some());
+        assert!(answer.frames[0].frame.data.is_empty());
+        let msgs = &answer.messages;
         assert_eq!(msgs.len(), 1);
         assert_eq!(msgs[0]["result"]["protocolVersion"], "2025-11-25");
         assert_eq!(
@@ -193,31 +97,28 @@ async fn initialize_assigns_and_requires_session() {
         );
 
         let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"});
-        let resp = post(&c, &url, &[], &list).await;
-        assert_eq!(resp.status(), StatusCode::BAD_REQUEST, "missing session");
-        let resp = post(&c, &url, &[("mcp-session-id", "nope")], &list).await;
-        assert_eq!(resp.status(), StatusCode::NOT_FOUND, "unknown session");
-        let resp = post(&c, &url, &[("mcp-session-id", &sid)], &list).await;
-        assert_eq!(resp.status(), StatusCode::OK);
-        let msgs = sse_messages(resp).await;
-        assert_eq!(msgs[0]["id"], 1);
+        let mut fresh = client(&url);
+        let answer = exchange(&mut fresh, &list).await;
+        assert_eq!(answer.status, 400, "missing session");
+        let answer = exchange(&mut client(&url).with_session("nope"), &list).await;
+        assert_eq!(answer.status, 404, "unknown session");
+        let answer = exchange(&mut c, &list).await;
+        assert_eq!(answer.status, 200);
+        assert_eq!(answer.messages[0]["id"], 1);
 
         // Unsupported version → negotiated down to the latest session revision.
-        let resp = post(&c, &url, &[], &init_msg("1999-01-01")).await;
-        let msgs = sse_messages(resp).await;
-        assert_eq!(msgs[0]["result"]["protocolVersion"], "2025-11-25");
+        let answer = exchange(&mut fresh, &init_msg("1999-01-01")).await;
+        assert_eq!(
+            answer.messages[0]["result"]["protocolVersion"],
+            "2025-11-25"
+        );
 
         // Unknown method; notification → 202; elsewhere → 404.
-        let resp = post(
-            &c,
-            &url,
-            &[("mcp-session-id", &sid)],
-            &json!({"jsonrpc": "2.0", "id": 2, "method": "nope/nope"}),
-        )
-        .await;
-        assert_eq!(sse_messages(resp).await[0]["error"]["code"], -32601);
-        let resp = post(&c, &format!("http://{}/other", srv.addr), &[], &list).await;
-        assert_eq!(resp.status(), StatusCode::NOT_FOUND);
+        let nope = json!({"jsonrpc": "2.0", "id": 2, "method": "nope/nope"});
+        let answer = exchange(&mut c, &nope).await;
+        assert_eq!(answer.messages[0]["error"]["code"], -32601);
+        let mut elsewhere = client(&format!("http://{}/other", srv.addr));
+        assert_eq!(exchange(&mut elsewhere, &list).await.status, 404);
         srv.shutdown().await;
     })
     .await
@@ -228,15 +129,14 @@ async fn initialize_assigns_and_requires_session() {
 async fn bad_json_is_a_parse_error() {
     tokio::time::timeout(BOUND, async {
         let srv = server(default_opts()).await;
-        let c = client();
-        let req = Request::post(srv.url())
-            .header("content-type", "application/json")
-            .body(Full::new(Bytes::from_static(b"{not json")))
-            .expect("request");
-        let resp = c.request(req).await.expect("send");
-        assert_eq!(resp.status(), StatusCode::BAD_REQUEST);
-        let v = body_json(resp).await;
-        assert_eq!(v["error"]["code"], -32700);
+        let answer = client(&srv.url())
+            .send_bytes(Method::POST, Some(Bytes::from_static(b"{not json")), &[])
+            .await
+            .expect("send")
+            .answer(None)
+            .await;
+        assert_eq!(answer.status, 400);
+        assert_eq!(answer.messages[0]["error"]["code"], -32700);
         srv.shutdown().await;
     })
     .await
@@ -247,18 +147,9 @@ async fn bad_json_is_a_parse_error() {
 async fn tools_list_has_annotations() {
     tokio::time::timeout(BOUND, async {
         let srv = server(default_opts()).await;
-        let url = srv.url();
-        let c = client();
-        let sid = init(&c, &url, "2025-06-18").await;
-        let resp = post(
-            &c,
-            &url,
-            &[("mcp-session-id", &sid)],
-            &json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}),
-        )
-        .await;
-        let msgs = sse_messages(resp).await;
-        let tools = msgs[0]["result"]["tools"]
+        let mut c = init(&srv.url(), "2025-06-18").await;
+        let answer = c.request("tools/list", json!({})).await.expect("list");
+        let tools = answer.result().expect("result")["tools"]
             .as_array()
             .expect("tools")
             .clone();
@@ -272,40 +163,16 @@ async fn tools_list_has_annotations() {
         assert!(poke["annotations"]["idempotentHint"].is_null());
 
         // fail → isError; peek/poke move the counter.
-        let resp = post(
-            &c,
-            &url,
-            &[("mcp-session-id", &sid)],
-            &call(2, "fail", json!({})),
-        )
-        .await;
-        assert_eq!(sse_messages(resp).await[0]["result"]["isError"], true);
-        let resp = post(
-            &c,
-            &url,
-            &[("mcp-session-id", &sid)],
-            &call(3, "peek", json!({})),
-        )
-        .await;
-        assert_eq!(text(&sse_messages(resp).await[0]), "0");
+        let fail = c.call("fail", json!({}), false).await.expect("fail");
+        assert_eq!(fail.result().expect("result")["isError"], true);
+        let peek = c.call("peek", json!({}), false).await.expect("peek");
+        assert_eq!(peek.text(), Some("0"));
         let t = Instant::now();
-        let resp = post(
-            &c,
-            &url,
-            &[("mcp-session-id", &sid)],
-            &call(4, "poke", json!({})),
-        )
-        .await;
-        assert_eq!(text(&sse_messages(resp).await[0]), "1");
+        let poke = c.call("poke", json!({}), false).await.expect("poke");
+        assert_eq!(poke.text(), Some("1"));
         assert!(t.elapsed() >= Duration::from_millis(250));
-        let resp = post(
-            &c,
-            &url,
-            &[("mcp-session-id", &sid)],
-            &call(5, "peek", json!({})),
-        )
-        .await;
-        assert_eq!(text(&sse_messages(resp).await[0]), "1");
+        let peek = c.call("peek", json!({}), false).await.expect("peek");
+        assert_eq!(peek.text(), Some("1"));
         srv.shutdown().await;
     })
     .await
@@ -316,42 +183,30 @@ async fn tools_list_has_annotations() {
 async fn slow_streams_progress_events_as_they_happen() {
     tokio::time::timeout(BOUND, async {
         let srv = server(default_opts()).await;
-        let url = srv.url();
-        let c = client();
-        let sid = init(&c, &url, "2025-11-25").await;
+        let mut c = init(&srv.url(), "2025-11-25").await;
         let mut msg = call(7, "slow", json!({"steps": 4, "interval_ms": 150}));
         msg["params"]["_meta"] = json!({"progressToken": "tok"});
-        let resp = post(
-            &c,
-            &url,
-            &[
-                ("mcp-session-id", &sid),
-                ("mcp-protocol-version", "2025-11-25"),
-            ],
-            &msg,
-        )
-        .await;
-        assert_eq!(resp.status(), StatusCode::OK);
-        let mut body = resp.into_body();
-        let events = read_events(&mut body, |_| false).await;
-        let data: Vec<_> = events.iter().filter(|(f, _)| !f.data.is_empty()).collect();
+        let answer = exchange(&mut c, &msg).await;
+        assert_eq!(answer.status, 200);
+        let events = &answer.frames;
+        let data: Vec<_> = events.iter().filter(|s| !s.frame.data.is_empty()).collect();
         assert_eq!(data.len(), 5, "{events:?}");
         let mut ids = std::collections::HashSet::new();
-        for (f, _) in &events {
-            let id = f.id.clone().expect("every event has an id");
+        for s in events {
+            let id = s.frame.id.clone().expect("every event has an id");
             assert!(ids.insert(id), "ids are unique");
         }
-        for (i, (f, _)) in data[..4].iter().enumerate() {
-            let v: Value = serde_json::from_str(&f.data).expect("json");
+        for (i, s) in data[..4].iter().enumerate() {
+            let v: Value = serde_json::from_str(&s.frame.data).expect("json");
             assert_eq!(v["method"], "notifications/progress");
             assert_eq!(v["params"]["progressToken"], "tok");
             assert_eq!(v["params"]["progress"], i as u64 + 1);
         }
-        let last: Value = serde_json::from_str(&data[4].0.data).expect("json");
+        let last: Value = serde_json::from_str(&data[4].frame.data).expect("json");
         assert_eq!(last["id"], 7);
         // Each progress event arrived on its own, not all at the end.
         for w in data[..4].windows(2) {
-            let gap = w[1].1.duration_since(w[0].1);
+            let gap = w[1].at.duration_since(w[0].at);
             assert!(
                 gap >= Duration::from_millis(80),
                 "events were buffered: gap {gap:?}"
@@ -359,16 +214,13 @@ async fn slow_streams_progress_events_as_they_happen() {
         }
 
         // Without a progress token: log messages instead.
-        let resp = post(
-            &c,
-            &url,
-            &[("mcp-session-id", &sid)],
+        let answer = exchange(
+            &mut c,
             &call(8, "slow", json!({"steps": 2, "interval_ms": 10})),
         )
         .await;
-        let msgs = sse_messages(resp).await;
-        assert_eq!(msgs.len(), 3);
-        assert_eq!(msgs[0]["method"], "notifications/message");
+        assert_eq!(answer.messages.len(), 3);
+        assert_eq!(answer.messages[0]["method"], "notifications/message");
         srv.shutdown().await;
     })
     .await
@@ -383,12 +235,9 @@ async fn no_event_ids_and_retry_options() {
             ..default_opts()
         })
         .await;
-        let c = client();
-        let resp = post(&c, &srv.url(), &[], &init_msg("2025-11-25")).await;
-        let mut body = resp.into_body();
-        let events = read_events(&mut body, |_| false).await;
-        assert_eq!(events.len(), 1);
-        assert!(events[0].0.id.is_none());
+        let answer = exchange(&mut client(&srv.url()), &init_msg("2025-11-25")).await;
+        assert_eq!(answer.frames.len(), 1);
+        assert!(answer.frames[0].frame.id.is_none());
         srv.shutdown().await;
 
         let srv = server(Options {
@@ -396,11 +245,9 @@ async fn no_event_ids_and_retry_options() {
             ..default_opts()
         })
         .await;
-        let resp = post(&c, &srv.url(), &[], &init_msg("2025-11-25")).await;
-        let mut body = resp.into_body();
-        let events = read_events(&mut body, |_| false).await;
-        assert_eq!(events[0].0.retry, Some(1234));
-        assert!(events[0].0.id.is_some());
+        let answer = exchange(&mut client(&srv.url()), &init_msg("2025-11-25")).await;
+        assert_eq!(answer.frames[0].frame.retry, Some(1234));
+        assert!(answer.frames[0].frame.id.is_some());
         srv.shutdown().await;
     })
     .await
@@ -415,25 +262,24 @@ async fn json_mode_answers_application_json() {
             ..default_opts()
         })
         .await;
-        let url = srv.url();
-        let c = client();
-        let sid = init(&c, &url, "2025-06-18").await;
-        let resp = post(
-            &c,
-            &url,
-            &[("mcp-session-id", &sid)],
-            &call(1, "echo", json!({"text": "hi"})),
-        )
-        .await;
-        assert_eq!(resp.status(), StatusCode::OK);
-        assert!(content_type(resp.headers()).starts_with("application/json"));
-        let v = body_json(resp).await;
-        assert_eq!(text(&v), "hi");
-        let mut msg = call(2, "slow", json!({"steps": 2, "interval_ms": 10}));
-        msg["params"]["_meta"] = json!({"progressToken": 1});
-        let v = body_json(post(&c, &url, &[("mcp-session-id", &sid)], &msg).await).await;
-        assert_eq!(v["id"], 2);
-        assert!(text(&v).contains("done"));
+        let mut c = init(&srv.url(), "2025-06-18").await;
+        let echo = c
+            .call("echo", json!({"text": "hi"}), false)
+            .await
+            .expect("echo");
+        assert_eq!(echo.status, 200);
+        assert_eq!(echo.content(), ContentKind::Json);
+        assert_eq!(echo.text(), Some("hi"));
+        let id = c.next_id();
+        let slow = c
+            .call("slow", json!({"steps": 2, "interval_ms": 10}), true)
+            .await
+            .expect("slow");
+        let Outcome::Response(v) = &slow.outcome else {
+            panic!("{slow:?}")
+        };
+        assert_eq!(v["id"], id);
+        assert!(text(v).contains("done"));
         srv.shutdown().await;
     })
     .await
@@ -445,22 +291,17 @@ async fn delete_ends_the_session() {
     tokio::time::timeout(BOUND, async {
         let srv = server(default_opts()).await;
         let url = srv.url();
-        let c = client();
-        let sid = init(&c, &url, "2025-11-25").await;
-        let resp = send(&c, Method::DELETE, &url, &[("mcp-session-id", &sid)], None).await;
-        assert_eq!(resp.status(), StatusCode::OK);
-        let resp = post(
-            &c,
-            &url,
-            &[("mcp-session-id", &sid)],
-            &call(1, "echo", json!({"text": "x"})),
-        )
-        .await;
-        assert_eq!(resp.status(), StatusCode::NOT_FOUND);
-        let resp = send(&c, Method::GET, &url, &[("mcp-session-id", &sid)], None).await;
-        assert_eq!(resp.status(), StatusCode::NOT_FOUND);
-        let resp = send(&c, Method::DELETE, &url, &[("mcp-session-id", &sid)], None).await;
-        assert_eq!(resp.status(), StatusCode::NOT_FOUND);
+        let mut c = init(&url, "2025-11-25").await;
+        let sid = c.session().expect("session").to_string();
+        assert_eq!(c.delete().await.expect("DELETE"), 200);
+        let mut gone = client(&url).with_session(&sid);
+        let echo = gone
+            .call("echo", json!({"text": "x"}), false)
+            .await
+            .expect("echo");
+        assert_eq!(echo.status, 404);
+        assert_eq!(send(&mut gone, Method::GET, &[], None).await.status, 404);
+        assert_eq!(gone.delete().await.expect("DELETE"), 404);
         srv.shutdown().await;
     })
     .await
@@ -471,19 +312,17 @@ async fn delete_ends_the_session() {
 async fn sessionless_2026_07_28() {
     tokio::time::timeout(BOUND, async {
         let srv = server(default_opts()).await;
-        let url = srv.url();
-        let c = client();
+        let mut c = client(&srv.url());
         let h = [
             ("mcp-protocol-version", "2026-07-28"),
             ("mcp-method", "server/discover"),
         ];
         let discover = json!({"jsonrpc": "2.0", "id": 1, "method": "server/discover",
             "params": {"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}}});
-        let resp = post(&c, &url, &h, &discover).await;
-        assert_eq!(resp.status(), StatusCode::OK);
-        assert!(resp.headers().get("mcp-session-id").is_none());
-        let msgs = sse_messages(resp).await;
-        let r = &msgs[0]["result"];
+        let answer = send(&mut c, Method::POST, &h, Some(&discover)).await;
+        assert_eq!(answer.status, 200);
+        assert!(answer.header("mcp-session-id").is_none());
+        let r = &answer.messages[0]["result"];
         assert_eq!(r["serverInfo"]["name"], "mcpscope-testserver");
         assert!(r["capabilities"]["tools"].is_object());
         assert!(
@@ -499,19 +338,13 @@ async fn sessionless_2026_07_28() {
             ("mcp-method", "tools/call"),
             ("mcp-name", "echo"),
         ];
-        let resp = post(
-            &c,
-            &url,
-            &h,
-            &call(2, "echo", json!({"text": "no session"})),
-        )
-        .await;
-        assert_eq!(resp.status(), StatusCode::OK);
-        assert_eq!(text(&sse_messages(resp).await[0]), "no session");
+        let echo = call(2, "echo", json!({"text": "no session"}));
+        let answer = send(&mut c, Method::POST, &h, Some(&echo)).await;
+        assert_eq!(answer.status, 200);
+        assert_eq!(text(&answer.messages[0]), "no session");
 
         // Without the header and without a session: 400 (a probing client falls back to initialize).
-        let resp = post(&c, &url, &[], &discover).await;
-        assert_eq!(resp.status(), StatusCode::BAD_REQUEST);
+        assert_eq!(exchange(&mut c, &discover).await.status, 400);
         srv.shutdown().await;
     })
     .await
@@ -522,35 +355,29 @@ async fn sessionless_2026_07_28() {
 async fn resumption_replays_missed_events_and_the_result() {
     tokio::time::timeout(BOUND, async {
         let srv = server(default_opts()).await;
-        let url = srv.url();
-        let c = client();
-        let sid = init(&c, &url, "2025-11-25").await;
+        let mut c = init(&srv.url(), "2025-11-25").await;
         let mut msg = call(9, "slow", json!({"steps": 5, "interval_ms": 150}));
         msg["params"]["_meta"] = json!({"progressToken": "r"});
-        let resp = post(&c, &url, &[("mcp-session-id", &sid)], &msg).await;
-        let mut body = resp.into_body();
+        let mut cut = c.post(&msg).await.expect("post");
         let mut seen = 0;
-        let first = read_events(&mut body, |f| {
+        cut.until(|f| {
             if !f.data.is_empty() {
                 seen += 1;
             }
             seen == 2
         })
         .await;
-        let last_id = first.last().and_then(|(f, _)| f.id.clone()).expect("an id");
-        drop(body); // the client loses the stream after two progress events
+        let last_id = cut
+            .frames
+            .last()
+            .and_then(|s| s.frame.id.clone())
+            .expect("an id");
+        drop(cut); // the client loses the stream after two progress events
         tokio::time::sleep(Duration::from_millis(400)).await;
 
-        let resp = send(
-            &c,
-            Method::GET,
-            &url,
-            &[("mcp-session-id", &sid), ("last-event-id", &last_id)],
-            None,
-        )
-        .await;
-        assert_eq!(resp.status(), StatusCode::OK);
-        let msgs = sse_messages(resp).await;
+        let resumed = c.resume(&last_id, json!(9)).await.expect("resume");
+        assert_eq!(resumed.status, 200);
+        let msgs = &resumed.messages;
         let progress: Vec<u64> = msgs
             .iter()
             .filter(|m| m["method"] == "notifications/progress")
@@ -561,15 +388,8 @@ async fn resumption_replays_missed_events_and_the_result() {
         assert!(text(msgs.last().expect("result")).contains("done"));
 
         // An id of an unknown stream is refused.
-        let resp = send(
-            &c,
-            Method::GET,
-            &url,
-            &[("mcp-session-id", &sid), ("last-event-id", "s999-1")],
-            None,
-        )
-        .await;
-        assert_eq!(resp.status(), StatusCode::BAD_REQUEST);
+        let refused = c.resume("s999-1", json!(9)).await.expect("resume");
+        assert_eq!(refused.status, 400);
         srv.shutdown().await;
     })
     .await
@@ -581,36 +401,28 @@ async fn get_stream_carries_server_notifications() {
     tokio::time::timeout(BOUND, async {
         let srv = server(default_opts()).await;
         let url = srv.url();
-        let c = client();
-        let sid = init(&c, &url, "2025-11-25").await;
-        let resp = send(&c, Method::GET, &url, &[("mcp-session-id", &sid)], None).await;
-        assert_eq!(resp.status(), StatusCode::OK);
-        assert!(content_type(resp.headers()).starts_with("text/event-stream"));
-        let mut get_body = resp.into_body();
-        let resp = post(
-            &c,
-            &url,
-            &[("mcp-session-id", &sid)],
-            &call(1, "poke", json!({})),
-        )
-        .await;
-        assert_eq!(text(&sse_messages(resp).await[0]), "1");
-        let events = read_events(&mut get_body, |f| f.data.contains("counter is now")).await;
+        let mut c = init(&url, "2025-11-25").await;
+        let mut get = c.get(None).await.expect("GET");
+        assert_eq!(get.status, 200);
         assert!(
-            messages(&events)
+            get.header("content-type")
+                .unwrap_or("")
+                .starts_with("text/event-stream")
+        );
+        let poke = c.call("poke", json!({}), false).await.expect("poke");
+        assert_eq!(poke.text(), Some("1"));
+        assert!(get.until(|f| f.data.contains("counter is now")).await);
+        assert!(
+            get.messages
                 .iter()
                 .any(|m| m["method"] == "notifications/message")
         );
         // 2026-07-28 has no GET stream.
-        let resp = send(
-            &c,
-            Method::GET,
-            &url,
-            &[("mcp-protocol-version", "2026-07-28")],
-            None,
-        )
-        .await;
-        assert_eq!(resp.status(), StatusCode::METHOD_NOT_ALLOWED);
+        let h = [("mcp-protocol-version", "2026-07-28")];
+        assert_eq!(
+            send(&mut client(&url), Method::GET, &h, None).await.status,
+            405
+        );
         srv.shutdown().await;
     })
     .await
@@ -623,36 +435,45 @@ async fn batch_2025_03_26() {
         for json_responses in [false, true] {
             let srv = server(Options { json_responses, ..default_opts() }).await;
             let url = srv.url();
-            let c = client();
-            let sid = init(&c, &url, "2025-03-26").await;
+            let mut c = init(&url, "2025-03-26").await;
             let batch = json!([
                 call(1, "echo", json!({"text": "a"})),
                 {"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": 0, "progress": 1}},
                 call(2, "slow", json!({"steps": 1, "interval_ms": 10})),
                 call(3, "peek", json!({})),
             ]);
-            let resp = post(&c, &url, &[("mcp-session-id", &sid)], &batch).await;
-            assert_eq!(resp.status(), StatusCode::OK);
-            let msgs = if json_responses {
-                body_json(resp).await.as_array().expect("array").clone()
-            } else {
-                sse_messages(resp).await
-            };
+            let answer = exchange(&mut c, &batch).await;
+            assert_eq!(answer.status, 200);
+            let msgs = &answer.messages;
             let mut ids: Vec<i64> = msgs.iter().filter_map(|m| m["id"].as_i64()).collect();
             ids.sort();
             assert_eq!(ids, vec![1, 2, 3], "{msgs:?}");
 
             // Only notifications → 202.
             let notes = json!([{"jsonrpc": "2.0", "method": "notifications/initialized"}]);
-            let resp = post(&c, &url, &[("mcp-session-id", &sid)], &notes).await;
-            assert_eq!(resp.status(), StatusCode::ACCEPTED);
+            assert_eq!(exchange(&mut c, &notes).await.status, 202);
 
             // No batches after 2025-03-26.
-            let sid2 = init(&c, &url, "2025-06-18").await;
-            let resp = post(&c, &url, &[("mcp-session-id", &sid2)], &batch).await;
-            assert_eq!(resp.status(), StatusCode::BAD_REQUEST);
+            let mut later = init(&url, "2025-06-18").await;
+            assert_eq!(exchange(&mut later, &batch).await.status, 400);
             srv.shutdown().await;
         }
+    })
+    .await
+    .expect("bounded");
+}
+
+#[tokio::test]
+async fn a_cancellation_is_a_notification_the_server_accepts() {
+    tokio::time::timeout(BOUND, async {
+        let srv = server(default_opts()).await;
+        let mut c = init(&srv.url(), "2025-11-25").await;
+        let status = c
+            .cancel(json!(1), "no longer needed")
+            .await
+            .expect("cancel");
+        assert_eq!(status, 202);
+        srv.shutdown().await;
     })
     .await
     .expect("bounded");

@@ -1,5 +1,5 @@
 //! The one classifier of transport errors: how an HTTP body or connection error ended a stream.
-//! The proxy's tap, its request path and the test client's probe all ask it; nothing matches on
+//! The proxy's tap, its request path and the test client all ask it; nothing matches on
 //! error text.
 
 use mcpscope_engine::event::EndHow;

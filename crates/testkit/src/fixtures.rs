@@ -1,9 +1,11 @@
-//! Synthetic event sequences with fixed times, for snapshot tests and benchmarks.
+//! Synthetic event sequences: fixed-time scripts for snapshot tests and benchmarks, ticking
+//! timelines for the model's tests.
 
 use chrono::{DateTime, Duration, TimeZone, Utc};
 use serde_json::{Value, json};
 
 use mcpscope_engine::event::{Direction, EndHow, Event, EventKind, Leg, StreamId};
+use mcpscope_engine::model::{Call, Model, Notice};
 
 /// The fixed start time of every fixture: 2026-10-22 19:59:42 UTC.
 pub fn t0() -> DateTime<Utc> {
@@ -17,18 +19,36 @@ pub fn at(ms: i64) -> DateTime<Utc> {
     t0() + Duration::milliseconds(ms)
 }
 
-/// Builds events at fixed times.
-#[derive(Debug, Default, Clone)]
+/// Builds event scripts. Each event is stamped with the script's clock: [`Script::new`] keeps
+/// it where [`Script::at`] sets it (fixed times, for snapshots), [`Script::ticking`] advances it
+/// one millisecond before each event (a timeline, for the model's tests).
+#[derive(Debug, Clone)]
 pub struct Script {
     /// The events so far.
     pub events: Vec<Event>,
+    clock: DateTime<Utc>,
+    step: Duration,
+}
+
+impl Default for Script {
+    fn default() -> Self {
+        Self {
+            events: Vec::new(),
+            clock: t0(),
+            step: Duration::zero(),
+        }
+    }
+}
+
+fn owned(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+    pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
 }
 
 fn headers(session: Option<&str>, extra: &[(&str, &str)]) -> Vec<(String, String)> {
-    let mut h: Vec<(String, String)> = extra
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
+    let mut h = owned(extra);
     if let Some(s) = session {
         h.push(("mcp-session-id".into(), s.into()));
         h.push(("mcp-protocol-version".into(), "2025-06-18".into()));
@@ -37,17 +57,109 @@ fn headers(session: Option<&str>, extra: &[(&str, &str)]) -> Vec<(String, String
 }
 
 impl Script {
-    /// An empty script.
+    /// An empty script at fixed times: events land where [`Script::at`] puts the clock.
     pub fn new() -> Self {
         Self::default()
     }
 
-    fn push(&mut self, ms: i64, kind: EventKind) -> &mut Self {
-        self.events.push(Event::at(at(ms), kind));
+    /// An empty timeline: each event one millisecond after the previous one (or the last wait).
+    pub fn ticking() -> Self {
+        Self {
+            step: Duration::milliseconds(1),
+            ..Self::default()
+        }
+    }
+
+    /// Sets the clock to `t0() + ms`.
+    pub fn at(&mut self, ms: i64) -> &mut Self {
+        self.clock = at(ms);
         self
     }
 
-    /// A request head (`POST` with a JSON body, or `GET`).
+    /// Moves the clock `ms` forward.
+    pub fn wait(&mut self, ms: i64) -> &mut Self {
+        self.clock += Duration::milliseconds(ms);
+        self
+    }
+
+    /// The clock: the time of the last event, plus any wait since.
+    pub fn now(&self) -> DateTime<Utc> {
+        self.clock
+    }
+
+    /// Appends any event.
+    pub fn push(&mut self, kind: EventKind) -> &mut Self {
+        self.clock += self.step;
+        self.events.push(Event::at(self.clock, kind));
+        self
+    }
+
+    /// Folds the events so far into a model.
+    pub fn fold(&self) -> (Model, Vec<Notice>) {
+        Model::from_events(&self.events)
+    }
+
+    fn opened(
+        &mut self,
+        stream: StreamId,
+        conn: u64,
+        method: &str,
+        headers: Vec<(String, String)>,
+    ) -> &mut Self {
+        self.push(EventKind::StreamOpened {
+            stream,
+            conn,
+            method: method.into(),
+            path: "/mcp".into(),
+            headers,
+        })
+    }
+
+    fn message(&mut self, stream: StreamId, dir: Direction, body: Value) -> &mut Self {
+        self.push(EventKind::Message { stream, dir, body })
+    }
+
+    fn sse_event(
+        &mut self,
+        stream: StreamId,
+        id: Option<&str>,
+        body: Option<Value>,
+        span: (u64, u64),
+    ) -> &mut Self {
+        self.push(EventKind::SseEvent {
+            stream,
+            id: id.map(str::to_string),
+            event: None,
+            retry: None,
+            data: body.as_ref().map(Value::to_string).unwrap_or_default(),
+            start: span.0,
+            end: span.1,
+        });
+        match body {
+            Some(body) => self.message(stream, Direction::ServerToClient, body),
+            None => self,
+        }
+    }
+
+    fn ended(
+        &mut self,
+        stream: StreamId,
+        how: EndHow,
+        leg: Leg,
+        bytes: u64,
+        detail: Option<String>,
+    ) -> &mut Self {
+        self.push(EventKind::StreamEnded {
+            stream,
+            dir: Direction::ServerToClient,
+            how,
+            leg,
+            bytes,
+            detail,
+        })
+    }
+
+    /// At `ms`: a request head (`POST` with a JSON body, or `GET`) on its own connection.
     pub fn open(
         &mut self,
         ms: i64,
@@ -63,31 +175,16 @@ impl Script {
                 ("accept", "application/json, text/event-stream"),
             ]
         };
-        self.push(
-            ms,
-            EventKind::StreamOpened {
-                stream,
-                conn: stream,
-                method: method.into(),
-                path: "/mcp".into(),
-                headers: headers(session, extra),
-            },
-        )
+        self.at(ms)
+            .opened(stream, stream, method, headers(session, extra))
     }
 
-    /// A client message on a stream.
+    /// At `ms`: a client message on a stream.
     pub fn send(&mut self, ms: i64, stream: StreamId, body: Value) -> &mut Self {
-        self.push(
-            ms,
-            EventKind::Message {
-                stream,
-                dir: Direction::ClientToServer,
-                body,
-            },
-        )
+        self.at(ms).message(stream, Direction::ClientToServer, body)
     }
 
-    /// A response head: `sse`, `json` or anything else for no body type.
+    /// At `ms`: a response head: `sse`, `json` or anything else for no body type.
     pub fn head(
         &mut self,
         ms: i64,
@@ -108,17 +205,14 @@ impl Script {
         if let Some(s) = session {
             h.push(("mcp-session-id".to_string(), s.to_string()));
         }
-        self.push(
-            ms,
-            EventKind::ResponseHead {
-                stream,
-                status,
-                headers: h,
-            },
-        )
+        self.at(ms).push(EventKind::ResponseHead {
+            stream,
+            status,
+            headers: h,
+        })
     }
 
-    /// An SSE event carrying `body` (with an optional event id), at byte span `span`.
+    /// At `ms`: an SSE event carrying `body` (with an optional event id), at byte span `span`.
     pub fn sse(
         &mut self,
         ms: i64,
@@ -127,56 +221,21 @@ impl Script {
         body: Value,
         span: (u64, u64),
     ) -> &mut Self {
-        self.push(
-            ms,
-            EventKind::SseEvent {
-                stream,
-                id: id.map(str::to_string),
-                event: None,
-                retry: None,
-                data: body.to_string(),
-                start: span.0,
-                end: span.1,
-            },
-        );
-        self.push(
-            ms,
-            EventKind::Message {
-                stream,
-                dir: Direction::ServerToClient,
-                body,
-            },
-        )
+        self.at(ms).sse_event(stream, id, Some(body), span)
     }
 
-    /// A JSON response body.
+    /// At `ms`: a JSON response body.
     pub fn reply(&mut self, ms: i64, stream: StreamId, body: Value) -> &mut Self {
-        self.push(
-            ms,
-            EventKind::Message {
-                stream,
-                dir: Direction::ServerToClient,
-                body,
-            },
-        )
+        self.at(ms).message(stream, Direction::ServerToClient, body)
     }
 
-    /// The response body ends.
+    /// At `ms`: the response body ends (after 128 bytes).
     pub fn end(&mut self, ms: i64, stream: StreamId, how: EndHow, leg: Leg) -> &mut Self {
-        self.push(
-            ms,
-            EventKind::StreamEnded {
-                stream,
-                dir: Direction::ServerToClient,
-                how,
-                leg,
-                bytes: 128,
-                detail: (how == EndHow::Reset).then(|| "connection reset by peer".to_string()),
-            },
-        )
+        let detail = (how == EndHow::Reset).then(|| "connection reset by peer".to_string());
+        self.at(ms).ended(stream, how, leg, 128, detail)
     }
 
-    /// `initialize` on `stream` assigning `session`, then `notifications/initialized`.
+    /// At `ms`: `initialize` on `stream` assigning `session`, then `notifications/initialized`.
     pub fn handshake(&mut self, ms: i64, stream: StreamId, session: &str) -> &mut Self {
         self.open(ms, stream, "POST", None)
             .send(
@@ -196,7 +255,7 @@ impl Script {
             .end(ms + 6, stream, EndHow::Eof, Leg::Upstream)
     }
 
-    /// A `tools/call` request on a new POST stream answered with an SSE head.
+    /// At `ms`: a `tools/call` request on a new POST stream answered with an SSE head.
     pub fn call(
         &mut self,
         ms: i64,
@@ -213,6 +272,71 @@ impl Script {
             )
             .head(ms + 10, stream, 200, "sse", Some(session))
     }
+
+    /// Next: a request head with exactly `headers`, on connection 1.
+    pub fn open_with(
+        &mut self,
+        stream: StreamId,
+        method: &str,
+        headers: &[(&str, &str)],
+    ) -> &mut Self {
+        self.opened(stream, 1, method, owned(headers))
+    }
+
+    /// Next: a POST with exactly `headers` (connection 1) carrying `body`.
+    pub fn post(&mut self, stream: StreamId, headers: &[(&str, &str)], body: Value) -> &mut Self {
+        self.open_with(stream, "POST", headers)
+            .message(stream, Direction::ClientToServer, body)
+    }
+
+    /// Next: a response head with `content_type` and `extra` headers.
+    pub fn respond(
+        &mut self,
+        stream: StreamId,
+        status: u16,
+        content_type: &str,
+        extra: &[(&str, &str)],
+    ) -> &mut Self {
+        let mut headers = owned(&[("content-type", content_type)]);
+        headers.extend(owned(extra));
+        self.push(EventKind::ResponseHead {
+            stream,
+            status,
+            headers,
+        })
+    }
+
+    /// Next: an SSE event (a priming event without `body`), and its message.
+    pub fn event(&mut self, stream: StreamId, id: Option<&str>, body: Option<Value>) -> &mut Self {
+        self.sse_event(stream, id, body, (0, 0))
+    }
+
+    /// Next: a JSON response body.
+    pub fn json_body(&mut self, stream: StreamId, body: Value) -> &mut Self {
+        self.message(stream, Direction::ServerToClient, body)
+    }
+
+    /// Next: the response body ends.
+    pub fn finish(&mut self, stream: StreamId, how: EndHow, leg: Leg) -> &mut Self {
+        self.ended(stream, how, leg, 0, None)
+    }
+
+    /// Next: `initialize` at `revision` on stream 1, answered as JSON, assigning session `s1`.
+    pub fn initialize(&mut self, revision: &str) -> &mut Self {
+        self.post(1, &[], json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":revision,"clientInfo":{"name":"c","version":"1"}}}))
+            .respond(1, 200, "application/json", &[("mcp-session-id", "s1")])
+            .json_body(1, json!({"jsonrpc":"2.0","id":0,"result":{"protocolVersion":revision,"serverInfo":{"name":"srv","version":"2"}}}))
+            .finish(1, EndHow::Eof, Leg::Upstream)
+    }
+}
+
+/// The last call of `tool` in a folded model.
+pub fn last_call<'a>(model: &'a Model, tool: &str) -> Option<&'a Call> {
+    model
+        .calls
+        .iter()
+        .rev()
+        .find(|c| c.tool.as_deref() == Some(tool))
 }
 
 /// The seed report's story and its neighbours, in session `s1`: an orphaned `poke` (its POST

@@ -1,6 +1,6 @@
 //! The scenarios of the shipped sample recordings, made by mcpscope itself: for each, the
-//! built-in test server, the proxy with a recorder, a fault armed through a planner, and the raw
-//! [`crate::probe`] client driving the session. `scripts/make-recordings.sh` runs them through
+//! built-in test server, the proxy with a recorder, a fault armed through a planner, and the
+//! [`crate::client`] driving the session. `scripts/make-recordings.sh` runs them through
 //! `examples/make_recordings.rs`; the tests run them live to compare with the replay.
 
 use std::path::Path;
@@ -10,7 +10,7 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use serde_json::{Value, json};
 
-use crate::probe::{Outcome, Probe};
+use crate::client::{Answer, McpClient, Outcome};
 use crate::testserver::{self, Options};
 use mcpscope_engine::event::EndHow;
 use mcpscope_engine::fault::{Fault, Plan, Planner, RequestInfo, Trigger};
@@ -59,7 +59,8 @@ fn on_tool(tool: &'static str, fault: Fault, trigger: Trigger, rule: &str) -> Ar
     })
 }
 
-fn expect(what: &str, outcome: &Outcome, ok: impl Fn(&Outcome) -> bool) -> anyhow::Result<()> {
+fn expect(what: &str, answer: &Answer, ok: impl Fn(&Outcome) -> bool) -> anyhow::Result<()> {
+    let outcome = &answer.outcome;
     if !ok(outcome) {
         bail!("{what}: unexpected outcome {outcome:?}");
     }
@@ -104,9 +105,9 @@ pub async fn record(name: &str, out: &Path) -> anyhow::Result<(Model, Vec<Notice
     });
     let url = format!("http://{}/mcp", running.proxy.addr);
     let shared = running.proxy.shared.clone();
-    let mut c = Probe::new(&url)?;
+    let mut c = McpClient::new(&url)?.named("mcpscope-probe");
     eprintln!("{name}:");
-    expect("initialize", &c.initialize().await?, answered)?;
+    expect("initialize", &c.handshake().await?, answered)?;
     match name {
         "healthy" => {
             let mut get = c.open_get().await?;
@@ -143,7 +144,7 @@ pub async fn record(name: &str, out: &Path) -> anyhow::Result<(Model, Vec<Notice
             let poke = c.call("poke", json!({}), true).await?;
             expect("poke", &poke, |o| o.died() == Some(EndHow::Reset))?;
             let dead = get.ended(Duration::from_secs(5)).await;
-            eprintln!("  GET stream: {dead:?}");
+            eprintln!("  GET stream: {:?}", dead.map(|a| a.outcome));
             tokio::time::sleep(Duration::from_millis(600)).await;
             let echo = c
                 .call("echo", json!({"text": "still there?"}), false)
@@ -194,11 +195,11 @@ pub async fn record(name: &str, out: &Path) -> anyhow::Result<(Model, Vec<Notice
             let Outcome::Died {
                 last_event_id: Some(last),
                 ..
-            } = &cut
+            } = &cut.outcome
             else {
                 bail!("slow: expected a cut with an event id, got {cut:?}");
             };
-            eprintln!("  slow: {cut:?}");
+            eprintln!("  slow: {:?}", cut.outcome);
             tokio::time::sleep(Duration::from_millis(100)).await;
             expect("resume", &c.resume(last, id).await?, answered)?;
         }

@@ -219,6 +219,3 @@ impl Model {
         }
     }
 }
-
-#[cfg(test)]
-mod tests;

@@ -1,130 +1,11 @@
 //! Events in, verdicts out: a table of cases per protocol revision.
 
-use chrono::{DateTime, Duration, TimeZone, Utc};
+use chrono::Duration;
 use serde_json::{Value, json};
 
-use super::*;
-use crate::event::{Direction, EndHow, Event, EventKind, Leg};
-
-/// Builds a timeline of events, one millisecond apart unless told otherwise.
-struct Script {
-    t: DateTime<Utc>,
-    events: Vec<Event>,
-}
-
-impl Script {
-    fn new() -> Self {
-        Self {
-            t: Utc
-                .with_ymd_and_hms(2026, 11, 1, 12, 0, 0)
-                .single()
-                .expect("time"),
-            events: Vec::new(),
-        }
-    }
-
-    fn push(&mut self, kind: EventKind) -> &mut Self {
-        self.t += Duration::milliseconds(1);
-        self.events.push(Event::at(self.t, kind));
-        self
-    }
-
-    fn wait(&mut self, ms: i64) -> &mut Self {
-        self.t += Duration::milliseconds(ms);
-        self
-    }
-
-    fn open(&mut self, stream: u64, method: &str, headers: &[(&str, &str)]) -> &mut Self {
-        let headers = headers
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
-        self.push(EventKind::StreamOpened {
-            stream,
-            conn: 1,
-            method: method.into(),
-            path: "/mcp".into(),
-            headers,
-        })
-    }
-
-    fn post(&mut self, stream: u64, headers: &[(&str, &str)], body: Value) -> &mut Self {
-        self.open(stream, "POST", headers);
-        self.push(EventKind::Message {
-            stream,
-            dir: Direction::ClientToServer,
-            body,
-        })
-    }
-
-    fn head(
-        &mut self,
-        stream: u64,
-        status: u16,
-        content_type: &str,
-        extra: &[(&str, &str)],
-    ) -> &mut Self {
-        let mut headers = vec![("content-type".to_string(), content_type.to_string())];
-        headers.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
-        self.push(EventKind::ResponseHead {
-            stream,
-            status,
-            headers,
-        })
-    }
-
-    fn sse(&mut self, stream: u64, id: Option<&str>, body: Option<Value>) -> &mut Self {
-        let data = body.as_ref().map(Value::to_string).unwrap_or_default();
-        self.push(EventKind::SseEvent {
-            stream,
-            id: id.map(str::to_string),
-            event: None,
-            retry: None,
-            data,
-            start: 0,
-            end: 0,
-        });
-        if let Some(body) = body {
-            self.push(EventKind::Message {
-                stream,
-                dir: Direction::ServerToClient,
-                body,
-            });
-        }
-        self
-    }
-
-    fn json_body(&mut self, stream: u64, body: Value) -> &mut Self {
-        self.push(EventKind::Message {
-            stream,
-            dir: Direction::ServerToClient,
-            body,
-        })
-    }
-
-    fn end(&mut self, stream: u64, how: EndHow, leg: Leg) -> &mut Self {
-        self.push(EventKind::StreamEnded {
-            stream,
-            dir: Direction::ServerToClient,
-            how,
-            leg,
-            bytes: 0,
-            detail: None,
-        })
-    }
-
-    /// initialize at `revision` on stream 1, answered as JSON, assigning session `s1`.
-    fn initialize(&mut self, revision: &str) -> &mut Self {
-        self.post(1, &[], json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":revision,"clientInfo":{"name":"c","version":"1"}}}));
-        self.head(1, 200, "application/json", &[("mcp-session-id", "s1")]);
-        self.json_body(1, json!({"jsonrpc":"2.0","id":0,"result":{"protocolVersion":revision,"serverInfo":{"name":"srv","version":"2"}}}));
-        self.end(1, EndHow::Eof, Leg::Upstream)
-    }
-
-    fn fold(&self) -> (Model, Vec<Notice>) {
-        Model::from_events(&self.events)
-    }
-}
+use mcpscope_engine::event::{Direction, EndHow, EventKind, Leg};
+use mcpscope_engine::model::*;
+use mcpscope_testkit::fixtures::{Script, last_call};
 
 fn call(name: &str, id: i64) -> Value {
     json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":{"name":name,"arguments":{}}})
@@ -135,11 +16,7 @@ fn result(id: i64) -> Value {
 }
 
 fn verdict_of(model: &Model, tool: &str) -> Verdict {
-    model
-        .calls
-        .iter()
-        .rev()
-        .find(|c| c.tool.as_deref() == Some(tool))
+    last_call(model, tool)
         .map(|c| c.verdict.clone())
         .expect("call exists")
 }
@@ -172,18 +49,25 @@ fn kinds(notices: &[Notice]) -> Vec<&'static str> {
 
 const S1: &[(&str, &str)] = &[("mcp-session-id", "s1")];
 
+/// A session at `revision` whose `tools/call` of `tool` (id 1) on stream 2 is answered with an
+/// SSE head.
+fn sse_call(revision: &str, tool: &str) -> Script {
+    let mut s = Script::ticking();
+    s.initialize(revision)
+        .post(2, S1, call(tool, 1))
+        .respond(2, 200, "text/event-stream", S1);
+    s
+}
+
 #[test]
 fn r2025_06_18_sse_reset_orphans_the_call() {
-    let mut s = Script::new();
-    s.initialize("2025-06-18")
-        .post(2, S1, call("poke", 1))
-        .head(2, 200, "text/event-stream", S1);
-    s.sse(
+    let mut s = sse_call("2025-06-18", "poke");
+    s.event(
         2,
         None,
         Some(json!({"jsonrpc":"2.0","method":"notifications/progress","params":{"progress":1}})),
     );
-    s.wait(500).end(2, EndHow::Reset, Leg::Upstream);
+    s.wait(500).finish(2, EndHow::Reset, Leg::Upstream);
     let (model, notices) = s.fold();
     match verdict_of(&model, "poke") {
         Verdict::Orphaned {
@@ -206,11 +90,8 @@ fn r2025_06_18_sse_reset_orphans_the_call() {
 
 #[test]
 fn clean_end_without_ids_orphans_too() {
-    let mut s = Script::new();
-    s.initialize("2025-06-18")
-        .post(2, S1, call("poke", 1))
-        .head(2, 200, "text/event-stream", S1);
-    s.end(2, EndHow::Eof, Leg::Upstream);
+    let mut s = sse_call("2025-06-18", "poke");
+    s.finish(2, EndHow::Eof, Leg::Upstream);
     let (model, _) = s.fold();
     assert!(matches!(
         verdict_of(&model, "poke"),
@@ -226,17 +107,14 @@ fn clean_end_without_ids_orphans_too() {
 
 #[test]
 fn r2025_11_25_event_ids_make_it_resumable_then_resumed_and_answered_on_the_get() {
-    let mut s = Script::new();
-    s.initialize("2025-11-25")
-        .post(2, S1, call("slow", 1))
-        .head(2, 200, "text/event-stream", S1);
-    s.sse(2, Some("e1"), None);
-    s.sse(
+    let mut s = sse_call("2025-11-25", "slow");
+    s.event(2, Some("e1"), None);
+    s.event(
         2,
         Some("e2"),
         Some(json!({"jsonrpc":"2.0","method":"notifications/progress","params":{"progress":1}})),
     );
-    s.end(2, EndHow::Reset, Leg::Upstream);
+    s.finish(2, EndHow::Reset, Leg::Upstream);
     let (model, _) = s.fold();
     match verdict_of(&model, "slow") {
         Verdict::Resumable { last_event_id, .. } => {
@@ -244,13 +122,13 @@ fn r2025_11_25_event_ids_make_it_resumable_then_resumed_and_answered_on_the_get(
         }
         other => panic!("expected resumable, got {other:?}"),
     }
-    s.open(
+    s.open_with(
         3,
         "GET",
         &[("mcp-session-id", "s1"), ("last-event-id", "e2")],
     );
-    s.head(3, 200, "text/event-stream", S1)
-        .sse(3, Some("e3"), Some(result(1)));
+    s.respond(3, 200, "text/event-stream", S1)
+        .event(3, Some("e3"), Some(result(1)));
     let (model, notices) = s.fold();
     assert_eq!(verdict_of(&model, "slow"), Verdict::Answered);
     let slow = model
@@ -268,18 +146,15 @@ fn r2025_11_25_event_ids_make_it_resumable_then_resumed_and_answered_on_the_get(
 
 #[test]
 fn a_refused_resumption_orphans() {
-    let mut s = Script::new();
-    s.initialize("2025-11-25")
-        .post(2, S1, call("slow", 1))
-        .head(2, 200, "text/event-stream", S1);
-    s.sse(2, Some("e1"), None)
-        .end(2, EndHow::Eof, Leg::Upstream);
-    s.open(
+    let mut s = sse_call("2025-11-25", "slow");
+    s.event(2, Some("e1"), None)
+        .finish(2, EndHow::Eof, Leg::Upstream);
+    s.open_with(
         3,
         "GET",
         &[("mcp-session-id", "s1"), ("last-event-id", "e1")],
     )
-    .head(3, 405, "text/plain", &[]);
+    .respond(3, 405, "text/plain", &[]);
     let (model, _) = s.fold();
     assert!(matches!(
         verdict_of(&model, "slow"),
@@ -292,10 +167,7 @@ fn a_refused_resumption_orphans() {
 
 #[test]
 fn an_unresumed_stream_orphans_after_the_window() {
-    let mut s = Script::new();
-    s.initialize("2025-11-25")
-        .post(2, S1, call("slow", 1))
-        .head(2, 200, "text/event-stream", S1);
+    let mut s = sse_call("2025-11-25", "slow");
     s.push(EventKind::SseEvent {
         stream: 2,
         id: Some("p".into()),
@@ -305,9 +177,9 @@ fn an_unresumed_stream_orphans_after_the_window() {
         start: 0,
         end: 0,
     });
-    s.end(2, EndHow::Eof, Leg::Upstream);
+    s.finish(2, EndHow::Eof, Leg::Upstream);
     let (mut model, _) = s.fold();
-    let died = s.t;
+    let died = s.now();
     assert!(
         model
             .advance(died + Duration::milliseconds(1000 + RESUME_GRACE_MS - 1))
@@ -333,16 +205,16 @@ fn an_unresumed_stream_orphans_after_the_window() {
 
 #[test]
 fn r2025_03_26_batch_death_orphans_every_request_of_the_batch() {
-    let mut s = Script::new();
+    let mut s = Script::ticking();
     s.initialize("2025-03-26");
     s.post(
         2,
         S1,
         json!([call("a", 1), call("b", 2), {"jsonrpc":"2.0","method":"notifications/x"}]),
     );
-    s.head(2, 200, "text/event-stream", S1)
-        .sse(2, None, Some(result(1)));
-    s.end(2, EndHow::Reset, Leg::Upstream);
+    s.respond(2, 200, "text/event-stream", S1)
+        .event(2, None, Some(result(1)));
+    s.finish(2, EndHow::Reset, Leg::Upstream);
     let (model, _) = s.fold();
     assert_eq!(verdict_of(&model, "a"), Verdict::Answered);
     assert!(matches!(verdict_of(&model, "b"), Verdict::Orphaned { .. }));
@@ -357,12 +229,12 @@ fn r2025_03_26_batch_death_orphans_every_request_of_the_batch() {
 
 #[test]
 fn session_expiry_404_orphans_every_pending_call_of_the_session() {
-    let mut s = Script::new();
+    let mut s = Script::ticking();
     s.initialize("2025-06-18");
     s.post(2, S1, call("slow", 1))
-        .head(2, 200, "text/event-stream", S1);
+        .respond(2, 200, "text/event-stream", S1);
     s.post(3, S1, call("echo", 2))
-        .head(3, 404, "application/json", &[]);
+        .respond(3, 404, "application/json", &[]);
     let (model, notices) = s.fold();
     for tool in ["slow", "echo"] {
         assert!(
@@ -381,11 +253,9 @@ fn session_expiry_404_orphans_every_pending_call_of_the_session() {
 
 #[test]
 fn delete_ends_the_session_and_orphans_its_calls() {
-    let mut s = Script::new();
-    s.initialize("2025-06-18")
-        .post(2, S1, call("slow", 1))
-        .head(2, 200, "text/event-stream", S1);
-    s.open(3, "DELETE", S1).head(3, 200, "text/plain", &[]);
+    let mut s = sse_call("2025-06-18", "slow");
+    s.open_with(3, "DELETE", S1)
+        .respond(3, 200, "text/plain", &[]);
     let (model, _) = s.fold();
     assert!(matches!(
         verdict_of(&model, "slow"),
@@ -398,16 +268,16 @@ fn delete_ends_the_session_and_orphans_its_calls() {
 
 #[test]
 fn cancellation_notification_cancels() {
-    let mut s = Script::new();
+    let mut s = Script::ticking();
     s.initialize("2025-06-18")
         .post(2, S1, call("slow", 7))
-        .head(2, 200, "text/event-stream", S1);
+        .respond(2, 200, "text/event-stream", S1);
     s.post(
         3,
         S1,
         json!({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7}}),
     );
-    s.head(3, 202, "text/plain", &[]);
+    s.respond(3, 202, "text/plain", &[]);
     let (model, notices) = s.fold();
     assert!(matches!(
         verdict_of(&model, "slow"),
@@ -419,15 +289,15 @@ fn cancellation_notification_cancels() {
 #[test]
 fn r2026_07_28_client_closing_is_cancellation_and_ids_do_not_make_it_resumable() {
     let h: &[(&str, &str)] = &[("mcp-protocol-version", "2026-07-28")];
-    let mut s = Script::new();
+    let mut s = Script::ticking();
     s.post(1, h, call("slow", 1))
-        .head(1, 200, "text/event-stream", &[])
-        .sse(1, Some("x1"), None);
-    s.end(1, EndHow::Cancelled, Leg::Client);
+        .respond(1, 200, "text/event-stream", &[])
+        .event(1, Some("x1"), None);
+    s.finish(1, EndHow::Cancelled, Leg::Client);
     s.post(2, h, call("poke", 2))
-        .head(2, 200, "text/event-stream", &[])
-        .sse(2, Some("x2"), None);
-    s.end(2, EndHow::Reset, Leg::Upstream);
+        .respond(2, 200, "text/event-stream", &[])
+        .event(2, Some("x2"), None);
+    s.finish(2, EndHow::Reset, Leg::Upstream);
     let (model, _) = s.fold();
     assert!(matches!(
         verdict_of(&model, "slow"),
@@ -445,10 +315,10 @@ fn r2026_07_28_client_closing_is_cancellation_and_ids_do_not_make_it_resumable()
 
 #[test]
 fn a_202_answer_to_a_request_orphans_it() {
-    let mut s = Script::new();
+    let mut s = Script::ticking();
     s.initialize("2025-06-18")
         .post(2, S1, call("echo", 1))
-        .head(2, 202, "text/plain", &[]);
+        .respond(2, 202, "text/plain", &[]);
     let (model, _) = s.fold();
     assert!(matches!(
         verdict_of(&model, "echo"),
@@ -461,10 +331,10 @@ fn a_202_answer_to_a_request_orphans_it() {
 
 #[test]
 fn http_503_is_an_error_the_client_sees() {
-    let mut s = Script::new();
+    let mut s = Script::ticking();
     s.initialize("2025-06-18")
         .post(2, S1, call("echo", 1))
-        .head(2, 503, "text/plain", &[]);
+        .respond(2, 503, "text/plain", &[]);
     let (model, _) = s.fold();
     assert_eq!(
         verdict_of(&model, "echo"),
@@ -476,18 +346,18 @@ fn http_503_is_an_error_the_client_sees() {
 
 #[test]
 fn retries_are_flagged_by_the_tools_annotations() {
-    let mut s = Script::new();
+    let mut s = Script::ticking();
     s.initialize("2025-06-18")
         .post(2, S1, json!({"jsonrpc":"2.0","id":1,"method":"tools/list"}));
-    s.head(2, 200, "application/json", &[]).json_body(
+    s.respond(2, 200, "application/json", &[]).json_body(
         2,
         json!({"jsonrpc":"2.0","id":1,"result":{"tools":[
         {"name":"peek","annotations":{"readOnlyHint":true}},{"name":"poke"}]}}),
     );
     for (stream, tool) in [(3, "poke"), (5, "peek")] {
         s.post(stream, S1, call(tool, stream as i64))
-            .head(stream, 200, "text/event-stream", S1);
-        s.end(stream, EndHow::Reset, Leg::Upstream);
+            .respond(stream, 200, "text/event-stream", S1);
+        s.finish(stream, EndHow::Reset, Leg::Upstream);
         s.post(stream + 1, S1, call(tool, stream as i64 + 1));
     }
     let (model, notices) = s.fold();
@@ -520,12 +390,9 @@ fn retries_are_flagged_by_the_tools_annotations() {
 
 #[test]
 fn reinitialize_and_new_get_are_reactions() {
-    let mut s = Script::new();
-    s.initialize("2025-06-18")
-        .post(2, S1, call("poke", 1))
-        .head(2, 200, "text/event-stream", S1);
-    s.end(2, EndHow::Reset, Leg::Upstream);
-    s.open(3, "GET", S1);
+    let mut s = sse_call("2025-06-18", "poke");
+    s.finish(2, EndHow::Reset, Leg::Upstream);
+    s.open_with(3, "GET", S1);
     let (model, _) = s.fold();
     assert_eq!(model.calls[1].reaction.summary(), "new GET");
     s.post(
@@ -539,11 +406,8 @@ fn reinitialize_and_new_get_are_reactions() {
 
 #[test]
 fn server_to_client_elicitation_is_a_call_answered_by_a_post() {
-    let mut s = Script::new();
-    s.initialize("2025-06-18")
-        .post(2, S1, call("ask", 1))
-        .head(2, 200, "text/event-stream", S1);
-    s.sse(
+    let mut s = sse_call("2025-06-18", "ask");
+    s.event(
         2,
         None,
         Some(json!({"jsonrpc":"2.0","id":"e","method":"elicitation/create","params":{}})),
@@ -553,9 +417,9 @@ fn server_to_client_elicitation_is_a_call_answered_by_a_post() {
         S1,
         json!({"jsonrpc":"2.0","id":"e","result":{"action":"accept"}}),
     )
-    .head(3, 202, "text/plain", &[]);
-    s.sse(2, None, Some(result(1)))
-        .end(2, EndHow::Eof, Leg::Upstream);
+    .respond(3, 202, "text/plain", &[]);
+    s.event(2, None, Some(result(1)))
+        .finish(2, EndHow::Eof, Leg::Upstream);
     let (model, _) = s.fold();
     let elicit = model
         .calls
@@ -570,11 +434,8 @@ fn server_to_client_elicitation_is_a_call_answered_by_a_post() {
 
 #[test]
 fn folding_is_deterministic() {
-    let mut s = Script::new();
-    s.initialize("2025-11-25")
-        .post(2, S1, call("poke", 1))
-        .head(2, 200, "text/event-stream", S1);
-    s.end(2, EndHow::Reset, Leg::Upstream);
+    let mut s = sse_call("2025-11-25", "poke");
+    s.finish(2, EndHow::Reset, Leg::Upstream);
     let (a, na) = s.fold();
     let (b, nb) = s.fold();
     assert_eq!(na, nb);
@@ -583,7 +444,7 @@ fn folding_is_deterministic() {
 
 #[test]
 fn session_started_names_the_negotiated_revision() {
-    let mut s = Script::new();
+    let mut s = Script::ticking();
     s.initialize("2025-11-25");
     let (_, notices) = s.fold();
     let started: Vec<Option<String>> = notices
@@ -599,15 +460,15 @@ fn session_started_names_the_negotiated_revision() {
 #[test]
 fn r2026_07_28_input_required_rounds_are_one_logical_call() {
     let h: &[(&str, &str)] = &[("mcp-protocol-version", "2026-07-28")];
-    let mut s = Script::new();
+    let mut s = Script::ticking();
     s.post(1, h, call("ask", 5))
-        .head(1, 200, "application/json", &[]);
+        .respond(1, 200, "application/json", &[]);
     s.json_body(1, json!({"jsonrpc":"2.0","id":5,"result":{"resultType":"input_required","inputRequests":{"q":{"method":"elicitation/create"}}}}));
-    s.end(1, EndHow::Eof, Leg::Upstream);
+    s.finish(1, EndHow::Eof, Leg::Upstream);
     s.post(2, h, json!({"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"ask","arguments":{},"inputResponses":{"q":{"action":"accept"}}}}));
-    s.head(2, 200, "application/json", &[])
+    s.respond(2, 200, "application/json", &[])
         .json_body(2, result(6))
-        .end(2, EndHow::Eof, Leg::Upstream);
+        .finish(2, EndHow::Eof, Leg::Upstream);
     let (model, notices) = s.fold();
     let k = kinds(&notices);
     assert!(
@@ -626,11 +487,8 @@ fn r2026_07_28_input_required_rounds_are_one_logical_call() {
 
 #[test]
 fn server_requests_are_reported() {
-    let mut s = Script::new();
-    s.initialize("2025-11-25")
-        .post(2, S1, call("ask", 1))
-        .head(2, 200, "text/event-stream", S1);
-    s.sse(
+    let mut s = sse_call("2025-11-25", "ask");
+    s.event(
         2,
         None,
         Some(json!({"jsonrpc":"2.0","id":"e","method":"elicitation/create","params":{}})),
