@@ -9,4 +9,4 @@ scripts/setup-peers.sh
 # Every target with the libtest harness, ignored tests included. Criterion's bench harness
 # rejects `--include-ignored`, so the benches (built as tests: one quick pass each) run apart.
 cargo test --workspace --lib --bins --tests --examples "$@" -- --include-ignored
-cargo test --workspace --benches "$@"
+cargo test --workspace --bench '*' "$@"
