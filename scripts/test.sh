@@ -1,7 +1,12 @@
 #!/usr/bin/env bash
 # Runs every test: installs the real MCP peers (official Python and TypeScript SDKs) if needed,
-# then the whole cargo test suite (unit, real-socket, SDK interop, TUI snapshots and tmux).
+# then the whole cargo test suite (unit, real-socket, SDK interop, TUI snapshots and tmux),
+# including the tests a plain `cargo test` ignores because they need those peers or tmux.
+# Extra arguments are cargo options (e.g. `--release`).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 scripts/setup-peers.sh
-exec cargo test --workspace --all-targets "$@"
+# Every target with the libtest harness, ignored tests included. Criterion's bench harness
+# rejects `--include-ignored`, so the benches (built as tests: one quick pass each) run apart.
+cargo test --workspace --lib --bins --tests --examples "$@" -- --include-ignored
+cargo test --workspace --bench '*' "$@"

@@ -84,6 +84,7 @@ impl Drop for Tmux {
 const SSE_HEAD: &str = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nmcp-session-id: s1\r\nconnection: close\r\n\r\n";
 
 #[tokio::test(flavor = "multi_thread")]
+#[ignore = "needs tmux: install it (CI does, in .ci/run), then run scripts/test.sh"]
 async fn the_orphan_shows_within_a_second_help_opens_and_q_restores_the_terminal() {
     // The upstream: answers a tools/call with an SSE stream and resets it 300 ms later.
     let upstream = TcpListener::bind("127.0.0.1:0").await.expect("bind");
