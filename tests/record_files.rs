@@ -183,3 +183,74 @@ fn a_password_in_the_upstream_url_is_never_printed_or_recorded() {
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(!stderr.contains("PW-LEAK"), "{stderr}");
 }
+
+/// After `kill -9`, the recording holds every event of the exchanges the client had finished
+/// once the proxy has been idle for a moment (the hub flushes after every burst of 0.5 ms).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kill_9_loses_nothing_the_client_had_seen_once_idle() {
+    use mcpscope_testkit::client::McpClient;
+    use mcpscope_testkit::testserver;
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server = testserver::start(testserver::Options::default())
+        .await
+        .expect("test server");
+    let upstream = server.url();
+    let mut child = mcpscope(
+        dir.path(),
+        &["--upstream", &upstream, "--record", "run.jsonl"],
+    )
+    .spawn()
+    .expect("spawn");
+    let stderr = child.stderr.take().expect("stderr");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if let Some(url) = line
+                .split("listening on ")
+                .nth(1)
+                .and_then(|rest| rest.split_whitespace().next())
+            {
+                let _ = tx.send(url.to_string());
+            }
+        }
+    });
+    let listen = rx.recv_timeout(Duration::from_secs(20)).expect("listening");
+    let mut client = McpClient::new(&format!("{listen}/mcp")).expect("client");
+    client.handshake().await.expect("handshake");
+    const CALLS: usize = 30;
+    for i in 0..CALLS {
+        let answer = client
+            .call("echo", serde_json::json!({"text": format!("n{i}")}), false)
+            .await
+            .expect("call");
+        assert!(answer.result().is_some(), "call {i}: {:?}", answer.outcome);
+    }
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    child.kill().expect("kill -9");
+    let _ = child.wait();
+    let text = std::fs::read_to_string(dir.path().join("run.jsonl")).expect("recording");
+    let events: Vec<serde_json::Value> = text
+        .lines()
+        .skip(1)
+        .map(|l| serde_json::from_str(l).expect("whole lines only"))
+        .collect();
+    let answered = events
+        .iter()
+        .filter(|e| {
+            e["kind"] == "message"
+                && e["dir"] == "server_to_client"
+                && e["body"]["result"]["content"][0]["text"]
+                    .as_str()
+                    .is_some_and(|t| t.starts_with('n'))
+        })
+        .count();
+    assert_eq!(answered, CALLS, "every answer the client saw is recorded");
+    let opened = events.iter().filter(|e| e["kind"] == "stream_opened").count();
+    let ended = events
+        .iter()
+        .filter(|e| e["kind"] == "stream_ended" && e["dir"] == "server_to_client")
+        .count();
+    assert_eq!(opened, ended, "every finished exchange is recorded as ended");
+    server.shutdown().await;
+}
