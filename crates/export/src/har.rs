@@ -173,6 +173,7 @@ fn entry(model: &Model, stream: &Stream, base: &str, bodies: Bodies) -> Value {
     let wait = span_ms(sent, head);
     let receive = span_ms(head, end);
     let time: f64 = [send, wait, receive].iter().filter(|t| **t >= 0.0).sum();
+    let time = (time * 1000.0).round() / 1000.0;
 
     let request_text = bodies.request.join("\n");
     let mut request = json!({
