@@ -497,3 +497,34 @@ pub fn run(
 fn write_file(path: &Path, text: &str) -> Result<(), Error> {
     std::fs::write(path, text).map_err(|e| Error::Usage(format!("--junit {}: {e}", path.display())))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rule_lists_parse_and_name_unknown_words() {
+        let rules = Rule::parse_list(DEFAULT_FAIL_ON).expect("default list");
+        assert_eq!(
+            rules,
+            [
+                Rule::Orphaned,
+                Rule::Pending,
+                Rule::DoubleExecution,
+                Rule::InvalidMessage
+            ]
+        );
+        let all = Rule::ALL.map(Rule::word).join(",");
+        assert_eq!(Rule::parse_list(&all).expect("all").len(), Rule::ALL.len());
+        match Rule::parse_list("orphaned,nope") {
+            Err(Error::Usage(text)) => {
+                assert!(
+                    text.contains("\"nope\"") && text.contains("tool-error"),
+                    "{text}"
+                )
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(Rule::parse_list(" , ").is_err());
+    }
+}

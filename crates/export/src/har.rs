@@ -299,3 +299,29 @@ fn status_text(status: u16) -> &'static str {
         _ => "",
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sse_events_are_rebuilt_line_by_line() {
+        assert_eq!(
+            sse_text(Some("7"), Some("message"), Some(500), "a\nb"),
+            "id: 7\nevent: message\nretry: 500\ndata: a\ndata: b\n\n"
+        );
+        assert_eq!(sse_text(None, None, None, ""), "data: \n\n");
+    }
+
+    #[test]
+    fn query_strings_are_split() {
+        assert_eq!(
+            query("/mcp?a=1&b"),
+            vec![
+                json!({"name":"a","value":"1"}),
+                json!({"name":"b","value":""})
+            ]
+        );
+        assert!(query("/mcp").is_empty());
+    }
+}

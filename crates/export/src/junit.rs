@@ -117,3 +117,16 @@ fn failure(found: &[&Finding], body: &str) -> String {
         escape(body)
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn xml_text_is_escaped() {
+        assert_eq!(
+            escape("<a href=\"x\">&'\u{1}"),
+            "&lt;a href=&quot;x&quot;&gt;&amp;&apos;"
+        );
+    }
+}

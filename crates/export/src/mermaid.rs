@@ -326,3 +326,14 @@ fn progress(
         timeline.hop(mark.at, answerer, asker, "-->>", &text);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn text_is_escaped_for_mermaid() {
+        assert_eq!(escape("POST#6; done"), "POST#35;6#59; done");
+        assert_eq!(escape("a<b>\nc"), "a#lt;b#gt; c");
+    }
+}

@@ -410,3 +410,53 @@ pub fn reactions(model: &Model, call: &Call) -> Vec<(DateTime<Utc>, &'static str
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_have_the_right_lengths_and_are_stable() {
+        let trace = trace_id("abc");
+        assert_eq!(trace.len(), 32);
+        assert_eq!(trace, trace_id("abc"));
+        assert_ne!(trace, trace_id("abd"));
+        assert_eq!(span_id(&["call", "abc", "1"]).len(), 16);
+        assert_ne!(
+            span_id(&["call", "abc", "1"]),
+            span_id(&["call", "abc", "2"])
+        );
+    }
+
+    #[test]
+    fn traceparent_is_read_strictly() {
+        let good = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+        assert_eq!(
+            traceparent(good),
+            Some((
+                "4bf92f3577b34da6a3ce929d0e0e4736".into(),
+                "00f067aa0ba902b7".into()
+            ))
+        );
+        assert_eq!(traceparent("00-0000-00f067aa0ba902b7-01"), None);
+        assert_eq!(
+            traceparent("00-00000000000000000000000000000000-00f067aa0ba902b7-01"),
+            None
+        );
+        assert_eq!(traceparent("nonsense"), None);
+    }
+
+    #[test]
+    fn server_address_and_port_come_from_the_upstream() {
+        assert_eq!(
+            server("http://127.0.0.1:8765/mcp"),
+            Some(("127.0.0.1".into(), 8765))
+        );
+        assert_eq!(
+            server("https://example.com/mcp"),
+            Some(("example.com".into(), 443))
+        );
+        assert_eq!(server("http://[::1]:9/x"), Some(("::1".into(), 9)));
+        assert_eq!(server("http://u:p@h:81"), Some(("h".into(), 81)));
+    }
+}
