@@ -32,6 +32,10 @@ pub enum Command {
     Demo(DemoArgs),
     /// Open a recording in the viewer, or serve it as a mock upstream.
     Replay(ReplayArgs),
+    /// Check recordings for calls that went wrong; exit 1 if any did (for CI).
+    Check(CheckArgs),
+    /// Write a recording as HAR, OTLP/JSON traces, a Mermaid diagram or a Markdown table.
+    Export(ExportArgs),
 }
 
 /// Where to listen: a port, or host:port.
@@ -182,6 +186,38 @@ pub struct ReplayArgs {
     /// Colour theme.
     #[arg(long, value_name = "NAME|PATH")]
     pub theme: Option<String>,
+}
+
+/// Options of `check`.
+#[derive(Debug, Clone, Args)]
+pub struct CheckArgs {
+    /// The recordings (JSON Lines).
+    #[arg(required = true)]
+    pub files: Vec<PathBuf>,
+    /// Comma-separated rules that fail a recording: orphaned, pending, resumable-never-resumed,
+    /// failed, tool-error, double-execution, non-idempotent-retry, invalid-message, http-error,
+    /// injected-fault.
+    #[arg(long, value_name = "LIST", default_value = mcpscope_export::check::DEFAULT_FAIL_ON)]
+    pub fail_on: String,
+    /// Also write JUnit XML here: a testsuite per recording, a testcase per call.
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<PathBuf>,
+    /// Print one JSON object per recording instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Options of `export`.
+#[derive(Debug, Clone, Args)]
+pub struct ExportArgs {
+    /// The recording (JSON Lines).
+    pub file: PathBuf,
+    /// Output format: har, otlp, mermaid or markdown.
+    #[arg(long, value_name = "FORMAT")]
+    pub format: String,
+    /// With --format mermaid: only the call with this number (as the calls table numbers them).
+    #[arg(long, value_name = "N")]
+    pub call: Option<usize>,
 }
 
 #[cfg(test)]

@@ -56,6 +56,11 @@ fn main() -> ExitCode {
             return ExitCode::SUCCESS;
         }
     };
+    match &cli.command {
+        Some(Command::Check(args)) => return check(args),
+        Some(Command::Export(args)) => return export(args),
+        _ => {}
+    }
     init_tracing();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -73,6 +78,7 @@ fn main() -> ExitCode {
             Some(Command::ServeTest(args)) => app::serve_test(&args).await,
             Some(Command::Replay(args)) => mcpscope::replay::run(&args).await,
             Some(Command::Demo(args)) => mcpscope::demo::run(&args).await,
+            Some(Command::Check(_) | Command::Export(_)) => Ok(()),
         }
     });
     runtime.shutdown_timeout(std::time::Duration::from_millis(200));
@@ -86,5 +92,50 @@ fn main() -> ExitCode {
             eprintln!("mcpscope: {e:#}");
             ExitCode::FAILURE
         }
+    }
+}
+
+/// `mcpscope check`: 0 when every recording passes, 1 when one fails, 2 for bad arguments or an
+/// unreadable recording.
+fn check(args: &mcpscope::cli::CheckArgs) -> ExitCode {
+    use mcpscope_export::check::{Options, Rule, run};
+    let outcome = Rule::parse_list(&args.fail_on).and_then(|rules| {
+        let options = Options {
+            rules,
+            junit: args.junit.clone(),
+            json: args.json,
+        };
+        run(
+            &args.files,
+            &options,
+            &mut std::io::stdout().lock(),
+            &mut std::io::stderr(),
+        )
+    });
+    match outcome {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::FAILURE,
+        Err(e) => export_error(&e),
+    }
+}
+
+/// `mcpscope export`: the recording in the chosen format on stdout.
+fn export(args: &mcpscope::cli::ExportArgs) -> ExitCode {
+    use mcpscope_export::{Format, export, load};
+    let outcome = Format::parse(&args.format).and_then(|format| {
+        let folded = load(&args.file, &mut std::io::stderr())?;
+        export(&folded, format, args.call, &mut std::io::stdout().lock())
+    });
+    match outcome {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => export_error(&e),
+    }
+}
+
+fn export_error(e: &mcpscope_export::Error) -> ExitCode {
+    eprintln!("mcpscope: {e}");
+    match e {
+        mcpscope_export::Error::Usage(_) => ExitCode::from(2),
+        mcpscope_export::Error::Io(_) => ExitCode::FAILURE,
     }
 }

@@ -246,11 +246,17 @@ async fn kill_9_loses_nothing_the_client_had_seen_once_idle() {
         })
         .count();
     assert_eq!(answered, CALLS, "every answer the client saw is recorded");
-    let opened = events.iter().filter(|e| e["kind"] == "stream_opened").count();
+    let opened = events
+        .iter()
+        .filter(|e| e["kind"] == "stream_opened")
+        .count();
     let ended = events
         .iter()
         .filter(|e| e["kind"] == "stream_ended" && e["dir"] == "server_to_client")
         .count();
-    assert_eq!(opened, ended, "every finished exchange is recorded as ended");
+    assert_eq!(
+        opened, ended,
+        "every finished exchange is recorded as ended"
+    );
     server.shutdown().await;
 }

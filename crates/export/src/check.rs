@@ -1,0 +1,530 @@
+//! `mcpscope check`: which calls of a recording went wrong, by a list of rules, reported as
+//! text, JSON or JUnit XML, with a pass/fail answer for CI.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use mcpscope_engine::event::StreamId;
+use mcpscope_engine::model::{Call, Model, OrphanCause, ToolInfo, Verdict};
+use serde_json::{Value, json};
+
+use crate::{Error, Folded, describe, junit};
+
+/// The rules `--fail-on` takes when none are given.
+pub const DEFAULT_FAIL_ON: &str = "orphaned,pending,double-execution,invalid-message";
+
+/// What makes a recording fail a check.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Rule {
+    /// A call's owning stream died before its result.
+    Orphaned,
+    /// A call still waiting for its response at the end.
+    Pending,
+    /// A call left resumable whose stream no resumption picked up.
+    ResumableNeverResumed,
+    /// A call answered with an error.
+    Failed,
+    /// A `tools/call` result with `isError: true`.
+    ToolError,
+    /// A non-idempotent tool retried after a first arrival that may have executed.
+    DoubleExecution,
+    /// Any retry of a tool not marked read-only or idempotent.
+    NonIdempotentRetry,
+    /// Bytes that should have been a JSON-RPC message but were not.
+    InvalidMessage,
+    /// An HTTP status of 400 or more.
+    HttpError,
+    /// A fault the proxy injected.
+    InjectedFault,
+}
+
+impl Rule {
+    /// Every rule, in the order reports list them.
+    pub const ALL: [Rule; 10] = [
+        Rule::Orphaned,
+        Rule::Pending,
+        Rule::ResumableNeverResumed,
+        Rule::Failed,
+        Rule::ToolError,
+        Rule::DoubleExecution,
+        Rule::NonIdempotentRetry,
+        Rule::InvalidMessage,
+        Rule::HttpError,
+        Rule::InjectedFault,
+    ];
+
+    /// The word `--fail-on` takes.
+    pub fn word(self) -> &'static str {
+        match self {
+            Rule::Orphaned => "orphaned",
+            Rule::Pending => "pending",
+            Rule::ResumableNeverResumed => "resumable-never-resumed",
+            Rule::Failed => "failed",
+            Rule::ToolError => "tool-error",
+            Rule::DoubleExecution => "double-execution",
+            Rule::NonIdempotentRetry => "non-idempotent-retry",
+            Rule::InvalidMessage => "invalid-message",
+            Rule::HttpError => "http-error",
+            Rule::InjectedFault => "injected-fault",
+        }
+    }
+
+    /// Parses a comma-separated list; an unknown word is a usage error that names it and lists
+    /// the valid ones.
+    pub fn parse_list(text: &str) -> Result<Vec<Rule>, Error> {
+        let mut rules = BTreeSet::new();
+        for word in text.split(',').map(str::trim).filter(|w| !w.is_empty()) {
+            let rule = Rule::ALL
+                .into_iter()
+                .find(|r| r.word() == word)
+                .ok_or_else(|| {
+                    Error::Usage(format!(
+                        "--fail-on: unknown rule {word:?} (valid: {})",
+                        Rule::ALL.map(Rule::word).join(", ")
+                    ))
+                })?;
+            rules.insert(rule);
+        }
+        if rules.is_empty() {
+            return Err(Error::Usage(format!(
+                "--fail-on needs at least one rule (valid: {})",
+                Rule::ALL.map(Rule::word).join(", ")
+            )));
+        }
+        Ok(rules.into_iter().collect())
+    }
+}
+
+/// One reason a recording fails: about a call, or about a stream that carried none.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Finding {
+    /// The rule it breaks.
+    pub rule: Rule,
+    /// The call's index in the model, if it is about a call.
+    pub call: Option<usize>,
+    /// The stream it is about, when no call is.
+    pub stream: Option<StreamId>,
+    /// What happened, in words.
+    pub detail: String,
+}
+
+/// Whether running the call's tool twice is unsafe: a tool not annotated read-only or
+/// idempotent by `tools/list` (other methods count as safe, as the model's retry notice does).
+pub fn non_idempotent(model: &Model, call: &Call) -> bool {
+    call.tool.as_ref().is_some_and(|tool| {
+        !model
+            .tool_info(call.session, tool)
+            .is_some_and(ToolInfo::safe_to_retry)
+    })
+}
+
+/// Whether the call's request may have reached the server and run: its exchange reached the
+/// upstream and was not refused with an HTTP error.
+pub fn may_have_executed(model: &Model, call: &Call) -> bool {
+    model
+        .stream(call.request_stream)
+        .is_some_and(|s| s.unreachable.is_none() && s.status.is_none_or(|status| status < 400))
+}
+
+/// Every finding of the given rules, calls first in call order, then streams.
+pub fn findings(model: &Model, rules: &[Rule]) -> Vec<Finding> {
+    let mut out = Vec::new();
+    let has = |rule| rules.contains(&rule);
+    for call in &model.calls {
+        let mut hit = |rule: Rule, detail: String| {
+            if has(rule) {
+                out.push(Finding {
+                    rule,
+                    call: Some(call.index),
+                    stream: None,
+                    detail,
+                });
+            }
+        };
+        let cause = describe::cause(call).unwrap_or_default();
+        match &call.verdict {
+            Verdict::Orphaned { cause: why, death } => {
+                hit(Rule::Orphaned, cause.clone());
+                let resumed = model
+                    .streams
+                    .iter()
+                    .any(|s| s.resumes == Some(death.stream));
+                if *why == OrphanCause::ResumeFailed && !resumed {
+                    hit(Rule::ResumableNeverResumed, cause.clone());
+                }
+            }
+            Verdict::Pending => hit(Rule::Pending, cause.clone()),
+            Verdict::Resumable { .. } => hit(Rule::ResumableNeverResumed, cause.clone()),
+            Verdict::Error { .. } => hit(Rule::Failed, cause.clone()),
+            Verdict::Answered | Verdict::Cancelled { .. } => {}
+        }
+        if describe::tool_error(call) {
+            hit(Rule::ToolError, cause.clone());
+        }
+        if let Some(prev) = call.retry_of.and_then(|p| model.calls.get(p))
+            && non_idempotent(model, call)
+        {
+            let tool = call.tool.as_deref().unwrap_or("?");
+            hit(
+                Rule::NonIdempotentRetry,
+                format!(
+                    "arrival {} of {tool} (retries id={}); {tool} is not annotated read-only or idempotent",
+                    call.arrival,
+                    prev.id_text()
+                ),
+            );
+            if may_have_executed(model, prev) && may_have_executed(model, call) {
+                hit(
+                    Rule::DoubleExecution,
+                    format!(
+                        "{tool} may have run twice: id={} reached the server ({}) and arrival {} (id={}) ran again",
+                        prev.id_text(),
+                        prev.verdict.name(),
+                        call.arrival,
+                        call.id_text()
+                    ),
+                );
+            }
+        }
+    }
+    for message in &model.messages {
+        if let Some(reason) = &message.invalid
+            && has(Rule::InvalidMessage)
+        {
+            let detail = format!("invalid message: {reason}");
+            match message.call {
+                Some(index) => out.push(Finding {
+                    rule: Rule::InvalidMessage,
+                    call: Some(index),
+                    stream: None,
+                    detail,
+                }),
+                None => out.extend(on_calls(
+                    model,
+                    Rule::InvalidMessage,
+                    message.stream,
+                    detail,
+                )),
+            }
+        }
+    }
+    for stream in &model.streams {
+        if let Some(status) = stream.status.filter(|&s| s >= 400)
+            && has(Rule::HttpError)
+        {
+            out.extend(on_calls(
+                model,
+                Rule::HttpError,
+                stream.id,
+                format!("HTTP {status} on {}", stream.label()),
+            ));
+        }
+        if let Some(error) = &stream.unreachable
+            && has(Rule::HttpError)
+        {
+            out.extend(on_calls(
+                model,
+                Rule::HttpError,
+                stream.id,
+                format!("upstream unreachable (502): {error}"),
+            ));
+        }
+        for fault in &stream.faults {
+            if has(Rule::InjectedFault) {
+                out.extend(on_calls(
+                    model,
+                    Rule::InjectedFault,
+                    stream.id,
+                    format!("fault injected on {}: {fault}", stream.label()),
+                ));
+            }
+        }
+    }
+    out.sort_by_key(|f| (f.call.is_none(), f.call, f.stream, f.rule));
+    out
+}
+
+/// A finding about a stream, repeated on each call it carried, or on the stream alone.
+fn on_calls(model: &Model, rule: Rule, stream: StreamId, detail: String) -> Vec<Finding> {
+    let calls: Vec<usize> = model
+        .stream(stream)
+        .map(|s| s.calls.clone())
+        .unwrap_or_default();
+    if calls.is_empty() {
+        return vec![Finding {
+            rule,
+            call: None,
+            stream: Some(stream),
+            detail,
+        }];
+    }
+    calls
+        .into_iter()
+        .map(|index| Finding {
+            rule,
+            call: Some(index),
+            stream: None,
+            detail: detail.clone(),
+        })
+        .collect()
+}
+
+/// One recording, folded and checked.
+#[derive(Debug, Clone)]
+pub struct FileCheck {
+    /// The file as named on the command line.
+    pub file: String,
+    /// The recording.
+    pub folded: Folded,
+    /// What fails, by the rules asked for.
+    pub findings: Vec<Finding>,
+}
+
+/// The verdict names in the order reports count them.
+const VERDICTS: [&str; 6] = [
+    "answered",
+    "pending",
+    "error",
+    "orphaned",
+    "resumable",
+    "cancelled",
+];
+
+impl FileCheck {
+    /// Checks a folded recording by `rules`.
+    pub fn new(file: impl Into<String>, folded: Folded, rules: &[Rule]) -> Self {
+        let findings = findings(&folded.model, rules);
+        Self {
+            file: file.into(),
+            folded,
+            findings,
+        }
+    }
+
+    /// Whether nothing fails.
+    pub fn passed(&self) -> bool {
+        self.findings.is_empty()
+    }
+
+    /// Calls by verdict name (only verdicts that occur).
+    pub fn counts(&self) -> BTreeMap<&'static str, usize> {
+        let mut counts = BTreeMap::new();
+        for call in &self.folded.model.calls {
+            *counts.entry(call.verdict.name()).or_insert(0) += 1;
+        }
+        counts
+    }
+
+    fn counts_text(&self) -> String {
+        let counts = self.counts();
+        let parts: Vec<String> = VERDICTS
+            .iter()
+            .filter_map(|v| counts.get(v).map(|n| format!("{n} {v}")))
+            .collect();
+        let calls = self.folded.model.calls.len();
+        if parts.is_empty() {
+            format!("{calls} calls")
+        } else {
+            format!("{calls} calls: {}", parts.join(", "))
+        }
+    }
+
+    /// The findings grouped by call (in call order), then those about streams alone.
+    pub fn grouped(&self) -> (BTreeMap<usize, Vec<&Finding>>, Vec<&Finding>) {
+        let mut by_call: BTreeMap<usize, Vec<&Finding>> = BTreeMap::new();
+        let mut streams = Vec::new();
+        for finding in &self.findings {
+            match finding.call {
+                Some(index) => by_call.entry(index).or_default().push(finding),
+                None => streams.push(finding),
+            }
+        }
+        (by_call, streams)
+    }
+
+    /// The short report: a line with the counts, then each failing call or stream.
+    pub fn text(&self) -> String {
+        let model = &self.folded.model;
+        let mut out = format!(
+            "{}: {} — {}\n",
+            self.file,
+            if self.passed() { "ok" } else { "FAIL" },
+            self.counts_text()
+        );
+        let (by_call, streams) = self.grouped();
+        for (index, found) in by_call {
+            let Some(call) = model.calls.get(index) else {
+                continue;
+            };
+            let rules: Vec<&str> = found.iter().map(|f| f.rule.word()).collect();
+            out.push_str(&format!(
+                "  ✗ #{} {} id={} [{}] session {} stream {}\n",
+                describe::number(call),
+                call.title(),
+                call.id_text(),
+                rules.join(", "),
+                describe::session(model, call),
+                describe::owner(model, call),
+            ));
+            if let Some(death) = call.verdict.death() {
+                out.push_str(&format!("      died {}\n", describe::death(model, death)));
+            }
+            let mut seen = BTreeSet::new();
+            for finding in found {
+                if !finding.detail.is_empty() && seen.insert(&finding.detail) {
+                    out.push_str(&format!(
+                        "      {}: {}\n",
+                        finding.rule.word(),
+                        finding.detail
+                    ));
+                }
+            }
+        }
+        for finding in streams {
+            let label = finding
+                .stream
+                .and_then(|s| model.stream(s))
+                .map(|s| s.label())
+                .unwrap_or_default();
+            out.push_str(&format!(
+                "  ✗ stream {label} [{}] {}\n",
+                finding.rule.word(),
+                finding.detail
+            ));
+        }
+        out
+    }
+
+    /// The report as one JSON object.
+    pub fn json(&self) -> Value {
+        let model = &self.folded.model;
+        let failures: Vec<Value> = self
+            .findings
+            .iter()
+            .map(|f| {
+                let mut object = json!({ "rule": f.rule.word(), "detail": f.detail });
+                if let Some(call) = f.call.and_then(|i| model.calls.get(i)) {
+                    object["call"] = call_json(model, call);
+                }
+                if let Some(stream) = f.stream.and_then(|s| model.stream(s)) {
+                    object["stream"] = json!({ "id": stream.id, "label": stream.label() });
+                }
+                object
+            })
+            .collect();
+        json!({
+            "file": self.file,
+            "ok": self.passed(),
+            "calls": model.calls.len(),
+            "counts": self.counts(),
+            "failures": failures,
+        })
+    }
+}
+
+/// A call as the JSON report and other exports describe it.
+pub fn call_json(model: &Model, call: &Call) -> Value {
+    let death = call.verdict.death().map(|d| {
+        json!({
+            "stream": d.stream,
+            "at": describe::time(d.at),
+            "how": d.how.map(|h| h.as_str()),
+            "leg": d.leg.map(|l| l.as_str()),
+        })
+    });
+    json!({
+        "number": describe::number(call),
+        "method": call.method,
+        "tool": call.tool,
+        "id": call.id,
+        "session": model.sessions.get(call.session).and_then(|s| s.id.clone()),
+        "stream": call.owner,
+        "stream_label": describe::owner(model, call),
+        "verdict": call.verdict.name(),
+        "death": death,
+        "cause": describe::cause(call),
+        "reaction": call.reaction.summary(),
+    })
+}
+
+/// What `mcpscope check` was asked to do.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// The rules that fail a recording.
+    pub rules: Vec<Rule>,
+    /// Where to write JUnit XML, if anywhere.
+    pub junit: Option<PathBuf>,
+    /// One JSON object per file instead of text.
+    pub json: bool,
+}
+
+/// Checks every file, writes the reports to `out` (and the JUnit file); returns whether all
+/// passed. Every file is read before anything is reported, so a corrupt one stops the run
+/// with its `file:line` and no partial verdict.
+pub fn run(
+    paths: &[PathBuf],
+    options: &Options,
+    out: &mut dyn Write,
+    warn: &mut dyn Write,
+) -> Result<bool, Error> {
+    if paths.is_empty() {
+        return Err(Error::Usage("check needs at least one recording".into()));
+    }
+    let mut checks = Vec::new();
+    for path in paths {
+        let folded = crate::load(path, warn)?;
+        checks.push(FileCheck::new(
+            path.display().to_string(),
+            folded,
+            &options.rules,
+        ));
+    }
+    for check in &checks {
+        if options.json {
+            serde_json::to_writer(&mut *out, &check.json()).map_err(std::io::Error::from)?;
+            writeln!(out)?;
+        } else {
+            out.write_all(check.text().as_bytes())?;
+        }
+    }
+    if let Some(path) = &options.junit {
+        write_file(path, &junit::build(&checks))?;
+    }
+    Ok(checks.iter().all(FileCheck::passed))
+}
+
+fn write_file(path: &Path, text: &str) -> Result<(), Error> {
+    std::fs::write(path, text).map_err(|e| Error::Usage(format!("--junit {}: {e}", path.display())))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rule_lists_parse_and_name_unknown_words() {
+        let rules = Rule::parse_list(DEFAULT_FAIL_ON).expect("default list");
+        assert_eq!(
+            rules,
+            [
+                Rule::Orphaned,
+                Rule::Pending,
+                Rule::DoubleExecution,
+                Rule::InvalidMessage
+            ]
+        );
+        let all = Rule::ALL.map(Rule::word).join(",");
+        assert_eq!(Rule::parse_list(&all).expect("all").len(), Rule::ALL.len());
+        match Rule::parse_list("orphaned,nope") {
+            Err(Error::Usage(text)) => {
+                assert!(
+                    text.contains("\"nope\"") && text.contains("tool-error"),
+                    "{text}"
+                )
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(Rule::parse_list(" , ").is_err());
+    }
+}

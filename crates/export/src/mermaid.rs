@@ -1,0 +1,339 @@
+//! A Mermaid `sequenceDiagram` of calls: Client, mcpscope and Server; the request, the
+//! response head, progress on the stream, then the result or the stream's death (with how,
+//! leg and time) and what the client did about it (retry, cancel, re-initialize, new GET).
+
+use chrono::{DateTime, Utc};
+use mcpscope_engine::event::{Direction, EndHow, Leg};
+use mcpscope_engine::model::{Call, Model, Stream, Verdict};
+use mcpscope_engine::wire::jsonrpc::{Kind, classify};
+
+use crate::otlp::reactions;
+use crate::{Error, Folded, describe};
+
+/// How many calls a diagram of every call shows before it stops with a note.
+pub const MAX_CALLS: usize = 40;
+
+/// Makes text safe in a message or note: Mermaid's entity codes for the characters that end a
+/// statement (`;`), start an entity (`#`) or read as markup (`<`, `>`), line breaks flattened.
+pub fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '#' => out.push_str("#35;"),
+            ';' => out.push_str("#59;"),
+            '<' => out.push_str("#lt;"),
+            '>' => out.push_str("#gt;"),
+            '\r' | '\n' | '\t' => out.push(' '),
+            c if c.is_control() => {}
+            c => out.push(c),
+        }
+    }
+    out.trim().to_string()
+}
+
+/// A stream named without `#`: `POST 6 sse`.
+fn stream_name(stream: &Stream) -> String {
+    stream.label().replacen('#', " ", 1)
+}
+
+/// The diagram of call number `call` (as the calls table numbers them), or of every call,
+/// capped at [`MAX_CALLS`] with a note.
+pub fn build(folded: &Folded, call: Option<usize>) -> Result<String, Error> {
+    let model = &folded.model;
+    let mut lines = vec![
+        "sequenceDiagram".to_string(),
+        "    participant Client".to_string(),
+        "    participant mcpscope".to_string(),
+        "    participant Server".to_string(),
+    ];
+    let chosen: Vec<&Call> = match call {
+        Some(number) => {
+            let found = number
+                .checked_sub(1)
+                .and_then(|i| model.calls.get(i))
+                .ok_or_else(|| {
+                    Error::Usage(format!(
+                        "--call {number}: the recording has {} calls (1–{})",
+                        model.calls.len(),
+                        model.calls.len()
+                    ))
+                })?;
+            vec![found]
+        }
+        None => model.calls.iter().take(MAX_CALLS).collect(),
+    };
+    for call in &chosen {
+        diagram_call(model, call, &mut lines);
+    }
+    if call.is_none() && model.calls.len() > MAX_CALLS {
+        lines.push(format!(
+            "    Note over Client,Server: {} more calls not shown (export one with --call N)",
+            model.calls.len() - MAX_CALLS
+        ));
+    }
+    if model.calls.is_empty() {
+        lines.push("    Note over Client,Server: no calls in this recording".to_string());
+    }
+    let mut text = lines.join("\n");
+    text.push('\n');
+    Ok(text)
+}
+
+/// Diagram lines with the time they happened, sorted (stably) before they are written.
+#[derive(Default)]
+struct Timeline(Vec<(DateTime<Utc>, String)>);
+
+impl Timeline {
+    fn arrow(&mut self, at: DateTime<Utc>, from: &str, to: &str, kind: &str, text: &str) {
+        self.0
+            .push((at, format!("    {from}{kind}{to}: {}", escape(text))));
+    }
+
+    fn note(&mut self, at: DateTime<Utc>, over: &str, text: &str) {
+        self.0
+            .push((at, format!("    Note over {over}: {}", escape(text))));
+    }
+
+    fn hop(&mut self, at: DateTime<Utc>, from: &str, to: &str, kind: &str, text: &str) {
+        self.arrow(at, from, "mcpscope", kind, text);
+        self.arrow(at, "mcpscope", to, kind, text);
+    }
+}
+
+fn diagram_call(model: &Model, call: &Call, lines: &mut Vec<String>) {
+    let mut timeline = Timeline::default();
+    let number = describe::number(call);
+    let title = format!("{} id {}", call.title(), call.id_text());
+    let (asker, answerer) = match call.dir {
+        Direction::ClientToServer => ("Client", "Server"),
+        Direction::ServerToClient => ("Server", "Client"),
+    };
+    let start = call.started_at;
+    timeline.note(
+        start,
+        "Client,Server",
+        &format!(
+            "call {number} at {}, session {}",
+            describe::clock(start),
+            describe::session(model, call)
+        ),
+    );
+    let request_stream = model.stream(call.request_stream);
+    let via = request_stream.map(stream_name).unwrap_or_default();
+    timeline.arrow(start, asker, "mcpscope", "->>", &format!("{title} ({via})"));
+    timeline.arrow(start, "mcpscope", answerer, "->>", &title);
+
+    let mut streams: Vec<&Stream> = request_stream.into_iter().collect();
+    if let Some(owner) = model
+        .stream(call.owner)
+        .filter(|s| s.id != call.request_stream)
+    {
+        streams.push(owner);
+    }
+    for (i, stream) in streams.iter().enumerate() {
+        if i > 0 {
+            timeline.arrow(
+                stream.opened_at,
+                "Client",
+                "mcpscope",
+                "->>",
+                &format!(
+                    "{} resumes{}",
+                    stream_name(stream),
+                    stream
+                        .request_header("last-event-id")
+                        .map(|id| format!(" after event {id}"))
+                        .unwrap_or_default()
+                ),
+            );
+        }
+        if call.dir == Direction::ClientToServer || i > 0 {
+            head(stream, &mut timeline);
+        }
+        for (at, _, text) in model.notes.iter().filter(|n| n.1 == Some(stream.id)) {
+            timeline.note(*at, "mcpscope", text);
+        }
+        progress(model, call, stream, (answerer, asker), &mut timeline);
+        // A stream that died under a call later answered elsewhere (a resumption).
+        if let Some(end) = &stream.ended
+            && end.how != EndHow::Eof
+            && call.verdict.death().is_none_or(|d| d.stream != stream.id)
+        {
+            death(&mut timeline, stream, end.at, Some(end.how), Some(end.leg));
+        }
+    }
+
+    let end = call.ended_at.unwrap_or(start);
+    let id = call.id_text();
+    match &call.verdict {
+        Verdict::Answered => {
+            let what = if describe::tool_error(call) {
+                "result (isError)"
+            } else {
+                "result"
+            };
+            timeline.arrow(
+                end,
+                answerer,
+                "mcpscope",
+                "-->>",
+                &format!("{what} id {id}"),
+            );
+            timeline.arrow(
+                end,
+                "mcpscope",
+                asker,
+                "-->>",
+                &format!("{what} id {id} at {}", describe::clock(end)),
+            );
+        }
+        Verdict::Error { message } => {
+            timeline.arrow(end, answerer, "mcpscope", "-->>", &format!("error id {id}"));
+            timeline.arrow(
+                end,
+                "mcpscope",
+                asker,
+                "-->>",
+                &format!("error: {message} at {}", describe::clock(end)),
+            );
+        }
+        Verdict::Orphaned { death: d, .. } | Verdict::Resumable { death: d, .. } => {
+            if let Some(stream) = model.stream(d.stream) {
+                death(&mut timeline, stream, d.at, d.how, d.leg);
+            }
+            timeline.note(
+                call.ended_at.unwrap_or(d.at),
+                "Client,mcpscope",
+                &format!(
+                    "call {number} {}: {}",
+                    call.verdict.name(),
+                    describe::cause(call).unwrap_or_default()
+                ),
+            );
+        }
+        Verdict::Pending => {
+            let last = model.clock().unwrap_or(start);
+            timeline.note(
+                last,
+                "Client,Server",
+                &format!("call {number} still pending at the end of the recording"),
+            );
+        }
+        Verdict::Cancelled { .. } => {}
+    }
+    for (at, reaction) in reactions(model, call) {
+        let text = match reaction {
+            "retry" => format!("retry: {} at {}", call.title(), describe::clock(at)),
+            "cancel" => format!("notifications/cancelled id {id} at {}", describe::clock(at)),
+            "re-initialize" => format!("initialize again at {}", describe::clock(at)),
+            other => format!("{other} at {}", describe::clock(at)),
+        };
+        timeline.arrow(at, "Client", "mcpscope", "->>", &text);
+    }
+    timeline.0.sort_by_key(|(at, _)| *at);
+    lines.extend(timeline.0.into_iter().map(|(_, line)| line));
+}
+
+/// The death of a stream: a lost message on the leg that ended it, and a note.
+fn death(
+    timeline: &mut Timeline,
+    stream: &Stream,
+    at: DateTime<Utc>,
+    how: Option<EndHow>,
+    leg: Option<Leg>,
+) {
+    let how = how.map(EndHow::as_str).unwrap_or("ended");
+    let name = stream_name(stream);
+    let from = match leg {
+        Some(Leg::Client) => "Client",
+        _ => "Server",
+    };
+    timeline.arrow(at, from, "mcpscope", "-x", &format!("{name} {how}"));
+    timeline.note(
+        at,
+        "Client,Server",
+        &format!(
+            "{name} died: {how} on the {} leg at {}",
+            leg.map(Leg::as_str).unwrap_or("no"),
+            describe::clock(at)
+        ),
+    );
+}
+
+fn head(stream: &Stream, timeline: &mut Timeline) {
+    let Some(status) = stream.status else {
+        if let Some(error) = &stream.unreachable {
+            let at = stream.ended.as_ref().map_or(stream.opened_at, |e| e.at);
+            timeline.note(
+                at,
+                "mcpscope,Server",
+                &format!("upstream unreachable: {error}"),
+            );
+            timeline.arrow(at, "mcpscope", "Client", "-->>", "HTTP 502");
+        }
+        return;
+    };
+    let kind = stream
+        .body
+        .map(|b| format!(" {}", b.word()))
+        .unwrap_or_default();
+    let text = format!("HTTP {status}{kind} ({})", stream_name(stream));
+    let at = stream.head_at.unwrap_or(stream.opened_at);
+    timeline.hop(at, "Server", "Client", "-->>", &text);
+}
+
+/// Notifications about the call on one of its streams (progress, messages): everything on its
+/// own POST or a resumption, elsewhere what the model tied to it or its progress token.
+fn progress(
+    model: &Model,
+    call: &Call,
+    stream: &Stream,
+    (answerer, asker): (&str, &str),
+    timeline: &mut Timeline,
+) {
+    let whole =
+        (stream.method == "POST" && stream.id == call.request_stream) || stream.resumes.is_some();
+    let token = call
+        .params
+        .get("_meta")
+        .and_then(|m| m.get("progressToken"));
+    for mark in &stream.marks {
+        let Some(message) = mark.message.and_then(|m| model.messages.get(m)) else {
+            continue;
+        };
+        if mark.response || message.dir == call.dir {
+            continue;
+        }
+        let Kind::Notification { method, params } = classify(&message.body) else {
+            continue;
+        };
+        let tied = message.call == Some(call.index)
+            || (token.is_some() && params.get("progressToken") == token);
+        if !whole && !tied {
+            continue;
+        }
+        let mut text = method.to_string();
+        if let Some(progress) = params.get("progress") {
+            text.push_str(&format!(" {progress}"));
+            if let Some(total) = params.get("total") {
+                text.push_str(&format!("/{total}"));
+            }
+        }
+        if let Some(id) = &mark.id {
+            text.push_str(&format!(" (event {id})"));
+        }
+        text.push_str(&format!(" at {}", describe::clock(mark.at)));
+        timeline.hop(mark.at, answerer, asker, "-->>", &text);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn text_is_escaped_for_mermaid() {
+        assert_eq!(escape("POST#6; done"), "POST#35;6#59; done");
+        assert_eq!(escape("a<b>\nc"), "a#lt;b#gt; c");
+    }
+}
