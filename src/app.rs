@@ -8,6 +8,7 @@ use http::Uri;
 
 use crate::cli::{Listen, ProxyArgs, ServeTestArgs};
 use crate::headless::{self, Style};
+use crate::signals::Shutdown;
 use mcpscope_engine::record::{Create, Recorder};
 use mcpscope_engine::redact::Redactor;
 use mcpscope_proxy::Config;
@@ -91,6 +92,8 @@ pub async fn run_proxy(args: ProxyArgs) -> anyhow::Result<()> {
         ));
     };
     let upstream = parse_upstream(upstream)?;
+    // Before anything listens: a signal during start-up still ends the run cleanly.
+    let mut shutdown = Shutdown::install().context("cannot register signal handlers")?;
     let upstream_shown = Redactor::disabled().url(&upstream.to_string());
     check_listen(args.listen, args.allow_remote)?;
     if args.insecure {
@@ -143,7 +146,7 @@ pub async fn run_proxy(args: ProxyArgs) -> anyhow::Result<()> {
         let style = if args.json { Style::Json } else { Style::Lines };
         tokio::select! {
             _ = headless::run(feed, style) => {}
-            _ = shutdown_signal() => {}
+            signal = shutdown.wait() => tracing::info!("{signal}: shutting down"),
         }
     } else {
         let info = mcpscope_tui::Info {
@@ -153,7 +156,11 @@ pub async fn run_proxy(args: ProxyArgs) -> anyhow::Result<()> {
             theme: args.theme.clone(),
             speed: None,
         };
-        mcpscope_tui::run_live(feed, info, faults).await?;
+        // A signal ends the TUI like `q` does: the view is dropped, which restores the terminal.
+        tokio::select! {
+            result = mcpscope_tui::run_live(feed, info, faults) => result?,
+            signal = shutdown.wait() => tracing::info!("{signal}: shutting down"),
+        }
     }
     running.proxy.shutdown();
     drop(running.proxy);
@@ -166,26 +173,20 @@ pub async fn run_proxy(args: ProxyArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Resolves on SIGINT or SIGTERM.
+/// Resolves on SIGINT, SIGTERM, SIGHUP or SIGQUIT (registered when first polled; a run that
+/// must not miss one during start-up uses [`Shutdown::install`] first).
 pub async fn shutdown_signal() {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{SignalKind, signal};
-        if let (Ok(mut term), Ok(mut int)) = (
-            signal(SignalKind::terminate()),
-            signal(SignalKind::interrupt()),
-        ) {
-            tokio::select! {
-                _ = term.recv() => {}
-                _ = int.recv() => {}
-            }
-            return;
+    match Shutdown::install() {
+        Ok(mut shutdown) => {
+            shutdown.wait().await;
+        }
+        Err(_) => {
+            let _ = tokio::signal::ctrl_c().await;
         }
     }
-    let _ = tokio::signal::ctrl_c().await;
 }
 
-/// `mcpscope serve-test`: serves until Ctrl-C.
+/// `mcpscope serve-test`: serves until a shutdown signal.
 pub async fn serve_test(args: &ServeTestArgs) -> anyhow::Result<()> {
     let server = mcpscope_testkit::testserver::start(mcpscope_testkit::testserver::Options {
         listen: args.listen.0,
@@ -195,7 +196,7 @@ pub async fn serve_test(args: &ServeTestArgs) -> anyhow::Result<()> {
     })
     .await?;
     eprintln!("mcpscope serve-test: listening on {}", server.url());
-    tokio::signal::ctrl_c().await?;
+    shutdown_signal().await;
     server.shutdown().await;
     Ok(())
 }

@@ -6,3 +6,4 @@ pub mod cli;
 pub mod demo;
 pub mod headless;
 pub mod replay;
+pub mod signals;
