@@ -26,7 +26,7 @@ pub async fn start_proxy(config: Config, recording: Option<PathBuf>) -> anyhow::
         ),
         None => None,
     };
-    let hub = Hub::start(recorder);
+    let hub = Hub::start(recorder)?;
     let proxy = crate::start(config, EventSink::new(hub.input.clone())).await?;
     Ok(Running { proxy, hub })
 }

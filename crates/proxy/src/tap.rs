@@ -17,7 +17,7 @@ use tokio::time::{Instant, Sleep};
 use super::conn::ResetFlag;
 use super::sink::EventSink;
 use super::upstream::UpstreamConn;
-use super::{ConnSlot, Shared};
+use super::{ConnSlot, ProxyError, Shared};
 use mcpscope_engine::event::{Direction, EndHow, EventKind, Leg, StreamId};
 use mcpscope_engine::fault::{Fault, Plan, Trigger};
 use mcpscope_engine::wire::ContentKind;
@@ -32,18 +32,6 @@ const GATHER_BYTES: usize = 64 * 1024;
 
 /// The most of a JSON body kept aside for parsing.
 const JSON_CAP: usize = 16 * 1024 * 1024;
-
-/// The error returned to hyper when the stream must end abnormally.
-#[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct TapError(String);
-
-impl TapError {
-    /// An error with this text.
-    pub fn new(text: &str) -> Self {
-        Self(text.to_string())
-    }
-}
 
 /// What to do once the queue is drained.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -525,12 +513,12 @@ fn truncate_text(bytes: &[u8]) -> String {
 
 impl Body for TapBody {
     type Data = Bytes;
-    type Error = TapError;
+    type Error = ProxyError;
 
     fn poll_frame(
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, TapError>>> {
+    ) -> Poll<Option<Result<Frame<Bytes>, ProxyError>>> {
         let this = &mut *self;
         loop {
             if let Some(upstream) = this.ctx.upstream.as_mut() {
@@ -612,10 +600,7 @@ impl Body for TapBody {
                     }
                     let detail = this.plan_fired.then(|| "injected".to_string());
                     this.report_end(how, Leg::Upstream, detail);
-                    return Poll::Ready(Some(Err(TapError(format!(
-                        "upstream stream ended: {}",
-                        how.as_str()
-                    )))));
+                    return Poll::Ready(Some(Err(ProxyError::StreamEnded(how))));
                 }
                 Some(Finish::Hold) => return Poll::Pending,
                 None => {}
