@@ -11,6 +11,7 @@ pub mod forward;
 pub mod hub;
 pub mod mock;
 pub mod running;
+pub mod shaper;
 pub mod shared;
 pub mod sink;
 pub mod stage;
