@@ -131,3 +131,40 @@ impl Hub {
         self.finish_within(std::time::Duration::MAX).unwrap_or(0)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mcpscope_engine::event::EventKind;
+
+    #[test]
+    fn finishing_waits_for_the_last_event_and_gives_up_at_the_deadline() {
+        let dir = std::env::temp_dir().join(format!("mcpscope-hub-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("rec.jsonl");
+        let hub = Hub::start(Some(Recorder::create(&path, true).unwrap())).unwrap();
+        for n in 0..3 {
+            let kind = EventKind::Note {
+                stream: None,
+                text: format!("note {n}"),
+            };
+            hub.input.send(Event::now(kind)).unwrap();
+        }
+        let started = std::time::Instant::now();
+        assert_eq!(
+            hub.finish_within(std::time::Duration::from_secs(10)),
+            Some(3)
+        );
+        assert!(started.elapsed() < std::time::Duration::from_secs(5));
+
+        let hub = Hub::start(None).unwrap();
+        let _sender_still_open = hub.input.clone();
+        let started = std::time::Instant::now();
+        assert_eq!(
+            hub.finish_within(std::time::Duration::from_millis(50)),
+            None
+        );
+        assert!(started.elapsed() < std::time::Duration::from_secs(5));
+        std::fs::remove_dir_all(&dir).ok();
+    }
+}

@@ -42,9 +42,6 @@ use stage::plan::Decision;
 use stage::{Exchange, forward as forward_stage, guard, plan, read};
 use upstream::UpstreamConn;
 
-/// The error a response body ends with when its stream must end abnormally.
-pub type TapError = ProxyError;
-
 /// The body type the proxy answers with.
 pub type ProxyBody = UnsyncBoxBody<Bytes, ProxyError>;
 

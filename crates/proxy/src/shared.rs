@@ -173,3 +173,70 @@ pub(crate) fn report(sink: &EventSink, stream: Option<StreamId>, problem: &Proxy
         text: format!("mcpscope: {problem}"),
     });
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mcpscope_engine::event::Event;
+
+    fn shared() -> (Shared, mpsc::UnboundedReceiver<Event>) {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let config = Config {
+            listen: "127.0.0.1:0".parse().unwrap(),
+            upstream: "http://127.0.0.1:1/mcp".parse().unwrap(),
+            insecure: false,
+            allow_remote: false,
+            redact: true,
+        };
+        let connector = upstream::connector(false).unwrap();
+        (Shared::new(config, connector, EventSink::new(tx)), rx)
+    }
+
+    #[test]
+    fn a_poisoned_lock_keeps_live_streams_and_is_reported_once() {
+        let (shared, mut events) = shared();
+        std::thread::scope(|s| {
+            let poisoner = s.spawn(|| {
+                let _held = shared.live.lock();
+                panic!("poisoning the live streams");
+            });
+            assert!(poisoner.join().is_err());
+        });
+        let _control = shared.register(5, "GET", None);
+        let _other = shared.register(6, "POST", None);
+        assert_eq!(shared.live_streams().len(), 2);
+        let notes: Vec<_> = std::iter::from_fn(|| events.try_recv().ok())
+            .filter(|e| matches!(e.kind, EventKind::Note { .. }))
+            .collect();
+        assert_eq!(notes.len(), 1, "{notes:?}");
+        assert!(
+            matches!(&notes[0].kind, EventKind::Note { text, .. } if text.contains("live streams"))
+        );
+    }
+
+    #[test]
+    fn faults_reach_live_streams_only() {
+        let (shared, _events) = shared();
+        let plan = Plan {
+            fault: Fault::Reset,
+            trigger: Trigger::Now,
+            origin: "test".into(),
+        };
+        assert!(matches!(
+            shared.send_plan(3, plan.clone()),
+            Err(ProxyError::NotLive(3))
+        ));
+        let control = shared.register(3, "GET", None);
+        drop(control);
+        assert!(matches!(
+            shared.send_plan(3, plan.clone()),
+            Err(ProxyError::Ended(3))
+        ));
+        let mut control = shared.register(4, "GET", None);
+        assert!(shared.send_plan(4, plan).is_ok());
+        assert!(control.try_recv().is_ok());
+        shared.unregister(3);
+        shared.unregister(4);
+        assert!(shared.live_streams().is_empty());
+    }
+}
