@@ -192,6 +192,11 @@ impl Shaper {
 
     /// Takes a chunk of the body, as `aligned` says (decided before the chunk's events).
     pub fn take(&mut self, data: Bytes, aligned: bool) {
+        if !aligned && !self.held.is_empty() {
+            // The shape stopped needing whole events: the start of an event held so far goes
+            // out ahead of the bytes that follow it.
+            self.release_held();
+        }
         match self.content {
             ContentKind::Json if self.stalled() => {}
             ContentKind::Sse if aligned => self.held.extend_from_slice(&data),
@@ -426,5 +431,106 @@ impl Shaper {
             self.queue.pop_front();
         }
         Some(merged.freeze())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mcpscope_engine::event::Direction;
+    use mcpscope_engine::wire::observe::BodyObserver;
+    use std::task::Waker;
+
+    const BODY: &[u8] = b"data: {\"jsonrpc\":\"2.0\",\"method\":\"a\"}\n\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"b\"}\n\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n\n";
+
+    /// Runs a body through an observer and a shaper as the tap does, in chunks of `size`;
+    /// returns the bytes the client gets, the SSE events reported and how the stream ends.
+    fn run(plan: Option<Plan>, size: usize) -> (Vec<u8>, usize, Option<Finish>) {
+        let (shared, _events) = crate::shared::for_tests();
+        let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+        let reach = Reach {
+            stream: 1,
+            sink: EventSink::new(tx),
+            shared: Arc::new(shared),
+            session: None,
+        };
+        let mut shaper = Shaper::new(reach, ContentKind::Sse, None, plan);
+        let mut observer = BodyObserver::new(1, Direction::ServerToClient, ContentKind::Sse);
+        let mut cx = Context::from_waker(Waker::noop());
+        let (mut out, mut reported, mut seen) = (Vec::new(), 0, Vec::new());
+        for chunk in BODY.chunks(size) {
+            shaper.poll_trigger(&mut cx);
+            if shaper.finish().is_some() {
+                break;
+            }
+            let aligned = shaper.aligned();
+            observer.feed(chunk, &mut seen);
+            shaper.take(Bytes::copy_from_slice(chunk), aligned);
+            for event in seen.drain(..) {
+                if shaper.place(&event, aligned) {
+                    reported += 1;
+                }
+            }
+            while let Some(bytes) = shaper.pop() {
+                out.extend_from_slice(&bytes);
+            }
+        }
+        shaper.release_held();
+        while let Some(bytes) = shaper.pop() {
+            out.extend_from_slice(&bytes);
+        }
+        (out, reported, shaper.finish())
+    }
+
+    fn plan(fault: Fault, trigger: Trigger) -> Option<Plan> {
+        Some(Plan {
+            fault,
+            trigger,
+            origin: "test".into(),
+        })
+    }
+
+    #[tokio::test]
+    async fn without_a_fault_every_byte_passes_in_order() {
+        for size in 1..BODY.len() {
+            let (out, reported, finish) = run(None, size);
+            assert_eq!((out.as_slice(), reported, finish), (BODY, 3, None));
+        }
+    }
+
+    #[tokio::test]
+    async fn duplicate_sends_the_next_event_twice() {
+        let (out, reported, _) = run(plan(Fault::Duplicate, Trigger::Now), 7);
+        let first = 38;
+        assert_eq!(&out[..first], &BODY[..first]);
+        assert_eq!(&out[first..2 * first], &BODY[..first]);
+        assert_eq!(&out[2 * first..], &BODY[first..]);
+        assert_eq!(reported, 3);
+    }
+
+    #[tokio::test]
+    async fn truncate_sends_half_an_event_then_ends() {
+        let (out, reported, finish) = run(plan(Fault::Truncate, Trigger::Now), 5);
+        assert_eq!(out.as_slice(), &BODY[..19]);
+        assert_eq!(reported, 0);
+        assert_eq!(finish, Some(Finish::Eof { injected: true }));
+    }
+
+    #[tokio::test]
+    async fn stall_swallows_the_response_event_only() {
+        let (out, reported, _) = run(plan(Fault::Stall, Trigger::Now), 11);
+        assert_eq!(out.as_slice(), &BODY[..76]);
+        assert_eq!(reported, 2);
+    }
+
+    #[tokio::test]
+    async fn a_drip_after_an_event_keeps_every_byte_in_order() {
+        for size in 1..BODY.len() {
+            let drip = Fault::Drip {
+                bytes_per_sec: 1_000_000,
+            };
+            let (out, reported, _) = run(plan(drip, Trigger::AfterEvents(1)), size);
+            assert_eq!((out.as_slice(), reported), (BODY, 3), "chunks of {size}");
+        }
     }
 }

@@ -174,22 +174,33 @@ pub(crate) fn report(sink: &EventSink, stream: Option<StreamId>, problem: &Proxy
     });
 }
 
+/// State for unit tests, reporting on the returned receiver.
+#[cfg(test)]
+pub(crate) fn for_tests() -> (
+    Shared,
+    mpsc::UnboundedReceiver<mcpscope_engine::event::Event>,
+) {
+    let (tx, rx) = mpsc::unbounded_channel();
+    let config = Config {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        upstream: "http://127.0.0.1:1/mcp".parse().unwrap(),
+        insecure: false,
+        allow_remote: false,
+        redact: true,
+    };
+    let connector = upstream::connector(false).unwrap();
+    (Shared::new(config, connector, EventSink::new(tx)), rx)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use mcpscope_engine::event::Event;
 
-    fn shared() -> (Shared, mpsc::UnboundedReceiver<Event>) {
-        let (tx, rx) = mpsc::unbounded_channel();
-        let config = Config {
-            listen: "127.0.0.1:0".parse().unwrap(),
-            upstream: "http://127.0.0.1:1/mcp".parse().unwrap(),
-            insecure: false,
-            allow_remote: false,
-            redact: true,
-        };
-        let connector = upstream::connector(false).unwrap();
-        (Shared::new(config, connector, EventSink::new(tx)), rx)
+    fn shared() -> (
+        Shared,
+        mpsc::UnboundedReceiver<mcpscope_engine::event::Event>,
+    ) {
+        for_tests()
     }
 
     #[test]
