@@ -3,6 +3,7 @@
 //! channels are unbounded, so nothing is dropped.
 
 use std::path::PathBuf;
+use std::sync::mpsc::{Receiver, RecvTimeoutError, sync_channel};
 use std::thread::JoinHandle;
 
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
@@ -10,6 +11,8 @@ use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 use mcpscope_engine::event::Event;
 use mcpscope_engine::record::Recorder;
 use mcpscope_engine::redact::Redactor;
+
+use crate::error::ProxyError;
 
 /// How long the hub lets a burst of events gather before taking it (bounds the view's lag).
 const COALESCE: std::time::Duration = std::time::Duration::from_micros(500);
@@ -39,15 +42,22 @@ pub struct Hub {
     pub output: Option<UnboundedReceiver<Event>>,
     /// The recording's path, if recording.
     pub recording: Option<PathBuf>,
-    thread: Option<JoinHandle<u64>>,
+    thread: Option<Done>,
+}
+
+/// The hub thread, and the signal it sends when it has recorded its last event.
+struct Done {
+    thread: JoinHandle<()>,
+    count: Receiver<u64>,
 }
 
 impl Hub {
     /// Starts the hub with an optional recorder; `redactor` hides secrets in every event
-    /// before it is recorded or reaches the view.
-    pub fn start(recorder: Option<Recorder>, redactor: Redactor) -> Self {
+    /// before it is recorded or reaches the view. Fails when its thread cannot be started.
+    pub fn start(recorder: Option<Recorder>, redactor: Redactor) -> Result<Self, ProxyError> {
         let (input, mut rx) = unbounded_channel::<Event>();
         let (tx, output) = unbounded_channel::<Event>();
+        let (done, count) = sync_channel(1);
         let recording = recorder.as_ref().map(|r| r.path().to_path_buf());
         let thread = std::thread::Builder::new()
             .name("mcpscope-hub".into())
@@ -79,15 +89,16 @@ impl Hub {
                         report_failure(rec, flushed, &mut failed);
                     }
                 }
-                recorder.map_or(0, |r| r.events())
+                // The waiting side may have given up already: nothing is lost either way.
+                let _ = done.send(recorder.map_or(0, |r| r.events()));
             })
-            .ok();
-        Self {
+            .map_err(ProxyError::HubThread)?;
+        Ok(Self {
             input,
             output: Some(output),
             recording,
-            thread,
-        }
+            thread: Some(Done { thread, count }),
+        })
     }
 
     /// Takes the view's receiver (once).
@@ -99,21 +110,66 @@ impl Hub {
     /// The proxy's senders should be dropped first; connections still open when `patience`
     /// runs out are left behind (every line written so far is already flushed).
     pub fn finish_within(mut self, patience: std::time::Duration) -> Option<u64> {
-        let thread = self.thread.take();
+        let done = self.thread.take();
         drop(self);
-        let thread = thread?;
-        let deadline = std::time::Instant::now().checked_add(patience);
-        while !thread.is_finished() {
-            if deadline.is_some_and(|d| std::time::Instant::now() >= d) {
-                return None;
+        let Done { thread, count } = done?;
+        match count.recv_timeout(patience) {
+            Ok(count) => {
+                // The thread has sent its last word; it returns at once.
+                let _ = thread.join();
+                Some(count)
             }
-            std::thread::sleep(std::time::Duration::from_millis(5));
+            Err(RecvTimeoutError::Timeout) => None,
+            Err(RecvTimeoutError::Disconnected) => {
+                let problem = "the event hub thread stopped without finishing (it panicked)";
+                tracing::error!("{problem}");
+                eprintln!("mcpscope: {problem}");
+                None
+            }
         }
-        thread.join().ok()
     }
 
     /// Waits until every sender is dropped and every event recorded; returns the count.
     pub fn finish(self) -> u64 {
         self.finish_within(std::time::Duration::MAX).unwrap_or(0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mcpscope_engine::event::EventKind;
+    use mcpscope_engine::record::Create;
+
+    #[test]
+    fn finishing_waits_for_the_last_event_and_gives_up_at_the_deadline() {
+        let dir = std::env::temp_dir().join(format!("mcpscope-hub-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("rec.jsonl");
+        let recorder = Recorder::create(&path, Create::Replace, true).unwrap();
+        let hub = Hub::start(Some(recorder), Redactor::new()).unwrap();
+        for n in 0..3 {
+            let kind = EventKind::Note {
+                stream: None,
+                text: format!("note {n}"),
+            };
+            hub.input.send(Event::now(kind)).unwrap();
+        }
+        let started = std::time::Instant::now();
+        assert_eq!(
+            hub.finish_within(std::time::Duration::from_secs(10)),
+            Some(3)
+        );
+        assert!(started.elapsed() < std::time::Duration::from_secs(5));
+
+        let hub = Hub::start(None, Redactor::new()).unwrap();
+        let _sender_still_open = hub.input.clone();
+        let started = std::time::Instant::now();
+        assert_eq!(
+            hub.finish_within(std::time::Duration::from_millis(50)),
+            None
+        );
+        assert!(started.elapsed() < std::time::Duration::from_secs(5));
+        std::fs::remove_dir_all(&dir).ok();
     }
 }

@@ -22,7 +22,7 @@ pub async fn start_proxy(
     recorder: Option<Recorder>,
     redactor: Redactor,
 ) -> anyhow::Result<Running> {
-    let hub = Hub::start(recorder, redactor);
+    let hub = Hub::start(recorder, redactor)?;
     let proxy = crate::start(config, EventSink::new(hub.input.clone())).await?;
     Ok(Running { proxy, hub })
 }

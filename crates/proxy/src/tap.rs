@@ -1,60 +1,30 @@
-//! The response body tap: forwards the upstream body to the client chunk by chunk as it arrives,
-//! reports what passes (SSE events, JSON-RPC messages, how the stream ended) and carries out
-//! faults at the per-chunk hook.
+//! The response body tap: forwards the upstream body to the client chunk by chunk as it arrives.
+//! It composes three parts: the upstream body (read, and its connection driven, here), the
+//! [observer](mcpscope_engine::wire::observe) (what the bytes say: SSE events, JSON-RPC
+//! messages) and the [shaper](crate::shaper) (what the client gets of them, and when).
 
-use std::collections::VecDeque;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
-use std::time::Duration;
 
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use http_body::{Body, Frame, SizeHint};
 use hyper::body::Incoming;
 use tokio::sync::mpsc::UnboundedReceiver;
-use tokio::time::{Instant, Sleep};
 
 use super::conn::ResetFlag;
+use super::shaper::{Finish, Reach, Shaper};
+use super::shared::lock;
 use super::sink::EventSink;
 use super::upstream::UpstreamConn;
-use super::{ConnSlot, Shared};
+use super::{ConnSlot, ProxyError, Shared};
 use mcpscope_engine::event::{Direction, EndHow, EventKind, Leg, StreamId};
-use mcpscope_engine::fault::{Fault, Plan, Trigger};
+use mcpscope_engine::fault::Plan;
 use mcpscope_engine::wire::ContentKind;
-use mcpscope_engine::wire::jsonrpc::{self, Kind};
-use mcpscope_engine::wire::sse::{SseFrame, SseParser};
+use mcpscope_engine::wire::observe::{BodyEnd, BodyObserver, SeenEvent};
 
 /// The most upstream frames taken in one go when they are already there.
 const GATHER_FRAMES: usize = 64;
-
-/// The most bytes merged into one write toward the client.
-const GATHER_BYTES: usize = 64 * 1024;
-
-/// The most of a JSON body kept aside for parsing.
-const JSON_CAP: usize = 16 * 1024 * 1024;
-
-/// The error returned to hyper when the stream must end abnormally.
-#[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct TapError(String);
-
-impl TapError {
-    /// An error with this text.
-    pub fn new(text: &str) -> Self {
-        Self(text.to_string())
-    }
-}
-
-/// What to do once the queue is drained.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Finish {
-    /// End the body cleanly.
-    Eof { injected: bool },
-    /// End with an error; with `reset`, the client connection is reset.
-    Abort { how: EndHow, reset: bool },
-    /// Never end: hold the stream open.
-    Hold,
-}
 
 /// Everything the tap needs to know about its exchange.
 pub struct TapContext {
@@ -84,28 +54,24 @@ pub struct TapContext {
 
 /// The response body the client reads.
 pub struct TapBody {
-    ctx: TapContext,
+    stream: StreamId,
+    sink: EventSink,
+    reset: ResetFlag,
+    shared: Arc<Shared>,
+    content_length: Option<u64>,
+    /// Live fault commands, until their sender is gone.
+    control: Option<UnboundedReceiver<Plan>>,
+    /// The upstream connection the body arrives on; the tap drives it.
+    upstream: Option<UpstreamConn>,
+    /// Where the connection goes back when the body has ended cleanly (for the next request).
+    link: ConnSlot,
+    /// The upstream body, while it is read.
     inner: Option<Incoming>,
-    control_open: bool,
-    parser: SseParser,
-    frames: Vec<SseFrame>,
-    json: Vec<u8>,
-    received: u64,
-    forwarded: u64,
+    observer: BodyObserver,
+    /// Events seen in the chunk at hand (kept to reuse its allocation).
+    seen: Vec<SeenEvent>,
+    shaper: Shaper,
     reported: bool,
-    plan: Option<Plan>,
-    plan_fired: bool,
-    spent: bool,
-    plan_timer: Option<Pin<Box<Sleep>>>,
-    events_seen: u32,
-    held: BytesMut,
-    held_offset: u64,
-    queue: VecDeque<(Option<Instant>, Bytes)>,
-    pace: Option<Pin<Box<Sleep>>>,
-    finish: Option<Finish>,
-    cut_at: Option<u64>,
-    /// Whether the tap has yielded once before an abort (so hyper flushes what it was given).
-    abort_yielded: bool,
     /// Trailers from the upstream, passed on after the data.
     trailers: Option<Frame<Bytes>>,
 }
@@ -113,58 +79,28 @@ pub struct TapBody {
 impl TapBody {
     /// Wraps the upstream body.
     pub fn new(inner: Incoming, ctx: TapContext) -> Self {
-        let plan = ctx.plan.clone();
-        let mut body = Self {
-            ctx,
+        let reach = Reach {
+            stream: ctx.stream,
+            sink: ctx.sink.clone(),
+            shared: ctx.shared.clone(),
+            session: ctx.session,
+        };
+        Self {
+            stream: ctx.stream,
+            observer: BodyObserver::new(ctx.stream, Direction::ServerToClient, ctx.content),
+            shaper: Shaper::new(reach, ctx.content, ctx.content_length, ctx.plan),
+            sink: ctx.sink,
+            reset: ctx.reset,
+            shared: ctx.shared,
+            content_length: ctx.content_length,
+            control: Some(ctx.control),
+            upstream: ctx.upstream,
+            link: ctx.link,
             inner: Some(inner),
-            control_open: true,
-            parser: SseParser::new(),
-            frames: Vec::new(),
-            json: Vec::new(),
-            received: 0,
-            forwarded: 0,
+            seen: Vec::new(),
             reported: false,
-            plan: None,
-            plan_fired: false,
-            spent: false,
-            plan_timer: None,
-            events_seen: 0,
-            held: BytesMut::new(),
-            held_offset: 0,
-            queue: VecDeque::new(),
-            pace: None,
-            finish: None,
-            cut_at: None,
-            abort_yielded: false,
             trailers: None,
-        };
-        if let Some(plan) = plan {
-            body.attach(plan);
         }
-        body
-    }
-
-    fn attach(&mut self, plan: Plan) {
-        self.plan_timer = match plan.trigger {
-            Trigger::After(d) => Some(Box::pin(tokio::time::sleep(d))),
-            _ => None,
-        };
-        self.plan_fired = false;
-        self.spent = false;
-        self.plan = Some(plan);
-        if self.aligned() && self.ctx.content == ContentKind::Sse {
-            // Bytes already forwarded belong to no held event; hold from here on.
-            self.held_offset = self.received;
-        }
-    }
-
-    /// Whether bytes are forwarded event by event (some faults need whole events).
-    fn aligned(&self) -> bool {
-        self.plan.as_ref().is_some_and(|p| {
-            !self.spent
-                && (p.fault.needs_event_alignment()
-                    || (!self.plan_fired && matches!(p.trigger, Trigger::AfterEvents(_))))
-        })
     }
 
     fn report_end(&mut self, how: EndHow, leg: Leg, detail: Option<String>) {
@@ -172,273 +108,64 @@ impl TapBody {
             return;
         }
         self.reported = true;
-        if how == EndHow::Eof && self.ctx.content == ContentKind::Json && !self.json.is_empty() {
-            let json = std::mem::take(&mut self.json);
-            self.emit_message(&json);
+        let mut ended = Vec::new();
+        let end = BodyEnd {
+            clean: how == EndHow::Eof,
+            reading: self.inner.is_some(),
+        };
+        self.observer.end(end, &mut ended);
+        for kind in ended {
+            self.sink.emit(kind);
         }
-        if self.ctx.content == ContentKind::Sse && self.parser.mid_event() && self.inner.is_some() {
-            self.ctx.sink.emit(EventKind::InvalidMessage {
-                stream: self.ctx.stream,
-                dir: Direction::ServerToClient,
-                reason: "stream ended inside an SSE event".into(),
-                raw: String::new(),
-            });
-        }
-        self.ctx.shared.unregister(self.ctx.stream);
-        self.ctx.sink.emit(EventKind::StreamEnded {
-            stream: self.ctx.stream,
+        self.shared.unregister(self.stream);
+        self.sink.emit(EventKind::StreamEnded {
+            stream: self.stream,
             dir: Direction::ServerToClient,
             how,
             leg,
-            bytes: self.forwarded + self.queue.iter().map(|(_, b)| b.len() as u64).sum::<u64>(),
+            bytes: self.shaper.passed(),
             detail,
         });
     }
 
-    fn emit_message(&self, bytes: &[u8]) {
-        let kind = match jsonrpc::parse_body(bytes) {
-            Ok(body) => EventKind::Message {
-                stream: self.ctx.stream,
-                dir: Direction::ServerToClient,
-                body,
-            },
-            Err(reason) => EventKind::InvalidMessage {
-                stream: self.ctx.stream,
-                dir: Direction::ServerToClient,
-                reason,
-                raw: truncate_text(bytes),
-            },
-        };
-        self.ctx.sink.emit(kind);
-    }
-
-    /// Fires the plan's fault now.
-    fn fire(&mut self) {
-        let Some(plan) = self.plan.clone() else {
-            return;
-        };
-        self.plan_fired = true;
-        self.plan_timer = None;
-        self.ctx.sink.emit(EventKind::FaultInjected {
-            stream: self.ctx.stream,
-            fault: plan.fault.spec(),
-            rule: Some(plan.origin.clone()),
-        });
-        match plan.fault {
-            Fault::Eof => self.cut(Finish::Eof { injected: true }),
-            Fault::Reset | Fault::Status(_) => self.cut(Finish::Abort {
-                how: EndHow::Reset,
-                reset: true,
-            }),
-            Fault::ServerDies { down } => {
-                self.cut(Finish::Abort {
-                    how: EndHow::Reset,
-                    reset: true,
-                });
-                self.ctx
-                    .shared
-                    .server_dies(self.ctx.stream, self.ctx.session.as_deref(), down);
-            }
-            Fault::JsonThenReset => {
-                let total = self.ctx.content_length.unwrap_or(0);
-                self.cut_at = Some(if total > 0 {
-                    total / 2
-                } else {
-                    self.forwarded + 1
-                });
-            }
-            Fault::Vanish => {
-                self.inner = None;
-                self.ctx.upstream = None;
-                self.held.clear();
-                self.finish = Some(Finish::Hold);
-            }
-            Fault::Stall
-            | Fault::Delay(_)
-            | Fault::Drip { .. }
-            | Fault::Truncate
-            | Fault::Duplicate => {}
+    /// The shaper cut the stream: the upstream is no longer read (nor its connection kept).
+    fn follow_cut(&mut self) {
+        if self.shaper.finish().is_some() && self.inner.is_some() {
+            self.inner = None;
+            self.upstream = None;
         }
     }
 
-    /// Stops reading the upstream; what is queued still goes out, then `finish`.
-    fn cut(&mut self, finish: Finish) {
-        self.inner = None;
-        self.ctx.upstream = None;
-        self.held.clear();
-        self.finish = Some(finish);
-    }
-
-    fn active_fault(&self) -> Option<&Fault> {
-        let plan = self.plan.as_ref()?;
-        (self.plan_fired && !self.spent).then_some(&plan.fault)
-    }
-
-    fn enqueue(&mut self, bytes: Bytes) {
-        if bytes.is_empty() {
-            return;
-        }
-        let now = Instant::now();
-        match self.active_fault().cloned() {
-            Some(Fault::Delay(d)) => self.queue.push_back((Some(now + d), bytes)),
-            Some(Fault::Drip { bytes_per_sec }) => {
-                let rate = bytes_per_sec.max(1);
-                let piece = (rate / 10).max(1) as usize;
-                let mut at = self
-                    .queue
-                    .back()
-                    .and_then(|(t, _)| *t)
-                    .unwrap_or(now)
-                    .max(now);
-                let mut rest = bytes;
-                while !rest.is_empty() {
-                    let part = rest.split_to(piece.min(rest.len()));
-                    at += Duration::from_secs_f64(part.len() as f64 / rate as f64);
-                    self.queue.push_back((Some(at), part));
+    /// Taps a chunk from the upstream: the observer reports it, the shaper queues what the
+    /// client should get of it.
+    fn on_data(&mut self, data: Bytes) {
+        let aligned = self.shaper.aligned();
+        self.observer.feed(&data, &mut self.seen);
+        self.shaper.take(data, aligned);
+        let mut seen = std::mem::take(&mut self.seen);
+        for event in seen.drain(..) {
+            // Event-aligned: reported only when the client gets it whole.
+            if self.shaper.place(&event, aligned) {
+                for kind in event.into_events() {
+                    self.sink.emit(kind);
                 }
             }
-            _ => self.queue.push_back((None, bytes)),
         }
-    }
-
-    /// Taps a chunk from the upstream and queues what the client should get of it.
-    fn on_data(&mut self, data: Bytes) {
-        self.received += data.len() as u64;
-        self.tap_data(data);
+        self.seen = seen;
+        self.follow_cut();
         // With a Content-Length, the client's side may stop polling after the last byte: the
         // end is reported as soon as the whole body has passed.
-        if self.ctx.content_length == Some(self.received)
-            && self.plan.is_none()
-            && self.finish.is_none()
+        if self.content_length == Some(self.observer.received())
+            && self.shaper.is_free()
+            && self.shaper.finish().is_none()
             && self.inner.is_some()
         {
             self.release();
             self.report_end(EndHow::Eof, Leg::Upstream, None);
-            self.finish = Some(Finish::Eof { injected: false });
+            self.shaper.end(Finish::Eof { injected: false });
         }
     }
 
-    fn tap_data(&mut self, data: Bytes) {
-        match self.ctx.content {
-            ContentKind::Json => {
-                if self.json.len() + data.len() <= JSON_CAP {
-                    self.json.extend_from_slice(&data);
-                }
-                match self.active_fault() {
-                    Some(Fault::Stall) => {}
-                    _ => self.enqueue(data),
-                }
-            }
-            ContentKind::Other => self.enqueue(data),
-            ContentKind::Sse => {
-                let aligned = self.aligned();
-                if aligned {
-                    self.held.extend_from_slice(&data);
-                } else {
-                    self.enqueue(data.clone());
-                }
-                let mut frames = std::mem::take(&mut self.frames);
-                frames.clear();
-                self.parser.feed(&data, &mut frames);
-                for frame in frames.drain(..) {
-                    self.events_seen += 1;
-                    if !aligned {
-                        self.tap_frame(&frame);
-                    } else if self.inner.is_some() && self.place_event(&frame) {
-                        // Event-aligned: reported only when the client gets it whole.
-                        self.tap_frame(&frame);
-                    }
-                }
-                self.frames = frames;
-            }
-        }
-    }
-
-    /// Reports one SSE event and the message in it.
-    fn tap_frame(&mut self, frame: &SseFrame) {
-        self.ctx.sink.emit(EventKind::SseEvent {
-            stream: self.ctx.stream,
-            id: frame.id.clone(),
-            event: frame.event.clone(),
-            retry: frame.retry,
-            data: frame.data.clone(),
-            start: frame.start,
-            end: frame.end,
-        });
-        if !frame.has_data || frame.data.is_empty() {
-            return;
-        }
-        self.emit_message(frame.data.as_bytes());
-    }
-
-    /// In event-aligned mode: decides what the client gets of one whole event; returns whether
-    /// it gets it whole (a swallowed or truncated event is not reported as received).
-    fn place_event(&mut self, frame: &SseFrame) -> bool {
-        let take = frame.end.saturating_sub(self.held_offset) as usize;
-        let piece = self.held.split_to(take.min(self.held.len())).freeze();
-        self.held_offset = frame.end;
-        if let Some(Plan {
-            trigger: Trigger::AfterEvents(k),
-            ..
-        }) = &self.plan
-            && !self.plan_fired
-            && self.events_seen >= *k
-        {
-            self.enqueue(piece);
-            self.fire();
-            return true;
-        }
-        match self.active_fault().cloned() {
-            Some(Fault::Stall) if carries_response(frame) => {
-                self.ctx.sink.emit(EventKind::Note {
-                    stream: Some(self.ctx.stream),
-                    text: "stall: the response event was swallowed".into(),
-                });
-                false
-            }
-            Some(Fault::Duplicate) => {
-                self.spent = true;
-                self.enqueue(piece.clone());
-                self.enqueue(piece);
-                true
-            }
-            Some(Fault::Truncate) => {
-                self.spent = true;
-                let half = piece.len() / 2;
-                self.enqueue(piece.slice(..half.max(1)));
-                self.cut(Finish::Eof { injected: true });
-                self.ctx.sink.emit(EventKind::Note {
-                    stream: Some(self.ctx.stream),
-                    text: format!(
-                        "truncate: the client got {} of {} bytes of an event",
-                        half.max(1),
-                        piece.len()
-                    ),
-                });
-                false
-            }
-            _ => {
-                self.enqueue(piece);
-                true
-            }
-        }
-    }
-}
-
-/// Whether an SSE event carries a JSON-RPC response (result or error).
-fn carries_response(frame: &SseFrame) -> bool {
-    frame.has_data
-        && jsonrpc::parse_body(frame.data.as_bytes()).is_ok_and(|body| {
-            jsonrpc::messages(&body).iter().any(|m| {
-                matches!(
-                    jsonrpc::classify(m),
-                    Kind::Result { .. } | Kind::Error { .. }
-                )
-            })
-        })
-}
-
-impl TapBody {
     /// Takes one poll's worth of the upstream body: data is tapped and queued, trailers are
     /// kept for after the data, and the end is recorded.
     fn absorb(&mut self, polled: Option<Result<Frame<Bytes>, hyper::Error>>) {
@@ -449,25 +176,24 @@ impl TapBody {
             },
             Some(Err(err)) => {
                 let (how, detail) = crate::transport::classify(&err);
-                let rest = self.held.split().freeze();
-                self.enqueue(rest);
+                self.shaper.release_held();
                 self.inner = None;
                 self.report_end(how, Leg::Upstream, Some(detail));
-                self.finish = Some(Finish::Abort {
+                self.shaper.end(Finish::Abort {
                     how,
                     reset: how == EndHow::Reset,
+                    injected: false,
+                    flushed: false,
                 });
             }
             None => {
-                let rest = self.held.split().freeze();
-                let stalled = matches!(self.active_fault(), Some(Fault::Stall));
-                self.enqueue(rest);
-                if stalled {
+                self.shaper.release_held();
+                if self.shaper.stalled() {
                     self.inner = None;
-                    self.finish = Some(Finish::Hold);
+                    self.shaper.end(Finish::Hold);
                 } else {
                     self.release();
-                    self.finish = Some(Finish::Eof { injected: false });
+                    self.shaper.end(Finish::Eof { injected: false });
                 }
             }
         }
@@ -476,10 +202,8 @@ impl TapBody {
     /// The body ended cleanly: the upstream connection serves the client's next request.
     fn release(&mut self) {
         self.inner = None;
-        if let Some(conn) = self.ctx.upstream.take()
-            && let Ok(mut slot) = self.ctx.link.lock()
-        {
-            *slot = Some(conn);
+        if let Some(conn) = self.upstream.take() {
+            *lock(&self.link, "upstream connection", &self.sink) = Some(conn);
         }
     }
 
@@ -487,7 +211,7 @@ impl TapBody {
     /// carries it: bytes that arrived together leave together.
     fn gather(&mut self, cx: &mut Context<'_>) {
         for _ in 0..GATHER_FRAMES {
-            if self.finish.is_some() || self.trailers.is_some() {
+            if self.shaper.finish().is_some() || self.trailers.is_some() {
                 return;
             }
             let Some(inner) = self.inner.as_mut() else {
@@ -500,91 +224,44 @@ impl TapBody {
         }
     }
 
-    /// The next queued bytes, merged with the unpaced bytes behind them (up to a bound).
-    fn pop_merged(&mut self) -> Option<(Option<Instant>, Bytes)> {
-        let (ready_at, first) = self.queue.pop_front()?;
-        if ready_at.is_some() || !matches!(self.queue.front(), Some((None, _))) {
-            return Some((ready_at, first));
-        }
-        let mut merged = BytesMut::from(&first[..]);
-        while let Some((None, next)) = self.queue.front() {
-            if merged.len() + next.len() > GATHER_BYTES {
-                break;
+    /// Takes the live fault commands that have arrived.
+    fn take_commands(&mut self, cx: &mut Context<'_>) {
+        while let Some(control) = self.control.as_mut() {
+            match control.poll_recv(cx) {
+                Poll::Ready(Some(plan)) => self.shaper.attach(plan, self.observer.received()),
+                Poll::Ready(None) => self.control = None,
+                Poll::Pending => break,
             }
-            merged.extend_from_slice(next);
-            self.queue.pop_front();
         }
-        Some((None, merged.freeze()))
     }
-}
-
-fn truncate_text(bytes: &[u8]) -> String {
-    let end = bytes.len().min(4096);
-    String::from_utf8_lossy(&bytes[..end]).into_owned()
 }
 
 impl Body for TapBody {
     type Data = Bytes;
-    type Error = TapError;
+    type Error = ProxyError;
 
     fn poll_frame(
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, TapError>>> {
+    ) -> Poll<Option<Result<Frame<Bytes>, ProxyError>>> {
         let this = &mut *self;
         loop {
-            if let Some(upstream) = this.ctx.upstream.as_mut() {
+            if let Some(upstream) = this.upstream.as_mut() {
                 // The connection's I/O feeds the body: drive it before reading the body.
                 upstream.poll_drive(cx);
             }
-            while this.control_open {
-                match this.ctx.control.poll_recv(cx) {
-                    Poll::Ready(Some(plan)) => this.attach(plan),
-                    Poll::Ready(None) => this.control_open = false,
-                    Poll::Pending => break,
-                }
+            this.take_commands(cx);
+            this.shaper.poll_trigger(cx);
+            this.follow_cut();
+            if this.shaper.poll_pace(cx).is_pending() {
+                return Poll::Pending;
             }
-            if !this.plan_fired
-                && let Some(plan) = &this.plan
-            {
-                let due = match (plan.trigger, &mut this.plan_timer) {
-                    (Trigger::Now, _) => true,
-                    (Trigger::After(_), Some(timer)) => timer.as_mut().poll(cx).is_ready(),
-                    _ => false,
-                };
-                if due {
-                    this.fire();
-                }
-            }
-            if let Some(pace) = &mut this.pace {
-                if pace.as_mut().poll(cx).is_pending() {
-                    return Poll::Pending;
-                }
-                this.pace = None;
-            }
-            if let Some((ready_at, _)) = this.queue.front() {
-                if let Some(at) = *ready_at
-                    && at > Instant::now()
-                {
-                    this.pace = Some(Box::pin(tokio::time::sleep_until(at)));
-                    continue;
-                }
-                if this.plan.is_none() && this.cut_at.is_none() {
+            if this.shaper.has_queued() {
+                if this.shaper.is_free() {
                     this.gather(cx);
                 }
-                if let Some((_, mut bytes)) = this.pop_merged() {
-                    if let Some(cut) = this.cut_at {
-                        let room = cut.saturating_sub(this.forwarded) as usize;
-                        if bytes.len() >= room {
-                            bytes.truncate(room);
-                            this.cut(Finish::Abort {
-                                how: EndHow::Reset,
-                                reset: true,
-                            });
-                            this.queue.clear();
-                        }
-                    }
-                    this.forwarded += bytes.len() as u64;
+                if let Some(bytes) = this.shaper.pop() {
+                    this.follow_cut();
                     if bytes.is_empty() {
                         continue;
                     }
@@ -594,28 +271,29 @@ impl Body for TapBody {
             if let Some(trailers) = this.trailers.take() {
                 return Poll::Ready(Some(Ok(trailers)));
             }
-            match this.finish {
+            match this.shaper.finish() {
                 Some(Finish::Eof { injected }) => {
                     let detail = injected.then(|| "injected".to_string());
                     this.report_end(EndHow::Eof, Leg::Upstream, detail);
                     return Poll::Ready(None);
                 }
-                Some(Finish::Abort { how, reset }) => {
-                    if !this.abort_yielded && this.forwarded > 0 {
+                Some(Finish::Abort {
+                    how,
+                    reset,
+                    injected,
+                    ..
+                }) => {
+                    if this.shaper.flush_before_abort() {
                         // Let hyper flush the bytes it already has before the connection dies.
-                        this.abort_yielded = true;
                         cx.waker().wake_by_ref();
                         return Poll::Pending;
                     }
                     if reset {
-                        this.ctx.reset.set();
+                        this.reset.set();
                     }
-                    let detail = this.plan_fired.then(|| "injected".to_string());
+                    let detail = injected.then(|| "injected".to_string());
                     this.report_end(how, Leg::Upstream, detail);
-                    return Poll::Ready(Some(Err(TapError(format!(
-                        "upstream stream ended: {}",
-                        how.as_str()
-                    )))));
+                    return Poll::Ready(Some(Err(ProxyError::StreamEnded(how))));
                 }
                 Some(Finish::Hold) => return Poll::Pending,
                 None => {}
@@ -635,8 +313,8 @@ impl Body for TapBody {
     }
 
     fn size_hint(&self) -> SizeHint {
-        match self.ctx.content_length {
-            Some(n) if self.plan.is_none() => SizeHint::with_exact(n),
+        match self.content_length {
+            Some(n) if self.shaper.is_free() => SizeHint::with_exact(n),
             _ => SizeHint::default(),
         }
     }
@@ -647,7 +325,7 @@ impl Drop for TapBody {
         if self.reported {
             return;
         }
-        if self.ctx.content_length.is_some_and(|n| n == self.forwarded) {
+        if self.content_length == Some(self.shaper.forwarded()) {
             self.report_end(EndHow::Eof, Leg::Upstream, None);
         } else {
             self.report_end(

@@ -28,7 +28,7 @@ use tower_service::Service;
 pub type Connector = HttpsConnector<HttpConnector>;
 
 /// Builds the connector; `insecure` accepts any certificate.
-pub fn connector(insecure: bool) -> anyhow::Result<Connector> {
+pub fn connector(insecure: bool) -> Result<Connector, crate::ProxyError> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()?;

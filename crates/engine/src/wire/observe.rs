@@ -1,0 +1,313 @@
+//! The observer of a body: bytes in, events out. Fed a body chunk by chunk as it passes (it never
+//! holds the body back), it reports what the bytes say — SSE events with their offsets, the
+//! JSON-RPC messages in them, a JSON body parsed at its end, an SSE stream cut inside an event —
+//! and nothing about how or when the bytes are forwarded. Live, replay and any transport share it.
+
+use serde_json::Value;
+
+use crate::event::{Direction, EventKind, StreamId};
+use crate::wire::ContentKind;
+use crate::wire::jsonrpc::{self, Kind};
+use crate::wire::sse::{SseFrame, SseParser};
+
+/// The most of a JSON body kept aside for parsing at its end.
+pub const JSON_CAP: usize = 16 * 1024 * 1024;
+
+/// The most of an invalid message's bytes quoted in its report.
+const RAW_QUOTE: usize = 4096;
+
+/// One whole SSE event seen in a body, with what it reports.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SeenEvent {
+    /// Offset of the event's first byte in the body.
+    pub start: u64,
+    /// Offset one past the event's last byte (its blank line).
+    pub end: u64,
+    /// The [`EventKind::SseEvent`] report.
+    pub event: EventKind,
+    /// The message (or invalid message) its data carries, if it has data.
+    pub message: Option<EventKind>,
+}
+
+impl SeenEvent {
+    /// Whether the event carries a JSON-RPC response (a result or an error).
+    pub fn carries_response(&self) -> bool {
+        let Some(EventKind::Message { body, .. }) = &self.message else {
+            return false;
+        };
+        jsonrpc::messages(body).iter().any(|m| {
+            matches!(
+                jsonrpc::classify(m),
+                Kind::Result { .. } | Kind::Error { .. }
+            )
+        })
+    }
+
+    /// Its reports in order: the SSE event, then its message.
+    pub fn into_events(self) -> impl Iterator<Item = EventKind> {
+        std::iter::once(self.event).chain(self.message)
+    }
+}
+
+/// How a body ended, as far as its bytes go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BodyEnd {
+    /// It ended cleanly (end of file), so a JSON body is complete.
+    pub clean: bool,
+    /// Bytes were still being read when it ended, so an unfinished SSE event was cut short.
+    pub reading: bool,
+}
+
+/// Watches one body in one direction.
+#[derive(Debug)]
+pub struct BodyObserver {
+    stream: StreamId,
+    dir: Direction,
+    content: ContentKind,
+    parser: SseParser,
+    frames: Vec<SseFrame>,
+    json: Vec<u8>,
+    received: u64,
+}
+
+impl BodyObserver {
+    /// An observer at the start of a body of this kind.
+    pub fn new(stream: StreamId, dir: Direction, content: ContentKind) -> Self {
+        Self {
+            stream,
+            dir,
+            content,
+            parser: SseParser::new(),
+            frames: Vec::new(),
+            json: Vec::new(),
+            received: 0,
+        }
+    }
+
+    /// What the body is.
+    pub fn content(&self) -> ContentKind {
+        self.content
+    }
+
+    /// Bytes seen so far.
+    pub fn received(&self) -> u64 {
+        self.received
+    }
+
+    /// Takes the next chunk; the SSE events it completes are appended to `out`.
+    pub fn feed(&mut self, chunk: &[u8], out: &mut Vec<SeenEvent>) {
+        self.received += chunk.len() as u64;
+        match self.content {
+            ContentKind::Json => {
+                if self.json.len() + chunk.len() <= JSON_CAP {
+                    self.json.extend_from_slice(chunk);
+                }
+            }
+            ContentKind::Other => {}
+            ContentKind::Sse => {
+                self.parser.feed(chunk, &mut self.frames);
+                let (stream, dir) = (self.stream, self.dir);
+                out.extend(self.frames.drain(..).map(|frame| seen(stream, dir, frame)));
+            }
+        }
+    }
+
+    /// Takes the end of the body; what it reports (a JSON body's message, an SSE event cut
+    /// short) is appended to `out`. Called once; later calls report nothing.
+    pub fn end(&mut self, end: BodyEnd, out: &mut Vec<EventKind>) {
+        let json = std::mem::take(&mut self.json);
+        if end.clean && self.content == ContentKind::Json && !json.is_empty() {
+            out.push(message(self.stream, self.dir, &json));
+        }
+        if end.reading && self.content == ContentKind::Sse && self.parser.mid_event() {
+            out.push(EventKind::InvalidMessage {
+                stream: self.stream,
+                dir: self.dir,
+                reason: "stream ended inside an SSE event".into(),
+                raw: String::new(),
+            });
+        }
+        self.content = ContentKind::Other;
+    }
+}
+
+/// The report of one whole JSON-RPC message body: a `Message`, or an `InvalidMessage` quoting
+/// the start of the bytes.
+pub fn message(stream: StreamId, dir: Direction, bytes: &[u8]) -> EventKind {
+    match jsonrpc::parse_body(bytes) {
+        Ok(body) => EventKind::Message { stream, dir, body },
+        Err(reason) => EventKind::InvalidMessage {
+            stream,
+            dir,
+            reason,
+            raw: quote(bytes),
+        },
+    }
+}
+
+/// The parsed body of a `Message` report.
+pub fn message_body(kind: &EventKind) -> Option<&Value> {
+    match kind {
+        EventKind::Message { body, .. } => Some(body),
+        _ => None,
+    }
+}
+
+fn quote(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(&bytes[..bytes.len().min(RAW_QUOTE)]).into_owned()
+}
+
+fn seen(stream: StreamId, dir: Direction, frame: SseFrame) -> SeenEvent {
+    let message = (frame.has_data && !frame.data.is_empty())
+        .then(|| message(stream, dir, frame.data.as_bytes()));
+    SeenEvent {
+        start: frame.start,
+        end: frame.end,
+        event: EventKind::SseEvent {
+            stream,
+            id: frame.id,
+            event: frame.event,
+            retry: frame.retry,
+            data: frame.data,
+            start: frame.start,
+            end: frame.end,
+        },
+        message,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const STREAM: &[u8] = b"\xEF\xBB\xBF: keep-alive\r\n\r\nid: 1\r\nevent: message\r\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\r\n\r\nid: prime\n\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"n\"}\rretry: 50\r\rdata: not json\ndata: two\n\ndata: [1]\n\n";
+
+    fn observe(chunks: &[&[u8]], end: BodyEnd) -> (Vec<SeenEvent>, Vec<EventKind>) {
+        let mut observer = BodyObserver::new(7, Direction::ServerToClient, ContentKind::Sse);
+        let mut seen = Vec::new();
+        for chunk in chunks {
+            observer.feed(chunk, &mut seen);
+        }
+        let mut ended = Vec::new();
+        observer.end(end, &mut ended);
+        (seen, ended)
+    }
+
+    const CLEAN: BodyEnd = BodyEnd {
+        clean: true,
+        reading: false,
+    };
+
+    /// The events with their end offsets blanked: an event whose blank line is a CRLF split
+    /// between two chunks is reported at the CR (it never waits for an LF that may not come), so
+    /// only its end offset may differ by that LF.
+    fn without_ends(seen: &[SeenEvent]) -> Vec<SeenEvent> {
+        seen.iter()
+            .cloned()
+            .map(|mut s| {
+                s.end = 0;
+                if let EventKind::SseEvent { end, .. } = &mut s.event {
+                    *end = 0;
+                }
+                s
+            })
+            .collect()
+    }
+
+    fn inside_crlf(at: usize) -> bool {
+        at > 0 && at < STREAM.len() && STREAM[at - 1] == b'\r' && STREAM[at] == b'\n'
+    }
+
+    fn assert_same(split: &[SeenEvent], whole: &[SeenEvent], exact: bool, what: &str) {
+        if exact {
+            assert_eq!(split, whole, "{what}");
+        } else {
+            assert_eq!(without_ends(split), without_ends(whole), "{what}");
+        }
+    }
+
+    #[test]
+    fn every_split_gives_the_same_events() {
+        let (whole, _) = observe(&[STREAM], CLEAN);
+        assert_eq!(whole.len(), 5);
+        for at in 0..=STREAM.len() {
+            let (split, _) = observe(&[&STREAM[..at], &STREAM[at..]], CLEAN);
+            assert_same(&split, &whole, !inside_crlf(at), &format!("split at {at}"));
+        }
+        for a in 0..=STREAM.len() {
+            for b in a..=STREAM.len() {
+                let (split, _) = observe(&[&STREAM[..a], &STREAM[a..b], &STREAM[b..]], CLEAN);
+                let exact = !inside_crlf(a) && !inside_crlf(b);
+                assert_same(&split, &whole, exact, &format!("split at {a} and {b}"));
+            }
+        }
+        let bytes: Vec<&[u8]> = STREAM.chunks(1).collect();
+        assert_same(&observe(&bytes, CLEAN).0, &whole, false, "byte by byte");
+    }
+
+    #[test]
+    fn events_carry_offsets_messages_and_responses() {
+        let (seen, _) = observe(&[STREAM], CLEAN);
+        let ends: Vec<_> = seen.iter().map(|s| (s.start, s.end)).collect();
+        let mut prev = 0;
+        for (start, end) in &ends {
+            assert!(*start >= prev && end > start);
+            prev = *end;
+        }
+        assert_eq!(prev, STREAM.len() as u64);
+        assert!(seen[0].carries_response());
+        assert!(seen[1].message.is_none(), "a priming event has no message");
+        assert!(!seen[2].carries_response());
+        assert!(matches!(
+            seen[3].message,
+            Some(EventKind::InvalidMessage { .. })
+        ));
+        assert!(matches!(
+            seen[4].message,
+            Some(EventKind::InvalidMessage { .. })
+        ));
+        let kinds: Vec<_> = seen[0].clone().into_events().collect();
+        assert!(matches!(
+            kinds[..],
+            [EventKind::SseEvent { .. }, EventKind::Message { .. }]
+        ));
+    }
+
+    #[test]
+    fn a_stream_cut_inside_an_event_is_reported_only_while_reading() {
+        let cut = &STREAM[..STREAM.len() - 3];
+        let reading = BodyEnd {
+            clean: true,
+            reading: true,
+        };
+        let (_, ended) = observe(&[cut], reading);
+        assert!(matches!(ended[..], [EventKind::InvalidMessage { .. }]));
+        assert!(observe(&[cut], CLEAN).1.is_empty());
+        assert!(observe(&[STREAM], reading).1.is_empty());
+    }
+
+    #[test]
+    fn a_json_body_is_parsed_at_a_clean_end_only() {
+        let body = br#"{"jsonrpc":"2.0","id":3,"result":{}}"#;
+        let run = |end| {
+            let mut observer = BodyObserver::new(1, Direction::ServerToClient, ContentKind::Json);
+            let mut seen = Vec::new();
+            observer.feed(&body[..5], &mut seen);
+            observer.feed(&body[5..], &mut seen);
+            assert!(seen.is_empty());
+            assert_eq!(observer.received(), body.len() as u64);
+            let mut ended = Vec::new();
+            observer.end(end, &mut ended);
+            observer.end(end, &mut ended);
+            ended
+        };
+        let ended = run(CLEAN);
+        assert_eq!(ended.len(), 1);
+        assert!(message_body(&ended[0]).is_some());
+        let broken = BodyEnd {
+            clean: false,
+            reading: false,
+        };
+        assert!(run(broken).is_empty());
+    }
+}

@@ -1,0 +1,60 @@
+//! Responses the proxy gives itself (not the upstream), reported like any other.
+
+use bytes::Bytes;
+use http::{HeaderValue, Response, StatusCode};
+use http_body_util::{BodyExt, Full};
+use serde_json::{Value, json};
+
+use crate::ProxyBody;
+use crate::forward::header_list;
+use crate::shared::Shared;
+use mcpscope_engine::event::{Direction, EndHow, EventKind, Leg, StreamId};
+
+/// A whole body.
+pub fn full(bytes: impl Into<Bytes>) -> ProxyBody {
+    Full::new(bytes.into())
+        .map_err(|never| match never {})
+        .boxed_unsync()
+}
+
+/// Answers one request from the proxy itself, reporting the head and the end.
+pub fn local(
+    shared: &Shared,
+    stream: StreamId,
+    status: StatusCode,
+    content_type: &str,
+    body: String,
+) -> Response<ProxyBody> {
+    let len = body.len() as u64;
+    let mut response = Response::new(full(body));
+    *response.status_mut() = status;
+    if let Ok(v) = HeaderValue::from_str(content_type) {
+        response.headers_mut().insert(http::header::CONTENT_TYPE, v);
+    }
+    shared.sink.emit(EventKind::ResponseHead {
+        stream,
+        status: status.as_u16(),
+        headers: header_list(response.headers(), shared.config.redact),
+    });
+    shared.sink.emit(EventKind::StreamEnded {
+        stream,
+        dir: Direction::ServerToClient,
+        how: EndHow::Eof,
+        leg: Leg::Upstream,
+        bytes: len,
+        detail: Some("answered by mcpscope".into()),
+    });
+    response
+}
+
+/// A JSON-RPC error response body.
+pub fn jsonrpc_error(id: Value, code: i64, message: &str) -> String {
+    json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}}).to_string()
+}
+
+/// The id of a single request body, for errors the proxy answers itself.
+pub fn request_id(body: Option<&Value>) -> Value {
+    body.and_then(|b| b.get("id"))
+        .cloned()
+        .unwrap_or(Value::Null)
+}

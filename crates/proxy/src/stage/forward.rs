@@ -1,0 +1,191 @@
+//! The last stage: the request goes upstream (on the client connection's own upstream
+//! connection) and the response comes back with its body tapped.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http::{HeaderValue, Request, Response, StatusCode, Uri};
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+
+use super::read::ClientRequest;
+use super::{Exchange, answer};
+use crate::error::ProxyError;
+use crate::forward::{closes_after, header_list, strip_hop_by_hop, upstream_uri};
+use crate::shared::{Shared, lock};
+use crate::tap::{TapBody, TapContext};
+use crate::upstream::{self, SendError, UpstreamConn};
+use crate::{ConnSlot, ProxyBody, transport};
+use mcpscope_engine::event::{Direction, EndHow, EventKind, Leg};
+use mcpscope_engine::fault::Plan;
+use mcpscope_engine::wire::ContentKind;
+
+/// Why a request did not get a response head from the upstream.
+enum UpstreamFailure {
+    /// No connection could be made.
+    Connect(String),
+    /// The connection failed under the request.
+    Failed(hyper::Error),
+}
+
+/// Sends the request upstream and answers with the tapped response; an unreachable upstream is
+/// answered 502 with a JSON-RPC error carrying the request's id.
+pub async fn forward(
+    shared: &Arc<Shared>,
+    link: ConnSlot,
+    exchange: Exchange,
+    request: ClientRequest,
+    plan: Option<Plan>,
+) -> Result<Response<ProxyBody>, ProxyError> {
+    let stream = exchange.stream;
+    let sink = &shared.sink;
+    let ClientRequest {
+        mut parts,
+        body,
+        message,
+    } = request;
+    let id = || answer::request_id(message.as_ref());
+    let uri = match upstream_uri(&shared.config.upstream, &parts.uri) {
+        Ok(uri) => uri,
+        Err(e) => {
+            let message = format!("mcpscope: bad request URI: {e}");
+            let body = answer::jsonrpc_error(id(), -32600, &message);
+            return Ok(answer::local(
+                shared,
+                stream,
+                StatusCode::BAD_REQUEST,
+                "application/json",
+                body,
+            ));
+        }
+    };
+    strip_hop_by_hop(&mut parts.headers);
+    if let Some(authority) = uri
+        .authority()
+        .and_then(|a| HeaderValue::from_str(a.as_str()).ok())
+    {
+        parts.headers.insert(http::header::HOST, authority);
+    }
+    parts.uri = uri
+        .path_and_query()
+        .map_or_else(|| Uri::from_static("/"), |p| Uri::from(p.clone()));
+    parts.version = http::Version::HTTP_11;
+    let upstream_req = Request::from_parts(parts, Full::new(body));
+    let control = shared.register(stream, &exchange.http_method, exchange.session.clone());
+
+    let (response, upstream) = match send_upstream(shared, &link, upstream_req).await {
+        Ok(sent) => sent,
+        Err(UpstreamFailure::Connect(cause)) => {
+            shared.unregister(stream);
+            let upstream = shared.config.upstream.to_string();
+            sink.emit(EventKind::UpstreamUnreachable {
+                stream,
+                error: cause.clone(),
+            });
+            let message = format!("mcpscope: upstream {upstream} is unreachable: {cause}");
+            let body = answer::jsonrpc_error(id(), -32000, &message);
+            return Ok(answer::local(
+                shared,
+                stream,
+                StatusCode::BAD_GATEWAY,
+                "application/json",
+                body,
+            ));
+        }
+        Err(UpstreamFailure::Failed(e)) => {
+            shared.unregister(stream);
+            let cause = upstream::error_text(&e);
+            let (how, _) = transport::classify(&e);
+            sink.emit(EventKind::StreamEnded {
+                stream,
+                dir: Direction::ServerToClient,
+                how,
+                leg: Leg::Upstream,
+                bytes: 0,
+                detail: Some(format!("before the response head: {cause}")),
+            });
+            if how == EndHow::Reset {
+                exchange.reset.set();
+            }
+            return Err(ProxyError::Upstream(cause));
+        }
+    };
+
+    let (mut parts, incoming) = response.into_parts();
+    // An upstream that closes its connection after this response (close-delimited body or
+    // `Connection: close`) is mirrored: the client's connection closes after it too.
+    let closes = closes_after(&parts.headers);
+    strip_hop_by_hop(&mut parts.headers);
+    if closes {
+        parts
+            .headers
+            .insert(http::header::CONNECTION, HeaderValue::from_static("close"));
+    }
+    let content = ContentKind::of(
+        parts
+            .headers
+            .get(http::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok()),
+    );
+    let content_length = parts
+        .headers
+        .get(http::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse().ok());
+    sink.emit(EventKind::ResponseHead {
+        stream,
+        status: parts.status.as_u16(),
+        headers: header_list(&parts.headers, shared.config.redact),
+    });
+    let session = exchange.session.or_else(|| {
+        parts
+            .headers
+            .get("mcp-session-id")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string)
+    });
+    let tap = TapBody::new(
+        incoming,
+        TapContext {
+            stream,
+            sink: sink.clone(),
+            reset: exchange.reset,
+            content,
+            content_length,
+            session,
+            shared: shared.clone(),
+            plan,
+            control,
+            upstream: Some(upstream),
+            link,
+        },
+    );
+    Ok(Response::from_parts(parts, tap.boxed_unsync()))
+}
+
+/// Sends a request on the client connection's upstream connection (a new one when there is
+/// none, or when the kept one was closing and never sent it).
+async fn send_upstream(
+    shared: &Shared,
+    link: &ConnSlot,
+    request: Request<Full<Bytes>>,
+) -> Result<(Response<Incoming>, UpstreamConn), UpstreamFailure> {
+    let kept = lock(link, "upstream connection", &shared.sink).take();
+    let mut request = request;
+    if let Some(mut conn) = kept
+        && conn.ready().await
+    {
+        match conn.send(request).await {
+            Ok(response) => return Ok((response, conn)),
+            Err(SendError::NotSent(back, _)) => request = *back,
+            Err(SendError::Failed(e)) => return Err(UpstreamFailure::Failed(e)),
+        }
+    }
+    let mut conn = UpstreamConn::connect(&shared.connector, &shared.config.upstream)
+        .await
+        .map_err(|e| UpstreamFailure::Connect(e.0))?;
+    match conn.send(request).await {
+        Ok(response) => Ok((response, conn)),
+        Err(SendError::NotSent(_, e) | SendError::Failed(e)) => Err(UpstreamFailure::Failed(e)),
+    }
+}
