@@ -3,13 +3,13 @@
 use std::sync::{Arc, Mutex};
 
 use chrono::{Offset, Utc};
-use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use mcpscope_engine::event::StreamId;
 use mcpscope_engine::fault::{FaultChoice, FaultControl};
 use mcpscope_engine::model::Model;
 use mcpscope_testkit::fixtures::{scenario, scenario_now};
 use mcpscope_tui::app::App;
 use mcpscope_tui::{Info, Theme, render_app};
+use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 #[derive(Default)]
 struct Fake {

@@ -1,12 +1,12 @@
 //! Whole-screen snapshots of the TUI on a `TestBackend`, built from synthetic events.
 
 use chrono::{DateTime, Offset, Utc};
-use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use mcpscope_engine::model::Model;
 use mcpscope_testkit::fixtures::{at, scenario, scenario_now};
 use mcpscope_tui::app::{App, Pane};
 use mcpscope_tui::{Info, Theme, render_app};
 use ratatui::buffer::Buffer;
+use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 fn app() -> App {
     let info = Info {

@@ -65,9 +65,9 @@ fn high_contrast_uses_no_red_or_green() {
 fn t_cycles_themes() {
     let model = Model::new();
     let mut app = App::new(Info::default(), Theme::dark(), Utc.fix());
-    let key = crossterm::event::KeyEvent::new(
-        crossterm::event::KeyCode::Char('t'),
-        crossterm::event::KeyModifiers::NONE,
+    let key = ratatui::crossterm::event::KeyEvent::new(
+        ratatui::crossterm::event::KeyCode::Char('t'),
+        ratatui::crossterm::event::KeyModifiers::NONE,
     );
     app.handle_key(key, &model);
     assert_eq!(app.theme.name, "light");

@@ -1,6 +1,8 @@
 //! Keys and mouse → view changes and [`Effect`]s.
 
-use crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseButton, MouseEvent, MouseEventKind};
+use ratatui::crossterm::event::{
+    KeyCode, KeyEvent, KeyModifiers, MouseButton, MouseEvent, MouseEventKind,
+};
 use ratatui::layout::{Position, Rect};
 
 use super::app::{App, Effect, FaultMenu, Input, InputKind, Pane, ReplayCmd, Selected};

@@ -97,9 +97,7 @@ pub fn render_app(
     height: u16,
 ) -> Buffer {
     let backend = TestBackend::new(width, height);
-    let Ok(mut terminal) = Terminal::new(backend) else {
-        return Buffer::empty(ratatui::layout::Rect::new(0, 0, width, height));
-    };
+    let mut terminal = Terminal::new(backend).unwrap_or_else(|never| match never {});
     let _ = terminal.draw(|f| view::render(f, app, model, now));
     terminal.backend().buffer().clone()
 }

@@ -4,8 +4,8 @@
 use std::time::{Duration, Instant};
 
 use chrono::{DateTime, NaiveTime, Utc};
-use crossterm::event::{Event as TermEvent, EventStream, KeyEventKind};
 use futures_util::StreamExt;
+use ratatui::crossterm::event::{Event as TermEvent, EventStream, KeyEventKind};
 use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::mpsc::UnboundedReceiver;
 use tokio::sync::mpsc::error::TryRecvError;
