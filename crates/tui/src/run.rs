@@ -347,29 +347,23 @@ pub async fn run(mut app: App, mut source: impl Source) -> anyhow::Result<()> {
                     last_draw = Some(Instant::now());
                 }
             }
-            ev = input.next() => match ev {
-                Some(Ok(TermEvent::Key(key))) if key.kind != KeyEventKind::Release => {
-                    let effects = app.handle_key(key, source.model());
-                    for effect in effects {
-                        if perform(&mut app, effect, &mut source, &mut |text| term.copy(text))? == Flow::Quit {
-                            return Ok(());
-                        }
+            ev = input.next() => {
+                let effects = match ev {
+                    Some(Ok(TermEvent::Key(key))) if key.kind != KeyEventKind::Release => {
+                        app.handle_key(key, source.model())
                     }
-                    dirty = true;
-                }
-                Some(Ok(TermEvent::Mouse(mouse))) => {
-                    let effects = app.handle_mouse(mouse, source.model());
-                    for effect in effects {
-                        if perform(&mut app, effect, &mut source, &mut |text| term.copy(text))? == Flow::Quit {
-                            return Ok(());
-                        }
+                    Some(Ok(TermEvent::Mouse(mouse))) => app.handle_mouse(mouse, source.model()),
+                    Some(Ok(_)) => Vec::new(),
+                    Some(Err(e)) => return Err(e.into()),
+                    None => return Ok(()),
+                };
+                for effect in effects {
+                    if perform(&mut app, effect, &mut source, &mut |text| term.copy(text))? == Flow::Quit {
+                        return Ok(());
                     }
-                    dirty = true;
                 }
-                Some(Ok(_)) => dirty = true,
-                Some(Err(e)) => return Err(e.into()),
-                None => return Ok(()),
-            },
+                dirty = true;
+            }
             _ = sigint.recv() => return Ok(()),
             _ = sigterm.recv() => return Ok(()),
         }
