@@ -224,3 +224,37 @@ impl App {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A key bound twice in one context would make the second binding dead.
+    #[test]
+    fn no_key_is_bound_twice_in_a_context() {
+        for (i, a) in BINDINGS.iter().enumerate() {
+            for b in &BINDINGS[i + 1..] {
+                if a.context == b.context {
+                    for key in a.keys {
+                        assert!(
+                            !b.keys.contains(key),
+                            "{key:?} bound twice in {:?}",
+                            a.context
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    /// Every binding that does something is either listed in the help or sits in an overlay
+    /// that explains itself.
+    #[test]
+    fn every_ordinary_key_is_in_the_help() {
+        for b in BINDINGS {
+            if matches!(b.context, Normal | Replay | Live | Always) {
+                assert_ne!(b.help, Hidden, "{:?} is missing from the help", b.action);
+            }
+        }
+    }
+}
