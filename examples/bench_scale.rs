@@ -3,7 +3,7 @@
 //! 1. Folds a synthetic 1,000,000-event vector (many sessions, calls, SSE events; see
 //!    `bench/synth.rs`): time per event and memory per event.
 //! 2. Renders one TUI frame on ratatui's `TestBackend` with the resulting model (>100,000 calls):
-//!    a fresh view (`render_frame_for_bench`) and a steady-state view (one `App` reused).
+//!    a fresh view (a new `App` laid out and drawn with `render_to_buffer`) and a steady-state view (one `App` reused).
 //! 3. Writes the events as a recording with `Recorder`, then opens it the way `mcpscope replay`
 //!    does (`record::read_file` + `ReplayCursor`) and seeks to its end.
 //!
@@ -23,7 +23,8 @@ use chrono::{Offset, Utc};
 
 use mcpscope_engine::model::Model;
 use mcpscope_engine::record::{Recorder, read_file};
-use mcpscope_tui::{App, Info, ReplayCursor, Theme, render_app, render_frame_for_bench};
+use mcpscope_tui::{App, Info, ReplayCursor, Theme, render_to_buffer};
+use ratatui::layout::Rect;
 
 /// Counts live heap bytes (and their peak) so the model's own memory is measured exactly.
 /// The harness is single-threaded, so plain loads and stores (no read-modify-write atomics)
@@ -220,7 +221,9 @@ fn main() -> anyhow::Result<()> {
     let mut fresh = Vec::new();
     for _ in 0..7 {
         let t0 = Instant::now();
-        let buf = render_frame_for_bench(&model, now, w, h);
+        let mut app = App::new(Info::default(), Theme::dark(), Utc.fix());
+        app.layout(&model, now, Rect::new(0, 0, w, h));
+        let buf = render_to_buffer(&app, &model, now, w, h);
         fresh.push(t0.elapsed().as_secs_f64() * 1e3);
         std::hint::black_box(buf);
     }
@@ -228,7 +231,8 @@ fn main() -> anyhow::Result<()> {
     let mut steady = Vec::new();
     for _ in 0..21 {
         let t0 = Instant::now();
-        let buf = render_app(&mut app, &model, now, w, h);
+        app.layout(&model, now, Rect::new(0, 0, w, h));
+        let buf = render_to_buffer(&app, &model, now, w, h);
         steady.push(t0.elapsed().as_secs_f64() * 1e3);
         std::hint::black_box(buf);
     }
@@ -246,7 +250,7 @@ fn main() -> anyhow::Result<()> {
     );
     let _ = writeln!(
         md,
-        "| fresh view (`render_frame_for_bench`, new `App` each frame), 7 frames | {f50:.2} ms | {fmax:.2} ms | {} |",
+        "| fresh view (new `App` each frame), 7 frames | {f50:.2} ms | {fmax:.2} ms | {} |",
         verdict(f50 <= 16.0)
     );
     let _ = writeln!(

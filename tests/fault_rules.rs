@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use mcpscope_engine::fault::{
-    self, Fault, Planner, Repeat, RequestInfo, Rule, RuleEngine, Trigger,
+    self, Fault, Planner, Repeat, RequestInfo, Rule, RuleEngine, RuleId, Trigger,
 };
 use serde_json::{Value, json};
 
@@ -336,6 +336,23 @@ fn the_plan_carries_fault_trigger_and_origin() {
 }
 
 #[test]
+fn disarming_by_id_never_hits_a_rule_that_moved_up() {
+    let e = RuleEngine::new();
+    e.arm("reset when tool=a").expect("arm");
+    e.arm("eof when tool=b").expect("arm");
+    // A view reads the list and means to disarm the oldest rule, #1 ...
+    let armed = e.armed_rules();
+    let (oldest, _) = armed.first().cloned().expect("armed");
+    assert_eq!(oldest, RuleId(1));
+    // ... but #1 fires (and is spent) before the disarm arrives.
+    assert_eq!(fired(&e, &[s1(call(1, "a"))]), "1");
+    assert!(!e.disarm(oldest), "#1 is already gone");
+    let left: Vec<RuleId> = e.armed_rules().into_iter().map(|(id, _)| id).collect();
+    assert_eq!(left, vec![RuleId(2)], "#2 stays armed");
+    assert_eq!(fired(&e, &[s1(call(2, "b"))]), "2");
+}
+
+#[test]
 fn arm_and_disarm() {
     let e = RuleEngine::new();
     let a = e.arm("reset when tool=a").expect("arm");
@@ -343,8 +360,8 @@ fn arm_and_disarm() {
     assert_eq!(a, "#1 reset when tool=a once");
     assert_eq!(b, "#2 eof when tool=b once");
     assert_eq!(e.armed(), vec![a, b.clone()]);
-    assert!(e.disarm(0));
-    assert!(!e.disarm(5));
+    assert!(e.disarm(RuleId(1)));
+    assert!(!e.disarm(RuleId(5)));
     assert_eq!(e.armed(), vec![b]);
     assert_eq!(fired(&e, &[s1(call(1, "a")), s1(call(2, "b"))]), ".2");
     assert!(e.arm("nonsense").is_err());

@@ -519,7 +519,8 @@ async fn a_live_fault_applies_to_a_running_stream() {
 
     // Rules armed from the view fire on the next match.
     let label = control.arm("eof when tool=echo").expect("arm");
-    assert_eq!(control.armed(), vec![label]);
+    let armed: Vec<String> = control.armed().into_iter().map(|(_, l)| l).collect();
+    assert_eq!(armed, vec![label]);
     let echo = call(2, "echo", json!({"text": "x"}));
     let reply = exchange(rig.addr(), "POST", Some(&s), Some(&echo), WAIT).await;
     assert!(

@@ -1,19 +1,29 @@
-//! A frame with 100,000 calls renders (the benchmark calls the same helper; no time asserted).
+//! A frame with 100,000 calls renders (the benchmark draws the same way; no time asserted).
 
 use std::time::Instant;
 
+use chrono::{Offset, Utc};
 use mcpscope_engine::model::Model;
 use mcpscope_testkit::fixtures::{at, many_calls};
-use mcpscope_tui::render_frame_for_bench;
+use mcpscope_tui::{App, Info, Theme, render_to_buffer};
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+
+/// One frame of a fresh view (a new `App`, laid out, then drawn).
+fn fresh_frame(model: &Model) -> Buffer {
+    let mut app = App::new(Info::default(), Theme::dark(), Utc.fix());
+    app.layout(model, at(200_000), Rect::new(0, 0, 160, 48));
+    render_to_buffer(&app, model, at(200_000), 160, 48)
+}
 
 #[test]
 fn frame_with_100k_calls_renders() {
     let (model, _) = Model::from_events(&many_calls(100_000));
     assert_eq!(model.calls.len(), 100_001);
-    let mut buf = render_frame_for_bench(&model, at(200_000), 160, 48);
+    let mut buf = fresh_frame(&model);
     for _ in 0..3 {
         let start = Instant::now();
-        buf = render_frame_for_bench(&model, at(200_000), 160, 48);
+        buf = fresh_frame(&model);
         eprintln!("100k-call frame: {:?}", start.elapsed());
     }
     let text: String = (0..buf.area.width).map(|x| buf[(x, 2)].symbol()).collect();

@@ -3,18 +3,27 @@
 use std::sync::{Arc, Mutex};
 
 use chrono::{Offset, Utc};
-use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use mcpscope_engine::event::StreamId;
-use mcpscope_engine::fault::{FaultChoice, FaultControl};
+use mcpscope_engine::fault::{FaultChoice, FaultControl, RuleId};
 use mcpscope_engine::model::Model;
 use mcpscope_testkit::fixtures::{scenario, scenario_now};
 use mcpscope_tui::app::App;
-use mcpscope_tui::{Info, Theme, render_app};
+use mcpscope_tui::run::{self, Flow, LiveSource};
+use mcpscope_tui::{Info, Theme, render_to_buffer};
+use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use ratatui::layout::Rect;
 
 #[derive(Default)]
 struct Fake {
     applied: Mutex<Vec<(StreamId, String)>>,
-    armed: Mutex<Vec<String>>,
+    armed: Mutex<Vec<(RuleId, String)>>,
+}
+
+impl Fake {
+    /// What a rule firing does to the list: the rule is spent.
+    fn fire(&self, id: RuleId) {
+        self.armed.lock().expect("lock").retain(|(i, _)| *i != id);
+    }
 }
 
 impl FaultControl for Fake {
@@ -38,23 +47,36 @@ impl FaultControl for Fake {
         if rule.is_empty() {
             return Err("empty rule".into());
         }
-        self.armed.lock().expect("lock").push(rule.to_string());
+        let mut armed = self.armed.lock().expect("lock");
+        let id = RuleId(armed.last().map_or(1, |(id, _)| id.0 + 1));
+        armed.push((id, rule.to_string()));
         Ok(rule.to_string())
     }
-    fn armed(&self) -> Vec<String> {
+    fn armed(&self) -> Vec<(RuleId, String)> {
         self.armed.lock().expect("lock").clone()
     }
-    fn disarm(&self, index: usize) {
-        self.armed.lock().expect("lock").remove(index);
+    fn disarm(&self, id: RuleId) -> bool {
+        let mut armed = self.armed.lock().expect("lock");
+        let before = armed.len();
+        armed.retain(|(i, _)| *i != id);
+        armed.len() < before
     }
 }
 
+/// Presses a key and carries out its effects, as the live loop does.
 fn press(app: &mut App, model: &Model, code: KeyCode) {
-    app.handle_key(KeyEvent::new(code, KeyModifiers::NONE), model);
+    let (_feed, rx) = tokio::sync::mpsc::unbounded_channel();
+    let mut source = LiveSource::new(rx);
+    for effect in app.handle_key(KeyEvent::new(code, KeyModifiers::NONE), model) {
+        let flow = run::perform(app, effect, &mut source, &mut |_| Ok(())).expect("perform");
+        assert_eq!(flow, Flow::Continue);
+    }
 }
 
 fn screen(app: &mut App, model: &Model) -> String {
-    let buf = render_app(app, model, scenario_now(), 140, 40);
+    run::read_armed(app);
+    app.layout(model, scenario_now(), Rect::new(0, 0, 140, 40));
+    let buf = render_to_buffer(app, model, scenario_now(), 140, 40);
     (0..buf.area.height)
         .map(|y| {
             (0..buf.area.width)
@@ -97,7 +119,10 @@ fn a_arms_a_typed_rule_shown_in_the_status_bar() {
         press(&mut app, &model, KeyCode::Char(c));
     }
     press(&mut app, &model, KeyCode::Enter);
-    assert_eq!(fake.armed(), vec!["tool:poke reset".to_string()]);
+    assert_eq!(
+        fake.armed(),
+        vec![(RuleId(1), "tool:poke reset".to_string())]
+    );
     let s = screen(&mut app, &model);
     assert!(s.contains("armed: tool:poke reset"), "{s}");
 }
@@ -114,4 +139,38 @@ fn without_faults_x_explains() {
             .as_deref()
             .is_some_and(|f| f.contains("unavailable"))
     );
+}
+
+#[test]
+fn d_disarms_the_rule_shown_even_if_it_fired_since() {
+    let fake = Arc::new(Fake::default());
+    let model = Model::new();
+    let mut app = App::new(Info::default(), Theme::dark(), Utc.fix());
+    app.faults = Some(fake.clone());
+    for rule in ["reset when tool=a", "eof when tool=b"] {
+        fake.arm(rule).expect("arm");
+    }
+    let s = screen(&mut app, &model);
+    assert!(
+        s.contains("armed: reset when tool=a, eof when tool=b"),
+        "{s}"
+    );
+    // The status bar shows #1 as the oldest; it fires before D is pressed.
+    fake.fire(RuleId(1));
+    press(&mut app, &model, KeyCode::Char('D'));
+    assert_eq!(
+        fake.armed(),
+        vec![(RuleId(2), "eof when tool=b".to_string())],
+        "#2 must stay armed"
+    );
+    assert!(
+        app.flash
+            .as_deref()
+            .is_some_and(|f| f.contains("fired first")),
+        "{:?}",
+        app.flash
+    );
+    press(&mut app, &model, KeyCode::Char('D'));
+    assert!(fake.armed().is_empty());
+    assert_eq!(app.flash.as_deref(), Some("disarmed: eof when tool=b"));
 }

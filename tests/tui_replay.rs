@@ -116,10 +116,10 @@ fn checkpoints_give_the_same_model_as_a_full_fold() {
 #[test]
 fn replay_keys_drive_the_cursor_without_a_terminal() {
     use chrono::{Offset, Utc};
-    use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
     use mcpscope_tui::app::App;
     use mcpscope_tui::run::{ReplaySource, Source};
     use mcpscope_tui::{Info, Theme};
+    use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
     let mut app = App::new(Info::default(), Theme::dark(), Utc.fix());
     let mut source = ReplaySource::new(scenario());

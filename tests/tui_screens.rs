@@ -1,12 +1,13 @@
 //! Whole-screen snapshots of the TUI on a `TestBackend`, built from synthetic events.
 
 use chrono::{DateTime, Offset, Utc};
-use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use mcpscope_engine::model::Model;
 use mcpscope_testkit::fixtures::{at, scenario, scenario_now};
 use mcpscope_tui::app::{App, Pane};
-use mcpscope_tui::{Info, Theme, render_app};
+use mcpscope_tui::{Info, Theme, render_to_buffer};
 use ratatui::buffer::Buffer;
+use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use ratatui::layout::Rect;
 
 fn app() -> App {
     let info = Info {
@@ -37,8 +38,14 @@ fn text(buf: &Buffer) -> String {
     out
 }
 
+/// Lays the view out for a `width` × `height` screen and draws it, as the live loop does.
+fn frame(app: &mut App, model: &Model, now: DateTime<Utc>, width: u16, height: u16) -> Buffer {
+    app.layout(model, now, Rect::new(0, 0, width, height));
+    render_to_buffer(app, model, now, width, height)
+}
+
 fn screen(app: &mut App, model: &Model, now: DateTime<Utc>) -> String {
-    text(&render_app(app, model, now, 140, 40))
+    text(&frame(app, model, now, 140, 40))
 }
 
 fn key(app: &mut App, model: &Model, code: KeyCode) {
@@ -225,7 +232,7 @@ fn small_sizes_never_panic() {
     let model = model();
     for (w, h) in [(60, 15), (20, 5), (1, 1), (80, 24), (200, 3)] {
         let mut app = app();
-        let s = text(&render_app(&mut app, &model, scenario_now(), w, h));
+        let s = text(&frame(&mut app, &model, scenario_now(), w, h));
         if (w, h) == (60, 15) {
             assert!(s.contains("poke"), "60x15 unusable:\n{s}");
         }
@@ -236,7 +243,7 @@ fn small_sizes_never_panic() {
             KeyCode::Tab,
         ] {
             key(&mut app, &model, code);
-            render_app(&mut app, &model, scenario_now(), w, h);
+            frame(&mut app, &model, scenario_now(), w, h);
         }
     }
 }

@@ -6,7 +6,8 @@ use mcpscope_engine::model::Model;
 use mcpscope_testkit::fixtures::{scenario, scenario_now};
 use mcpscope_tui::app::App;
 use mcpscope_tui::theme::BUILTIN;
-use mcpscope_tui::{Info, Theme, render_app};
+use mcpscope_tui::{Info, Theme, render_to_buffer};
+use ratatui::layout::Rect;
 
 #[test]
 fn each_shipped_theme_styles_the_orphaned_row() {
@@ -17,7 +18,8 @@ fn each_shipped_theme_styles_the_orphaned_row() {
         // Select another row so the orphan's row shows its own style, not the selection's.
         app.sync(&model);
         app.select_row(&model, 2);
-        let buf = render_app(&mut app, &model, scenario_now(), 140, 40);
+        app.layout(&model, scenario_now(), Rect::new(0, 0, 140, 40));
+        let buf = render_to_buffer(&app, &model, scenario_now(), 140, 40);
         let y = (0..buf.area.height)
             .find(|&y| {
                 let line: String = (0..buf.area.width).map(|x| buf[(x, y)].symbol()).collect();
@@ -65,9 +67,9 @@ fn high_contrast_uses_no_red_or_green() {
 fn t_cycles_themes() {
     let model = Model::new();
     let mut app = App::new(Info::default(), Theme::dark(), Utc.fix());
-    let key = crossterm::event::KeyEvent::new(
-        crossterm::event::KeyCode::Char('t'),
-        crossterm::event::KeyModifiers::NONE,
+    let key = ratatui::crossterm::event::KeyEvent::new(
+        ratatui::crossterm::event::KeyCode::Char('t'),
+        ratatui::crossterm::event::KeyModifiers::NONE,
     );
     app.handle_key(key, &model);
     assert_eq!(app.theme.name, "light");

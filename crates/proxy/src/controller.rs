@@ -8,7 +8,7 @@ use crate::{Proxy, Shared};
 use mcpscope_engine::event::StreamId;
 use mcpscope_engine::fault::control::{FaultChoice, FaultControl};
 use mcpscope_engine::fault::plan::{Fault, Plan};
-use mcpscope_engine::fault::rules::RuleEngine;
+use mcpscope_engine::fault::rules::{RuleEngine, RuleId};
 use mcpscope_engine::fault::spec;
 
 /// Parses `--fault` specs and a `--faults` file into rules, arms them in a new engine and sets
@@ -101,11 +101,11 @@ impl FaultControl for Controller {
         self.engine.arm(rule).map_err(|e| e.to_string())
     }
 
-    fn armed(&self) -> Vec<String> {
-        self.engine.armed()
+    fn armed(&self) -> Vec<(RuleId, String)> {
+        self.engine.armed_rules()
     }
 
-    fn disarm(&self, index: usize) {
-        self.engine.disarm(index);
+    fn disarm(&self, id: RuleId) -> bool {
+        self.engine.disarm(id)
     }
 }

@@ -1,4 +1,5 @@
-//! View state: focus, selection, filter, overlays. Pure: keys come in, [`Effect`]s go out.
+//! View state: focus, selection, filter, overlays. Pure: actions come in (see
+//! [`App::update`]), [`Effect`]s go out to the runner.
 
 use std::sync::Arc;
 
@@ -11,7 +12,7 @@ use super::filter::Filter;
 use super::rows;
 use super::theme::{BUILTIN, Theme};
 use mcpscope_engine::event::StreamId;
-use mcpscope_engine::fault::{FaultChoice, FaultControl};
+use mcpscope_engine::fault::{FaultChoice, FaultControl, RuleId};
 use mcpscope_engine::model::{Counts, Model};
 
 /// The panes Tab cycles through.
@@ -133,7 +134,7 @@ pub enum ReplayCmd {
     SeekTime(String),
 }
 
-/// What the runner must do after a key.
+/// Something outside the view the runner must do after an action (see `run::perform`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Effect {
     /// Quit.
@@ -144,6 +145,22 @@ pub enum Effect {
     TogglePause,
     /// Move the replay cursor.
     Replay(ReplayCmd),
+    /// Apply a live fault (menu spec) to a stream.
+    ApplyFault {
+        /// The stream.
+        stream: StreamId,
+        /// The fault, as the menu names it.
+        spec: String,
+    },
+    /// Arm a fault rule (rule grammar).
+    Arm(String),
+    /// Disarm the armed rule with this id (shown as `label`).
+    Disarm {
+        /// The rule's id.
+        id: RuleId,
+        /// Its label when it was shown.
+        label: String,
+    },
 }
 
 /// What the status bar says about a replay.
@@ -159,7 +176,7 @@ pub struct ReplayStatus {
     pub speed: String,
 }
 
-/// Screen areas of the last frame, for the mouse.
+/// Screen areas of the current layout (see [`App::layout`]), for drawing and the mouse.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Areas {
     /// The calls table's rows (inside the border, below the header).
@@ -174,6 +191,8 @@ pub struct Areas {
     pub waterfall: Rect,
     /// The waterfall's rows.
     pub waterfall_rows: Rect,
+    /// The status bar (or the line being typed).
+    pub status: Rect,
 }
 
 type RowsKey = (u64, usize, Counts, String, bool);
@@ -227,6 +246,8 @@ pub struct App {
     pub fault_menu: Option<FaultMenu>,
     /// The live proxy's fault control, if any.
     pub faults: Option<Arc<dyn FaultControl>>,
+    /// The armed fault rules as last read by the runner: (id, label), oldest first.
+    pub armed: Vec<(RuleId, String)>,
     /// A one-line message until the next key.
     pub flash: Option<String>,
     /// Replay state for the status bar (None when live).
@@ -235,9 +256,9 @@ pub struct App {
     pub feed_closed: bool,
     /// The time zone times are shown in.
     pub tz: FixedOffset,
-    /// Areas of the last frame.
+    /// Areas of the current layout.
     pub areas: Areas,
-    /// Rows of the calls table that fit on screen (last frame).
+    /// Rows of the calls table that fit on screen (current layout).
     pub page: usize,
 }
 
@@ -280,6 +301,7 @@ impl App {
             input: None,
             fault_menu: None,
             faults: None,
+            armed: Vec::new(),
             flash: None,
             replay: None,
             feed_closed: false,

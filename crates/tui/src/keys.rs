@@ -1,411 +1,260 @@
-//! Keys and mouse → view changes and [`Effect`]s.
+//! Keys and mouse → [`Action`]s. Every key binding is one row of [`BINDINGS`]; the help overlay
+//! is generated from the same table.
 
-use crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseButton, MouseEvent, MouseEventKind};
-use ratatui::layout::{Position, Rect};
+use ratatui::crossterm::event::{
+    KeyCode, KeyEvent, KeyModifiers, MouseButton, MouseEvent, MouseEventKind,
+};
+use ratatui::layout::Position;
 
-use super::app::{App, Effect, FaultMenu, Input, InputKind, Pane, ReplayCmd, Selected};
-use super::filter::Filter;
+use super::action::{Action, Jump};
+use super::app::{App, Effect, Pane, ReplayCmd};
 use mcpscope_engine::model::Model;
 
-/// Every key, for the help overlay: (keys, what they do).
-pub const HELP: &[(&str, &str)] = &[
-    ("?", "this help (any key closes it)"),
-    ("q  Ctrl-C", "quit"),
-    ("↑ ↓  j k", "move the selection / scroll"),
-    ("g G", "first / last row"),
-    ("PgUp PgDn", "page up / down"),
-    ("Tab  Shift-Tab", "next / previous pane"),
-    ("Enter", "drill in (detail full screen; open a tree node)"),
-    ("Esc", "back (close overlay, leave detail, clear filter)"),
-    (
-        "/",
-        "filter: tool:NAME method:M status:orphaned session:S text",
-    ),
-    ("h", "hide / show answered calls"),
-    ("f", "follow the newest call"),
-    ("p", "pause the live view (events are kept)"),
-    ("t", "next colour theme"),
-    ("y", "copy the selected message JSON (OSC 52)"),
-    ("x", "fault menu for the selected call's stream (live)"),
-    ("a", "arm a fault rule (live)"),
-    ("D", "disarm the oldest armed fault rule (live)"),
-    ("mouse", "click selects, wheel scrolls"),
-    ("space", "replay: play / pause"),
-    ("+ -", "replay: speed 1× / 10× / max"),
-    (". ,", "replay: one event forward / back"),
-    ("n N", "replay: next / previous stream death"),
-    ("[ ]", "replay: start / end of the recording"),
-    (":", "replay: seek to HH:MM:SS[.mmm]"),
-];
+/// A key a binding answers to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Key {
+    /// A key, whatever the modifiers (Shift is in the character: `G`).
+    Plain(KeyCode),
+    /// Ctrl with a letter.
+    Ctrl(char),
+}
 
-impl App {
-    /// Handles one key; returns what the runner must do.
-    pub fn handle_key(&mut self, key: KeyEvent, model: &Model) -> Vec<Effect> {
-        self.sync(model);
-        let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
-        if ctrl && matches!(key.code, KeyCode::Char('c')) {
-            return vec![Effect::Quit];
-        }
-        self.flash = None;
-        if self.help {
-            self.help = false;
-            return Vec::new();
-        }
-        if self.input.is_some() {
-            return self.input_key(key, model);
-        }
-        if self.fault_menu.is_some() {
-            self.menu_key(key);
-            return Vec::new();
-        }
-        if self.replay.is_some() {
-            let cmd = match key.code {
-                KeyCode::Char(' ') => Some(ReplayCmd::PlayPause),
-                KeyCode::Char('+') | KeyCode::Char('=') => Some(ReplayCmd::Faster),
-                KeyCode::Char('-') => Some(ReplayCmd::Slower),
-                KeyCode::Char('.') => Some(ReplayCmd::StepForward),
-                KeyCode::Char(',') => Some(ReplayCmd::StepBack),
-                KeyCode::Char('n') => Some(ReplayCmd::NextDeath),
-                KeyCode::Char('N') => Some(ReplayCmd::PrevDeath),
-                KeyCode::Char('[') => Some(ReplayCmd::Start),
-                KeyCode::Char(']') => Some(ReplayCmd::End),
-                KeyCode::Char(':') => {
-                    self.input = Some(Input {
-                        kind: InputKind::Seek,
-                        text: String::new(),
-                    });
-                    return Vec::new();
-                }
-                _ => None,
-            };
-            if let Some(cmd) = cmd {
-                return vec![Effect::Replay(cmd)];
+impl Key {
+    /// Whether a key event is this key.
+    pub fn matches(self, event: &KeyEvent) -> bool {
+        match self {
+            Key::Plain(code) => event.code == code,
+            Key::Ctrl(c) => {
+                event.modifiers.contains(KeyModifiers::CONTROL) && event.code == KeyCode::Char(c)
             }
         }
-        match key.code {
-            KeyCode::Char('q') => return vec![Effect::Quit],
-            KeyCode::Char('?') => self.help = true,
-            KeyCode::Tab => self.focus = self.focus.next(),
-            KeyCode::BackTab => self.focus = self.focus.prev(),
-            KeyCode::Char('/') => {
-                self.input = Some(Input {
-                    kind: InputKind::Filter,
-                    text: self.filter.text.clone(),
-                })
-            }
-            KeyCode::Char('h') => {
-                self.hide_answered = !self.hide_answered;
-                self.flash = Some(if self.hide_answered {
-                    "answered calls hidden".into()
-                } else {
-                    "answered calls shown".into()
-                });
-                self.sync(model);
-            }
-            KeyCode::Char('f') => {
-                self.follow = !self.follow;
-                self.sync(model);
-            }
-            KeyCode::Char('p') if self.replay.is_none() => return vec![Effect::TogglePause],
-            KeyCode::Char('t') => self.cycle_theme(),
-            KeyCode::Char('y') => match self.selected_json(model) {
-                Some(text) => {
-                    self.flash = Some(format!("copied {} bytes of JSON", text.len()));
-                    return vec![Effect::Copy(text)];
-                }
-                None => self.flash = Some("nothing to copy: select a call or message".into()),
-            },
-            KeyCode::Char('x') => self.open_fault_menu(model),
-            KeyCode::Char('a') => match &self.faults {
-                Some(_) => {
-                    self.input = Some(Input {
-                        kind: InputKind::Arm,
-                        text: String::new(),
-                    })
-                }
-                None => self.flash = Some("no live proxy: faults are unavailable".into()),
-            },
-            KeyCode::Char('D') => match &self.faults {
-                Some(faults) => {
-                    let armed = faults.armed();
-                    self.flash = Some(match armed.first() {
-                        Some(label) => {
-                            faults.disarm(0);
-                            format!("disarmed: {label}")
-                        }
-                        None => "no armed fault rule".into(),
-                    });
-                }
-                None => self.flash = Some("no live proxy: faults are unavailable".into()),
-            },
-            KeyCode::Enter => self.enter(),
-            KeyCode::Esc => self.escape(),
-            KeyCode::Up | KeyCode::Char('k') => self.move_by(model, -1),
-            KeyCode::Down | KeyCode::Char('j') => self.move_by(model, 1),
-            KeyCode::PageUp => self.move_by(model, -(self.page.max(1) as i64)),
-            KeyCode::PageDown => self.move_by(model, self.page.max(1) as i64),
-            KeyCode::Char('g') | KeyCode::Home => self.move_by(model, i64::MIN / 2),
-            KeyCode::Char('G') | KeyCode::End => self.move_by(model, i64::MAX / 2),
-            KeyCode::Left if self.focus == Pane::Tree => {
-                self.tree.key_left();
-                self.selection_from_tree(model);
-            }
-            KeyCode::Right if self.focus == Pane::Tree => {
-                self.tree.key_right();
-                self.selection_from_tree(model);
-            }
-            _ => {}
-        }
-        Vec::new()
-    }
-
-    fn enter(&mut self) {
-        match self.focus {
-            Pane::Tree => {
-                self.tree.toggle_selected();
-            }
-            Pane::Detail if self.zoom => {}
-            _ => {
-                self.zoom = true;
-                self.focus = Pane::Detail;
-            }
-        }
-    }
-
-    fn escape(&mut self) {
-        if self.zoom {
-            self.zoom = false;
-            self.focus = Pane::Calls;
-        } else if !self.filter.is_empty() {
-            self.filter = Filter::default();
-            self.flash = Some("filter cleared".into());
-        } else if self.focus != Pane::Calls {
-            self.focus = Pane::Calls;
-        }
-    }
-
-    /// Moves the selection of the focused pane by `delta` (clamped).
-    pub fn move_by(&mut self, model: &Model, delta: i64) {
-        let pane = if self.zoom { Pane::Detail } else { self.focus };
-        match pane {
-            Pane::Calls => {
-                if self.rows.is_empty() {
-                    return;
-                }
-                self.follow = false;
-                let last = self.rows.len() as i64 - 1;
-                let row = (self.row as i64).saturating_add(delta).clamp(0, last) as usize;
-                self.select_row(model, row);
-            }
-            Pane::Tree => {
-                let changed = if delta == i64::MIN / 2 {
-                    self.tree.select_first()
-                } else if delta == i64::MAX / 2 {
-                    self.tree.select_last()
-                } else if delta < 0 {
-                    self.tree
-                        .select_relative(|i| i.map_or(0, |i| i.saturating_sub((-delta) as usize)))
-                } else {
-                    self.tree
-                        .select_relative(|i| i.map_or(0, |i| i.saturating_add(delta as usize)))
-                };
-                if changed {
-                    self.selection_from_tree(model);
-                }
-            }
-            Pane::Detail => {
-                let scroll = i64::from(self.detail_scroll).saturating_add(delta);
-                self.detail_scroll = scroll.clamp(0, i64::from(u16::MAX)) as u16;
-            }
-            Pane::Waterfall => {
-                if model.streams.is_empty() {
-                    return;
-                }
-                let last = model.streams.len() as i64 - 1;
-                self.wf_stream =
-                    (self.wf_stream as i64).saturating_add(delta).clamp(0, last) as usize;
-                self.selection_from_waterfall(model);
-            }
-        }
-    }
-
-    fn open_fault_menu(&mut self, model: &Model) {
-        let Some(faults) = &self.faults else {
-            self.flash = Some("no live proxy: faults are unavailable".into());
-            return;
-        };
-        let Some(stream) = self.selected_stream(model) else {
-            self.flash = Some("select a call or stream first".into());
-            return;
-        };
-        let choices = faults.stream_faults();
-        if choices.is_empty() {
-            self.flash = Some("no faults available".into());
-            return;
-        }
-        self.fault_menu = Some(FaultMenu {
-            stream,
-            choices,
-            selected: 0,
-        });
-    }
-
-    fn menu_key(&mut self, key: KeyEvent) {
-        let Some(menu) = &mut self.fault_menu else {
-            return;
-        };
-        match key.code {
-            KeyCode::Esc | KeyCode::Char('q') | KeyCode::Char('x') => self.fault_menu = None,
-            KeyCode::Up | KeyCode::Char('k') => menu.selected = menu.selected.saturating_sub(1),
-            KeyCode::Down | KeyCode::Char('j') => {
-                menu.selected = (menu.selected + 1).min(menu.choices.len().saturating_sub(1))
-            }
-            KeyCode::Enter => {
-                let stream = menu.stream;
-                let spec = menu.choices.get(menu.selected).map(|c| c.spec.clone());
-                self.fault_menu = None;
-                if let (Some(spec), Some(faults)) = (spec, &self.faults) {
-                    self.flash = Some(match faults.apply_to_stream(stream, &spec) {
-                        Ok(()) => format!("fault {spec} applied to #{stream}"),
-                        Err(e) => format!("fault {spec} on #{stream} failed: {e}"),
-                    });
-                }
-            }
-            _ => {}
-        }
-    }
-
-    fn input_key(&mut self, key: KeyEvent, model: &Model) -> Vec<Effect> {
-        let Some(input) = &mut self.input else {
-            return Vec::new();
-        };
-        match key.code {
-            KeyCode::Esc => {
-                if input.kind == InputKind::Filter {
-                    self.filter = Filter::default();
-                }
-                self.input = None;
-            }
-            KeyCode::Enter => {
-                let Input { kind, text } = input.clone();
-                self.input = None;
-                match kind {
-                    InputKind::Filter => self.filter = Filter::parse(&text),
-                    InputKind::Arm => {
-                        if let Some(faults) = &self.faults {
-                            self.flash = Some(match faults.arm(text.trim()) {
-                                Ok(label) => format!("armed: {label}"),
-                                Err(e) => format!("rule {:?} rejected: {e}", text.trim()),
-                            });
-                        }
-                    }
-                    InputKind::Seek => return vec![Effect::Replay(ReplayCmd::SeekTime(text))],
-                }
-            }
-            KeyCode::Backspace => {
-                input.text.pop();
-                if input.kind == InputKind::Filter {
-                    self.filter = Filter::parse(&input.text);
-                }
-            }
-            KeyCode::Char(c) => {
-                input.text.push(c);
-                if input.kind == InputKind::Filter {
-                    self.filter = Filter::parse(&input.text);
-                }
-            }
-            _ => {}
-        }
-        self.sync(model);
-        Vec::new()
-    }
-
-    /// Handles a mouse event: click selects, wheel scrolls the pane under the pointer.
-    pub fn handle_mouse(&mut self, mouse: MouseEvent, model: &Model) {
-        self.sync(model);
-        let at = Position::new(mouse.column, mouse.row);
-        let pane = self.pane_at(at);
-        match mouse.kind {
-            MouseEventKind::ScrollUp | MouseEventKind::ScrollDown => {
-                let delta = if mouse.kind == MouseEventKind::ScrollUp {
-                    -3
-                } else {
-                    3
-                };
-                if let Some(pane) = pane {
-                    let saved = self.focus;
-                    self.focus = pane;
-                    self.move_by(model, delta);
-                    self.focus = saved;
-                }
-            }
-            MouseEventKind::Down(MouseButton::Left) => {
-                let Some(pane) = pane else {
-                    return;
-                };
-                self.focus = pane;
-                match pane {
-                    Pane::Calls => {
-                        let r = self.areas.calls_rows;
-                        if r.contains(at) {
-                            let row = self.row_offset + usize::from(at.y - r.y);
-                            if row < self.rows.len() {
-                                self.select_row(model, row);
-                            }
-                        }
-                    }
-                    Pane::Tree => {
-                        if self.tree.click_at(at) {
-                            self.selection_from_tree(model);
-                        }
-                    }
-                    Pane::Waterfall => {
-                        let r = self.areas.waterfall_rows;
-                        if r.contains(at) {
-                            let first = waterfall_first(
-                                self.wf_stream,
-                                usize::from(r.height),
-                                model.streams.len(),
-                            );
-                            let pos = first + usize::from(at.y - r.y);
-                            if pos < model.streams.len() {
-                                self.wf_stream = pos;
-                                self.selection_from_waterfall(model);
-                            }
-                        }
-                    }
-                    Pane::Detail => {}
-                }
-            }
-            _ => {}
-        }
-    }
-
-    fn pane_at(&self, at: Position) -> Option<Pane> {
-        let areas = [
-            (self.areas.calls, Pane::Calls),
-            (self.areas.tree, Pane::Tree),
-            (self.areas.detail, Pane::Detail),
-            (self.areas.waterfall, Pane::Waterfall),
-        ];
-        areas
-            .iter()
-            .find(|(r, _)| *r != Rect::ZERO && r.contains(at))
-            .map(|(_, p)| *p)
-    }
-
-    /// Whether the selection is a call (for the detail title).
-    pub fn is_call_selected(&self) -> bool {
-        matches!(self.selected, Selected::Call(_))
     }
 }
 
-/// The first stream shown on a waterfall of `height` rows keeping `selected` in view.
-pub fn waterfall_first(selected: usize, height: usize, len: usize) -> usize {
-    if height == 0 || len <= height {
-        return 0;
+/// When a binding applies. Only some contexts are active at once (see [`App::contexts`]); the
+/// first active context with a binding for the key wins.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Context {
+    /// Always, even while typing.
+    Always,
+    /// The help overlay is open (any other key closes it).
+    Help,
+    /// A line is being typed (other characters are typed into it).
+    Input,
+    /// The fault menu is open (other keys do nothing).
+    Menu,
+    /// Viewing a replay (before the ordinary keys).
+    Replay,
+    /// Viewing a live proxy (before the ordinary keys).
+    Live,
+    /// The tree pane has the focus (before the ordinary keys).
+    Tree,
+    /// The ordinary keys.
+    Normal,
+}
+
+/// How a binding is listed in the help overlay.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Help {
+    /// A help line: (keys as shown, what they do).
+    Line(&'static str, &'static str),
+    /// Covered by the help line of a neighbouring binding.
+    Shared,
+    /// Not listed (the keys of an overlay or an input line, which say how to use them).
+    Hidden,
+}
+
+/// One key binding: keys, the context they apply in, the action, the help entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Binding {
+    /// The keys (empty for entries listed only in the help, such as the mouse).
+    pub keys: &'static [Key],
+    /// When it applies.
+    pub context: Context,
+    /// What it does (None for entries listed only in the help).
+    pub action: Option<Action>,
+    /// How the help overlay lists it.
+    pub help: Help,
+}
+
+const fn bind(keys: &'static [Key], context: Context, action: Action, help: Help) -> Binding {
+    Binding {
+        keys,
+        context,
+        action: Some(action),
+        help,
     }
-    selected
-        .saturating_sub(height / 2)
-        .min(len.saturating_sub(height))
+}
+
+use Context::{Always, Input as Typing, Live, Menu, Normal, Replay, Tree};
+use Help::{Hidden, Line, Shared};
+use Key::{Ctrl, Plain};
+use KeyCode::{
+    BackTab, Backspace, Char, Down, End, Enter, Esc, Home, Left, PageDown, PageUp, Right, Tab, Up,
+};
+
+/// Every key binding, in the order the help overlay lists them.
+#[rustfmt::skip]
+pub const BINDINGS: &[Binding] = &[
+    bind(&[Plain(Char('?'))], Normal, Action::ShowHelp, Line("?", "this help (any key closes it)")),
+    bind(&[Ctrl('c')], Always, Action::Quit, Shared),
+    bind(&[Plain(Char('q'))], Normal, Action::Quit, Line("q  Ctrl-C", "quit")),
+    bind(&[Plain(Up), Plain(Char('k'))], Normal, Action::Move(-1), Line("↑ ↓  j k", "move the selection / scroll")),
+    bind(&[Plain(Down), Plain(Char('j'))], Normal, Action::Move(1), Shared),
+    bind(&[Plain(Char('g')), Plain(Home)], Normal, Action::Jump(Jump::First), Line("g G", "first / last row")),
+    bind(&[Plain(Char('G')), Plain(End)], Normal, Action::Jump(Jump::Last), Shared),
+    bind(&[Plain(PageUp)], Normal, Action::PageUp, Line("PgUp PgDn", "page up / down")),
+    bind(&[Plain(PageDown)], Normal, Action::PageDown, Shared),
+    bind(&[Plain(Tab)], Normal, Action::NextPane, Line("Tab  Shift-Tab", "next / previous pane")),
+    bind(&[Plain(BackTab)], Normal, Action::PrevPane, Shared),
+    bind(&[Plain(Enter)], Normal, Action::DrillIn, Line("Enter", "drill in (detail full screen; open a tree node)")),
+    bind(&[Plain(Left)], Tree, Action::TreeLeft, Hidden),
+    bind(&[Plain(Right)], Tree, Action::TreeRight, Hidden),
+    bind(&[Plain(Esc)], Normal, Action::Back, Line("Esc", "back (close overlay, leave detail, clear filter)")),
+    bind(&[Plain(Char('/'))], Normal, Action::StartFilter, Line("/", "filter: tool:NAME method:M status:orphaned session:S text")),
+    bind(&[Plain(Char('h'))], Normal, Action::ToggleAnswered, Line("h", "hide / show answered calls")),
+    bind(&[Plain(Char('f'))], Normal, Action::ToggleFollow, Line("f", "follow the newest call")),
+    bind(&[Plain(Char('p'))], Live, Action::TogglePause, Line("p", "pause the live view (events are kept)")),
+    bind(&[Plain(Char('t'))], Normal, Action::CycleTheme, Line("t", "next colour theme")),
+    bind(&[Plain(Char('y'))], Normal, Action::Copy, Line("y", "copy the selected message JSON (OSC 52)")),
+    bind(&[Plain(Char('x'))], Normal, Action::FaultMenu, Line("x", "fault menu for the selected call's stream (live)")),
+    bind(&[Plain(Char('a'))], Normal, Action::StartArm, Line("a", "arm a fault rule (live)")),
+    bind(&[Plain(Char('D'))], Normal, Action::DisarmOldest, Line("D", "disarm the oldest armed fault rule (live)")),
+    Binding { keys: &[], context: Normal, action: None, help: Line("mouse", "click selects, wheel scrolls") },
+    bind(&[Plain(Char(' '))], Replay, Action::Replay(ReplayCmd::PlayPause), Line("space", "replay: play / pause")),
+    bind(&[Plain(Char('+')), Plain(Char('='))], Replay, Action::Replay(ReplayCmd::Faster), Line("+ -", "replay: speed 1× / 10× / max")),
+    bind(&[Plain(Char('-'))], Replay, Action::Replay(ReplayCmd::Slower), Shared),
+    bind(&[Plain(Char('.'))], Replay, Action::Replay(ReplayCmd::StepForward), Line(". ,", "replay: one event forward / back")),
+    bind(&[Plain(Char(','))], Replay, Action::Replay(ReplayCmd::StepBack), Shared),
+    bind(&[Plain(Char('n'))], Replay, Action::Replay(ReplayCmd::NextDeath), Line("n N", "replay: next / previous stream death")),
+    bind(&[Plain(Char('N'))], Replay, Action::Replay(ReplayCmd::PrevDeath), Shared),
+    bind(&[Plain(Char('['))], Replay, Action::Replay(ReplayCmd::Start), Line("[ ]", "replay: start / end of the recording")),
+    bind(&[Plain(Char(']'))], Replay, Action::Replay(ReplayCmd::End), Shared),
+    bind(&[Plain(Char(':'))], Replay, Action::StartSeek, Line(":", "replay: seek to HH:MM:SS[.mmm]")),
+    bind(&[Plain(Esc)], Typing, Action::InputCancel, Hidden),
+    bind(&[Plain(Enter)], Typing, Action::InputSubmit, Hidden),
+    bind(&[Plain(Backspace)], Typing, Action::InputBackspace, Hidden),
+    bind(&[Plain(Esc), Plain(Char('q')), Plain(Char('x'))], Menu, Action::MenuClose, Hidden),
+    bind(&[Plain(Up), Plain(Char('k'))], Menu, Action::MenuUp, Hidden),
+    bind(&[Plain(Down), Plain(Char('j'))], Menu, Action::MenuDown, Hidden),
+    bind(&[Plain(Enter)], Menu, Action::MenuApply, Hidden),
+];
+
+/// The help overlay's lines, from [`BINDINGS`]: (keys as shown, what they do).
+pub fn help_lines() -> impl Iterator<Item = (&'static str, &'static str)> {
+    BINDINGS.iter().filter_map(|b| match b.help {
+        Line(keys, what) => Some((keys, what)),
+        Shared | Hidden => None,
+    })
+}
+
+/// The action bound to `key` in the first of `contexts` that binds it.
+pub fn lookup(contexts: &[Context], key: &KeyEvent) -> Option<Action> {
+    contexts.iter().find_map(|&context| {
+        BINDINGS
+            .iter()
+            .filter(|b| b.context == context)
+            .find(|b| b.keys.iter().any(|k| k.matches(key)))
+            .and_then(|b| b.action.clone())
+    })
+}
+
+impl App {
+    /// The contexts whose bindings apply now, first match first.
+    pub fn contexts(&self) -> Vec<Context> {
+        if self.help {
+            vec![Always, Context::Help]
+        } else if self.input.is_some() {
+            vec![Always, Typing]
+        } else if self.fault_menu.is_some() {
+            vec![Always, Menu]
+        } else {
+            let mut contexts = vec![Always];
+            contexts.push(if self.replay.is_some() { Replay } else { Live });
+            if self.focus == Pane::Tree {
+                contexts.push(Tree);
+            }
+            contexts.push(Normal);
+            contexts
+        }
+    }
+
+    /// The action for a key now: its binding, else what the context does with unbound keys
+    /// (the help closes; a line being typed takes the character).
+    pub fn action_for(&self, key: &KeyEvent) -> Option<Action> {
+        let contexts = self.contexts();
+        lookup(&contexts, key).or_else(|| match (contexts.get(1), key.code) {
+            (Some(Context::Help), _) => Some(Action::CloseHelp),
+            (Some(Typing), Char(c)) => Some(Action::Type(c)),
+            _ => None,
+        })
+    }
+
+    /// Handles one key: looks up its action and applies it; returns what the runner must do.
+    pub fn handle_key(&mut self, key: KeyEvent, model: &Model) -> Vec<Effect> {
+        self.sync(model);
+        let action = self.action_for(&key);
+        if action != Some(Action::Quit) {
+            self.flash = None;
+        }
+        match action {
+            Some(action) => self.update(action, model),
+            None => Vec::new(),
+        }
+    }
+
+    /// The action for a mouse event: a click selects, the wheel scrolls the pane under the
+    /// pointer.
+    pub fn mouse_action(&self, mouse: &MouseEvent) -> Option<Action> {
+        let at = Position::new(mouse.column, mouse.row);
+        match mouse.kind {
+            MouseEventKind::ScrollUp => Some(Action::Scroll(self.pane_at(at)?, -3)),
+            MouseEventKind::ScrollDown => Some(Action::Scroll(self.pane_at(at)?, 3)),
+            MouseEventKind::Down(MouseButton::Left) => Some(Action::Click(at)),
+            _ => None,
+        }
+    }
+
+    /// Handles a mouse event (see [`App::mouse_action`]).
+    pub fn handle_mouse(&mut self, mouse: MouseEvent, model: &Model) -> Vec<Effect> {
+        self.sync(model);
+        match self.mouse_action(&mouse) {
+            Some(action) => self.update(action, model),
+            None => Vec::new(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A key bound twice in one context would make the second binding dead.
+    #[test]
+    fn no_key_is_bound_twice_in_a_context() {
+        for (i, a) in BINDINGS.iter().enumerate() {
+            for b in &BINDINGS[i + 1..] {
+                if a.context == b.context {
+                    for key in a.keys {
+                        assert!(
+                            !b.keys.contains(key),
+                            "{key:?} bound twice in {:?}",
+                            a.context
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    /// Every binding that does something is either listed in the help or sits in an overlay
+    /// that explains itself.
+    #[test]
+    fn every_ordinary_key_is_in_the_help() {
+        for b in BINDINGS {
+            if matches!(b.context, Normal | Replay | Live | Always) {
+                assert_ne!(b.help, Hidden, "{:?} is missing from the help", b.action);
+            }
+        }
+    }
 }

@@ -1,12 +1,16 @@
 //! The terminal UI: pending calls, their owning streams and the moment each stream died, live
 //! or in a replay with a time cursor.
 //!
-//! `render(frame, app, model, now)` is pure; the loops in `run` feed it. Everything but the
-//! terminal itself runs on fakes in tests (`TestBackend`, synthetic events).
+//! Each frame, the loop in `run` lays the view out ([`App::layout`]), then draws it with the pure
+//! `view::render(frame, &app, model, now)`; keys become actions ([`App::update`]) and effects
+//! (`run::perform`). Everything but the terminal itself runs on fakes in tests (`TestBackend`,
+//! synthetic events).
 
+pub mod action;
 pub mod app;
 pub mod filter;
 pub mod keys;
+pub mod layout;
 pub mod replay;
 pub mod rows;
 pub mod run;
@@ -76,30 +80,18 @@ pub async fn run_replay(events: Vec<Event>, info: Info) -> anyhow::Result<()> {
     run::run(app, run::ReplaySource::with_speed(events, speed)).await
 }
 
-/// Renders one whole frame of a fresh view of `model` at `now` on a `width` × `height`
-/// `TestBackend` and returns the buffer (for benchmarks and tests; times shown in UTC).
-pub fn render_frame_for_bench(
-    model: &Model,
-    now: DateTime<Utc>,
-    width: u16,
-    height: u16,
-) -> Buffer {
-    let mut app = App::new(Info::default(), Theme::dark(), Utc.fix());
-    render_app(&mut app, model, now, width, height)
-}
-
-/// Renders one frame of `app` over `model` on a `TestBackend` and returns the buffer.
-pub fn render_app(
-    app: &mut App,
+/// Draws one frame of `app` over `model` at `now` off-screen, on a `width` × `height`
+/// [`TestBackend`], and returns the buffer: for snapshots, benchmarks and anything else that wants
+/// the screen as text. Like the live loop, run [`App::layout`] for the same size first.
+pub fn render_to_buffer(
+    app: &App,
     model: &Model,
     now: DateTime<Utc>,
     width: u16,
     height: u16,
 ) -> Buffer {
     let backend = TestBackend::new(width, height);
-    let Ok(mut terminal) = Terminal::new(backend) else {
-        return Buffer::empty(ratatui::layout::Rect::new(0, 0, width, height));
-    };
+    let mut terminal = Terminal::new(backend).unwrap_or_else(|never| match never {});
     let _ = terminal.draw(|f| view::render(f, app, model, now));
     terminal.backend().buffer().clone()
 }
@@ -111,11 +103,14 @@ mod tests {
 
     /// Not a timing assertion: prints the frame time for a look with `--nocapture`.
     #[test]
-    fn bench_helper_renders_100k_calls() {
+    fn a_fresh_view_renders_100k_calls() {
         let (model, _) = Model::from_events(&fixtures::many_calls(100_000));
+        let area = ratatui::layout::Rect::new(0, 0, 160, 48);
         for _ in 0..3 {
             let start = std::time::Instant::now();
-            let buf = render_frame_for_bench(&model, fixtures::at(200_000), 160, 48);
+            let mut app = App::new(Info::default(), Theme::dark(), Utc.fix());
+            app.layout(&model, fixtures::at(200_000), area);
+            let buf = render_to_buffer(&app, &model, fixtures::at(200_000), 160, 48);
             eprintln!("100k-call frame: {:?}", start.elapsed());
             assert_eq!(buf.area.width, 160);
         }

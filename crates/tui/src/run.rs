@@ -1,11 +1,14 @@
-//! The event loops: drain the feed once per frame, then draw; redraw only on change and once a
-//! second for the timers, at most ~60 times a second. Quit on `q`, Ctrl-C, SIGINT or SIGTERM.
+//! The event loops: drain the feed once per frame, lay the view out, then draw; redraw only on
+//! change and once a second for the timers, at most ~60 times a second. Quit on `q`, Ctrl-C,
+//! SIGINT or SIGTERM. Every [`Effect`] is carried out here, by [`perform`].
 
+use std::io;
 use std::time::{Duration, Instant};
 
 use chrono::{DateTime, NaiveTime, Utc};
-use crossterm::event::{Event as TermEvent, EventStream, KeyEventKind};
 use futures_util::StreamExt;
+use ratatui::crossterm::event::{Event as TermEvent, EventStream, KeyEventKind};
+use ratatui::layout::{Position, Rect};
 use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::mpsc::UnboundedReceiver;
 use tokio::sync::mpsc::error::TryRecvError;
@@ -257,6 +260,67 @@ pub fn parse_seek(text: &str, around: Option<DateTime<Utc>>, app: &App) -> Optio
     Some(local.with_timezone(&Utc))
 }
 
+/// Whether the loop goes on after an effect.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Flow {
+    /// Keep running.
+    Continue,
+    /// Quit.
+    Quit,
+}
+
+/// Carries out one effect: the fault control's (arm, disarm, fault a stream), the clipboard's
+/// (`copy`) or the source's (pause, replay cursor). What came of it is flashed in the status bar.
+pub fn perform(
+    app: &mut App,
+    effect: Effect,
+    source: &mut dyn Source,
+    copy: &mut dyn FnMut(&str) -> io::Result<()>,
+) -> io::Result<Flow> {
+    match effect {
+        Effect::Quit => return Ok(Flow::Quit),
+        Effect::Copy(text) => copy(&text)?,
+        Effect::TogglePause | Effect::Replay(_) => source.effect(&effect, app),
+        Effect::ApplyFault { stream, spec } => {
+            if let Some(faults) = &app.faults {
+                app.flash = Some(match faults.apply_to_stream(stream, &spec) {
+                    Ok(()) => format!("fault {spec} applied to #{stream}"),
+                    Err(e) => format!("fault {spec} on #{stream} failed: {e}"),
+                });
+            }
+        }
+        Effect::Arm(rule) => {
+            if let Some(faults) = &app.faults {
+                app.flash = Some(match faults.arm(&rule) {
+                    Ok(label) => format!("armed: {label}"),
+                    Err(e) => format!("rule {rule:?} rejected: {e}"),
+                });
+            }
+            read_armed(app);
+        }
+        Effect::Disarm { id, label } => {
+            if let Some(faults) = &app.faults {
+                app.flash = Some(if faults.disarm(id) {
+                    format!("disarmed: {label}")
+                } else {
+                    format!("not disarmed: rule {id} fired first")
+                });
+            }
+            read_armed(app);
+        }
+    }
+    Ok(Flow::Continue)
+}
+
+/// Reads the armed fault rules into the view (for the status bar and `D`).
+pub fn read_armed(app: &mut App) {
+    app.armed = app
+        .faults
+        .as_ref()
+        .map(|faults| faults.armed())
+        .unwrap_or_default();
+}
+
 /// Runs the loop until quit.
 pub async fn run(mut app: App, mut source: impl Source) -> anyhow::Result<()> {
     let mut term = Term::enter()?;
@@ -275,31 +339,31 @@ pub async fn run(mut app: App, mut source: impl Source) -> anyhow::Result<()> {
                 }
                 if dirty || last_draw.is_none_or(|t| t.elapsed() >= TIMER_REDRAW) {
                     let now = source.now();
-                    term.terminal.draw(|f| view::render(f, &mut app, source.model(), now))?;
+                    let size = term.terminal.size()?;
+                    read_armed(&mut app);
+                    app.layout(source.model(), now, Rect::from((Position::ORIGIN, size)));
+                    term.terminal.draw(|f| view::render(f, &app, source.model(), now))?;
                     dirty = false;
                     last_draw = Some(Instant::now());
                 }
             }
-            ev = input.next() => match ev {
-                Some(Ok(TermEvent::Key(key))) if key.kind != KeyEventKind::Release => {
-                    let effects = app.handle_key(key, source.model());
-                    for effect in effects {
-                        match &effect {
-                            Effect::Quit => return Ok(()),
-                            Effect::Copy(text) => term.copy(text)?,
-                            _ => source.effect(&effect, &mut app),
-                        }
+            ev = input.next() => {
+                let effects = match ev {
+                    Some(Ok(TermEvent::Key(key))) if key.kind != KeyEventKind::Release => {
+                        app.handle_key(key, source.model())
                     }
-                    dirty = true;
+                    Some(Ok(TermEvent::Mouse(mouse))) => app.handle_mouse(mouse, source.model()),
+                    Some(Ok(_)) => Vec::new(),
+                    Some(Err(e)) => return Err(e.into()),
+                    None => return Ok(()),
+                };
+                for effect in effects {
+                    if perform(&mut app, effect, &mut source, &mut |text| term.copy(text))? == Flow::Quit {
+                        return Ok(());
+                    }
                 }
-                Some(Ok(TermEvent::Mouse(mouse))) => {
-                    app.handle_mouse(mouse, source.model());
-                    dirty = true;
-                }
-                Some(Ok(_)) => dirty = true,
-                Some(Err(e)) => return Err(e.into()),
-                None => return Ok(()),
-            },
+                dirty = true;
+            }
             _ = sigint.recv() => return Ok(()),
             _ = sigterm.recv() => return Ok(()),
         }

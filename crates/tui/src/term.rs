@@ -1,56 +1,51 @@
-//! The terminal: raw mode, alternate screen and mouse on entry; restored on quit, on error (by
-//! drop) and on panic (by a hook).
+//! The terminal: [`ratatui::try_init`] (raw mode, alternate screen, a panic hook that restores)
+//! plus mouse capture; restored on quit, on error (by drop) and on panic.
 
-use std::io::{self, Stdout, Write};
+use std::io::{self, Write};
 use std::sync::Once;
 
-use crossterm::event::{DisableMouseCapture, EnableMouseCapture};
-use crossterm::execute;
-use crossterm::terminal::{
-    EnterAlternateScreen, LeaveAlternateScreen, disable_raw_mode, enable_raw_mode,
-};
-use ratatui::Terminal;
-use ratatui::backend::CrosstermBackend;
+use ratatui::DefaultTerminal;
+use ratatui::crossterm::clipboard::CopyToClipboard;
+use ratatui::crossterm::cursor::Show;
+use ratatui::crossterm::event::{DisableMouseCapture, EnableMouseCapture};
+use ratatui::crossterm::execute;
 
 /// The live terminal; restores the screen when dropped.
 pub struct Term {
     /// The ratatui terminal.
-    pub terminal: Terminal<CrosstermBackend<Stdout>>,
+    pub terminal: DefaultTerminal,
 }
 
-static HOOK: Once = Once::new();
+static MOUSE_HOOK: Once = Once::new();
 
 impl Term {
-    /// Enters raw mode and the alternate screen, and installs the panic hook.
+    /// Enters raw mode, the alternate screen and mouse capture; a panic restores all three.
     pub fn enter() -> io::Result<Self> {
-        HOOK.call_once(|| {
+        let terminal = match ratatui::try_init() {
+            Ok(terminal) => terminal,
+            Err(e) => {
+                restore();
+                return Err(e);
+            }
+        };
+        // Wraps ratatui's hook (which leaves raw mode and the alternate screen) so that a panic
+        // also gives the mouse back.
+        MOUSE_HOOK.call_once(|| {
             let previous = std::panic::take_hook();
             std::panic::set_hook(Box::new(move |info| {
-                restore();
+                let _ = execute!(io::stdout(), DisableMouseCapture, Show);
                 previous(info);
             }));
         });
-        enable_raw_mode()?;
-        let mut stdout = io::stdout();
-        if let Err(e) = execute!(stdout, EnterAlternateScreen, EnableMouseCapture) {
-            restore();
-            return Err(e);
-        }
-        match Terminal::new(CrosstermBackend::new(stdout)) {
-            Ok(terminal) => Ok(Self { terminal }),
-            Err(e) => {
-                restore();
-                Err(e)
-            }
-        }
+        let term = Self { terminal };
+        execute!(io::stdout(), EnableMouseCapture)?;
+        Ok(term)
     }
 
-    /// Writes `text` to the clipboard with OSC 52.
+    /// Writes `text` to the system clipboard with OSC 52.
     pub fn copy(&mut self, text: &str) -> io::Result<()> {
-        use base64::Engine;
-        let encoded = base64::engine::general_purpose::STANDARD.encode(text);
         let out = self.terminal.backend_mut();
-        write!(out, "\x1b]52;c;{encoded}\x07")?;
+        execute!(out, CopyToClipboard::to_clipboard_from(text))?;
         out.flush()
     }
 }
@@ -61,13 +56,10 @@ impl Drop for Term {
     }
 }
 
-/// Leaves raw mode and the alternate screen, shows the cursor. Safe to call twice.
+/// Gives the mouse back, leaves raw mode and the alternate screen, shows the cursor. Safe to
+/// call twice.
 pub fn restore() {
-    let _ = disable_raw_mode();
-    let _ = execute!(
-        io::stdout(),
-        DisableMouseCapture,
-        LeaveAlternateScreen,
-        crossterm::cursor::Show
-    );
+    let _ = execute!(io::stdout(), DisableMouseCapture);
+    ratatui::restore();
+    let _ = execute!(io::stdout(), Show);
 }

@@ -5,6 +5,7 @@
 
 use std::collections::HashMap;
 use std::path::Path;
+use std::str::FromStr;
 
 use ratatui::style::{Color, Modifier, Style};
 
@@ -211,38 +212,19 @@ pub fn parse_style(text: &str) -> Result<Style, String> {
     Ok(style)
 }
 
-/// Parses a colour name (`red`, `light-red`, `dark-gray`, `reset`) or `#rrggbb`.
+/// Parses a colour with [`Color::from_str`]: a name (`red`, `light-red`, `dark-gray`, `reset`),
+/// an index (`0`–`255`) or `#rrggbb`; `default` is an alias of `reset`.
 pub fn parse_colour(word: &str) -> Result<Color, String> {
-    if let Some(hex) = word.strip_prefix('#') {
-        if hex.len() == 6
-            && let Ok(v) = u32::from_str_radix(hex, 16)
-        {
-            return Ok(Color::Rgb((v >> 16) as u8, (v >> 8) as u8, v as u8));
-        }
-        return Err(format!("bad hex colour {word:?} (expected #rrggbb)"));
+    if word.eq_ignore_ascii_case("default") {
+        return Ok(Color::Reset);
     }
-    let name = word.to_ascii_lowercase().replace('_', "-");
-    let colour = match name.as_str() {
-        "reset" | "default" => Color::Reset,
-        "black" => Color::Black,
-        "red" => Color::Red,
-        "green" => Color::Green,
-        "yellow" => Color::Yellow,
-        "blue" => Color::Blue,
-        "magenta" => Color::Magenta,
-        "cyan" => Color::Cyan,
-        "gray" | "grey" => Color::Gray,
-        "dark-gray" | "dark-grey" => Color::DarkGray,
-        "light-red" => Color::LightRed,
-        "light-green" => Color::LightGreen,
-        "light-yellow" => Color::LightYellow,
-        "light-blue" => Color::LightBlue,
-        "light-magenta" => Color::LightMagenta,
-        "light-cyan" => Color::LightCyan,
-        "white" => Color::White,
-        _ => return Err(format!("unknown colour {word:?}")),
-    };
-    Ok(colour)
+    Color::from_str(word).map_err(|_| {
+        if word.starts_with('#') {
+            format!("bad hex colour {word:?} (expected #rrggbb)")
+        } else {
+            format!("unknown colour {word:?}")
+        }
+    })
 }
 
 #[cfg(test)]

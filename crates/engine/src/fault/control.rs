@@ -1,5 +1,6 @@
 //! The interface through which a view (the TUI) injects faults into the live proxy.
 
+use super::rules::RuleId;
 use crate::event::StreamId;
 
 /// A fault a user can choose from a menu.
@@ -19,8 +20,9 @@ pub trait FaultControl: Send + Sync {
     fn apply_to_stream(&self, stream: StreamId, spec: &str) -> Result<(), String>;
     /// Arms a rule (rule grammar) for the next matching call; returns its label.
     fn arm(&self, rule: &str) -> Result<String, String>;
-    /// Rules armed and not yet fired (labels), for a status bar.
-    fn armed(&self) -> Vec<String>;
-    /// Disarms the armed rule at `index` of [`FaultControl::armed`].
-    fn disarm(&self, index: usize);
+    /// Rules armed and not yet spent, in order: (id, label), for a status bar.
+    fn armed(&self) -> Vec<(RuleId, String)>;
+    /// Disarms the rule with this id; returns whether it was still armed. A rule that fired in
+    /// the meantime is gone, and no other rule is disarmed in its place.
+    fn disarm(&self, id: RuleId) -> bool;
 }

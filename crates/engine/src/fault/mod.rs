@@ -8,7 +8,7 @@ pub mod spec;
 
 pub use control::{FaultChoice, FaultControl};
 pub use plan::{Fault, Plan, Planner, RequestInfo, Trigger};
-pub use rules::{Repeat, Rule, RuleEngine};
+pub use rules::{Repeat, Rule, RuleEngine, RuleId};
 pub use spec::SpecError;
 
 use std::path::Path;

@@ -151,10 +151,20 @@ impl std::str::FromStr for Rule {
     }
 }
 
+/// The id an armed rule keeps until it is spent or disarmed (`#1`, `#2`, …; never reused).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct RuleId(pub u32);
+
+impl fmt::Display for RuleId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "#{}", self.0)
+    }
+}
+
 /// An armed rule and its counts.
 #[derive(Debug)]
 struct Armed {
-    id: u32,
+    id: RuleId,
     rule: Rule,
     /// Matches seen, per key (one key `""` unless per-tool).
     seen: HashMap<String, u32>,
@@ -164,7 +174,7 @@ struct Armed {
 
 impl Armed {
     fn label(&self) -> String {
-        let mut label = format!("#{} {}", self.id, self.rule);
+        let mut label = format!("{} {}", self.id, self.rule);
         if !self.fired_for.is_empty() {
             let mut keys: Vec<&str> = self.fired_for.iter().map(String::as_str).collect();
             keys.sort_unstable();
@@ -203,7 +213,7 @@ impl RuleEngine {
         let mut inner = self.lock();
         inner.next_id += 1;
         let armed = Armed {
-            id: inner.next_id,
+            id: RuleId(inner.next_id),
             rule,
             seen: HashMap::new(),
             fired_for: HashSet::new(),
@@ -223,14 +233,25 @@ impl RuleEngine {
         self.lock().rules.iter().map(Armed::label).collect()
     }
 
-    /// Disarms the rule at `index` of [`RuleEngine::armed`]; returns whether there was one.
-    pub fn disarm(&self, index: usize) -> bool {
+    /// The rules still armed, in order: (id, label).
+    pub fn armed_rules(&self) -> Vec<(RuleId, String)> {
+        self.lock()
+            .rules
+            .iter()
+            .map(|armed| (armed.id, armed.label()))
+            .collect()
+    }
+
+    /// Disarms the rule with this id; returns whether it was still armed (a rule that has fired
+    /// and is spent is gone, and no other rule is touched).
+    pub fn disarm(&self, id: RuleId) -> bool {
         let mut inner = self.lock();
-        if index < inner.rules.len() {
-            inner.rules.remove(index);
-            true
-        } else {
-            false
+        match inner.rules.iter().position(|armed| armed.id == id) {
+            Some(index) => {
+                inner.rules.remove(index);
+                true
+            }
+            None => false,
         }
     }
 
@@ -269,7 +290,7 @@ impl Planner for RuleEngine {
             let plan = Plan {
                 fault: armed.rule.fault.clone(),
                 trigger: armed.rule.trigger,
-                origin: format!("rule #{}: {}", armed.id, armed.rule),
+                origin: format!("rule {}: {}", armed.id, armed.rule),
             };
             let spent = match armed.rule.repeat {
                 Repeat::Always => false,

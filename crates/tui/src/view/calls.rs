@@ -11,21 +11,84 @@ use super::fmt::{duration_ms, stream_state, verdict_style};
 use crate::app::{App, Pane};
 use mcpscope_engine::model::{Model, Verdict};
 
-/// Columns: (header, width, shown when the pane is narrow).
-const COLUMNS: &[(&str, u16, bool)] = &[
-    ("session", 10, false),
-    ("id", 5, true),
-    ("method / tool", 18, true),
-    ("stream", 13, true),
-    ("stream state", 34, true),
-    ("elapsed", 8, true),
-    ("since death", 11, false),
-    ("verdict", 9, true),
-    ("reaction", 16, false),
-];
+/// A column of the calls table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Column {
+    /// The call's session.
+    Session,
+    /// The JSON-RPC id.
+    Id,
+    /// The method, or `tools/call NAME`.
+    Title,
+    /// The owning stream.
+    Stream,
+    /// Whether the owning stream is open, closed or died (and when).
+    StreamState,
+    /// Time since the call was sent.
+    Elapsed,
+    /// Time since the owning stream died.
+    SinceDeath,
+    /// The verdict.
+    Verdict,
+    /// What the client did about a lost call.
+    Reaction,
+}
+
+impl Column {
+    /// Every column, left to right.
+    pub const ALL: [Column; 9] = [
+        Column::Session,
+        Column::Id,
+        Column::Title,
+        Column::Stream,
+        Column::StreamState,
+        Column::Elapsed,
+        Column::SinceDeath,
+        Column::Verdict,
+        Column::Reaction,
+    ];
+
+    /// The header.
+    pub fn header(self) -> &'static str {
+        match self {
+            Column::Session => "session",
+            Column::Id => "id",
+            Column::Title => "method / tool",
+            Column::Stream => "stream",
+            Column::StreamState => "stream state",
+            Column::Elapsed => "elapsed",
+            Column::SinceDeath => "since death",
+            Column::Verdict => "verdict",
+            Column::Reaction => "reaction",
+        }
+    }
+
+    /// The width: fixed, except the title, which takes what is left (at least this).
+    pub fn width(self) -> Constraint {
+        match self {
+            Column::Session => Constraint::Length(10),
+            Column::Id => Constraint::Length(5),
+            Column::Title => Constraint::Min(18),
+            Column::Stream => Constraint::Length(13),
+            Column::StreamState => Constraint::Length(34),
+            Column::Elapsed => Constraint::Length(8),
+            Column::SinceDeath => Constraint::Length(11),
+            Column::Verdict => Constraint::Length(9),
+            Column::Reaction => Constraint::Length(16),
+        }
+    }
+
+    /// Whether the column is shown when the pane is narrow.
+    pub fn when_narrow(self) -> bool {
+        !matches!(
+            self,
+            Column::Session | Column::SinceDeath | Column::Reaction
+        )
+    }
+}
 
 /// Draws the calls table into `area`.
-pub fn render(frame: &mut Frame, app: &mut App, model: &Model, now: DateTime<Utc>, area: Rect) {
+pub fn render(frame: &mut Frame, app: &App, model: &Model, now: DateTime<Utc>, area: Rect) {
     let theme = &app.theme;
     let focused = app.focus == Pane::Calls;
     let counts = model.counts();
@@ -51,40 +114,29 @@ pub fn render(frame: &mut Frame, app: &mut App, model: &Model, now: DateTime<Utc
         .border_style(theme.pane_border(focused));
     let inner = block.inner(area);
     frame.render_widget(block, area);
-    app.areas.calls = area;
     if inner.height == 0 || inner.width == 0 {
         return;
     }
     let narrow = inner.width < 110;
-    let cols: Vec<usize> = (0..COLUMNS.len())
-        .filter(|&i| !narrow || COLUMNS[i].2)
+    let cols: Vec<Column> = Column::ALL
+        .into_iter()
+        .filter(|c| !narrow || c.when_narrow())
         .collect();
     let page = usize::from(inner.height.saturating_sub(1)).max(1);
-    app.page = page;
-    if app.row < app.row_offset {
-        app.row_offset = app.row;
-    } else if app.row >= app.row_offset + page {
-        app.row_offset = app.row + 1 - page;
-    }
-    app.row_offset = app.row_offset.min(app.rows.len().saturating_sub(page));
-    app.areas.calls_rows = Rect {
-        y: inner.y + 1,
-        height: inner.height.saturating_sub(1),
-        ..inner
-    };
+    let header = Row::new(cols.iter().map(|c| Cell::from(c.header()))).style(theme.header());
     if app.rows.is_empty() {
         let text = if app.filter.is_empty() {
             "no calls yet: waiting for traffic"
         } else {
             "no call matches the filter (Esc clears it)"
         };
-        let header = Row::new(cols.iter().map(|&i| Cell::from(COLUMNS[i].0))).style(theme.header());
         let rows = vec![Row::new(vec![Cell::from(Span::styled(text, theme.dim()))])];
         let table = Table::new(rows, [Constraint::Min(1)]).header(header);
         frame.render_widget(table, inner);
         return;
     }
-    let visible = &app.rows[app.row_offset..(app.row_offset + page).min(app.rows.len())];
+    let first = app.row_offset.min(app.rows.len());
+    let visible = &app.rows[first..(first + page).min(app.rows.len())];
     let rows: Vec<Row> = visible
         .iter()
         .enumerate()
@@ -116,12 +168,12 @@ pub fn render(frame: &mut Frame, app: &mut App, model: &Model, now: DateTime<Utc
             }
             let cells: Vec<Cell> = cols
                 .iter()
-                .map(|&c| match c {
-                    0 => Cell::from(session.clone()),
-                    1 => Cell::from(call.id_text()),
-                    2 => Cell::from(title.clone()),
-                    3 => Cell::from(owner.clone()),
-                    4 => Cell::from(Span::styled(
+                .map(|c| match c {
+                    Column::Session => Cell::from(session.clone()),
+                    Column::Id => Cell::from(call.id_text()),
+                    Column::Title => Cell::from(title.clone()),
+                    Column::Stream => Cell::from(owner.clone()),
+                    Column::StreamState => Cell::from(Span::styled(
                         state.clone(),
                         if dead {
                             theme.stream_dead()
@@ -131,13 +183,13 @@ pub fn render(frame: &mut Frame, app: &mut App, model: &Model, now: DateTime<Utc
                             theme.stream_open()
                         },
                     )),
-                    5 => Cell::from(duration_ms(call.elapsed_ms(now))),
-                    6 => Cell::from(since.clone()),
-                    7 => Cell::from(call.verdict.name()),
-                    _ => Cell::from(reaction.clone()),
+                    Column::Elapsed => Cell::from(duration_ms(call.elapsed_ms(now))),
+                    Column::SinceDeath => Cell::from(since.clone()),
+                    Column::Verdict => Cell::from(call.verdict.name()),
+                    Column::Reaction => Cell::from(reaction.clone()),
                 })
                 .collect();
-            let selected = app.row_offset + i == app.row;
+            let selected = first + i == app.row;
             let row_style = if selected {
                 style.patch(theme.selection())
             } else {
@@ -146,17 +198,7 @@ pub fn render(frame: &mut Frame, app: &mut App, model: &Model, now: DateTime<Utc
             Some(Row::new(cells).style(row_style))
         })
         .collect();
-    let widths: Vec<Constraint> = cols
-        .iter()
-        .map(|&c| {
-            if c == 2 {
-                Constraint::Min(COLUMNS[c].1)
-            } else {
-                Constraint::Length(COLUMNS[c].1)
-            }
-        })
-        .collect();
-    let header = Row::new(cols.iter().map(|&i| Cell::from(COLUMNS[i].0))).style(theme.header());
+    let widths: Vec<Constraint> = cols.iter().map(|c| c.width()).collect();
     let table = Table::new(rows, widths)
         .header(header)
         .style(Style::default().patch(theme.text()));

@@ -14,10 +14,26 @@ use crate::theme::Theme;
 use mcpscope_engine::event::Header;
 use mcpscope_engine::model::{Call, Model, Stream, Verdict};
 
-/// Draws the detail pane into `area`.
-pub fn render(frame: &mut Frame, app: &mut App, model: &Model, now: DateTime<Utc>, area: Rect) {
+/// Draws the detail pane into `area`, scrolled by `app.detail_scroll`.
+pub fn render(frame: &mut Frame, app: &App, model: &Model, now: DateTime<Utc>, area: Rect) {
     let theme = &app.theme;
-    let (title, lines) = match app.selected {
+    let (title, lines) = content(app, model, now);
+    let focused = app.focus == Pane::Detail;
+    let block = Block::bordered()
+        .title(Span::styled(title, theme.title()))
+        .border_style(theme.pane_border(focused));
+    let para = Paragraph::new(lines)
+        .block(block)
+        .style(theme.text())
+        .scroll((app.detail_scroll, 0));
+    frame.render_widget(para, area);
+}
+
+/// The pane's title and lines for the selection (the layout pass counts them to clamp the
+/// scroll).
+pub fn content(app: &App, model: &Model, now: DateTime<Utc>) -> (&'static str, Vec<Line<'static>>) {
+    let theme = &app.theme;
+    match app.selected {
         Selected::Call(c) => match model.calls.get(c) {
             Some(call) => (" Call ", call_lines(app, model, call, now)),
             None => (" Detail ", Vec::new()),
@@ -35,19 +51,7 @@ pub fn render(frame: &mut Frame, app: &mut App, model: &Model, now: DateTime<Utc
                 theme.dim(),
             ))],
         ),
-    };
-    let focused = app.focus == Pane::Detail;
-    let block = Block::bordered()
-        .title(Span::styled(title, theme.title()))
-        .border_style(theme.pane_border(focused));
-    app.areas.detail = area;
-    let max = lines.len().saturating_sub(1).min(usize::from(u16::MAX)) as u16;
-    app.detail_scroll = app.detail_scroll.min(max);
-    let para = Paragraph::new(lines)
-        .block(block)
-        .style(theme.text())
-        .scroll((app.detail_scroll, 0));
-    frame.render_widget(para, area);
+    }
 }
 
 fn kv(theme: &Theme, key: &str, value: impl Into<String>) -> Line<'static> {

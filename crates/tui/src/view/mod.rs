@@ -1,4 +1,4 @@
-//! Rendering: a pure `render(frame, app, model, now)`, one file per panel.
+//! Rendering: a pure `render(frame, &app, model, now)`, one file per panel.
 
 pub mod calls;
 pub mod detail;
@@ -12,68 +12,38 @@ pub mod waterfall;
 
 use chrono::{DateTime, Utc};
 use ratatui::Frame;
-use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::layout::Rect;
 use ratatui::widgets::Block;
 
-use super::app::{App, Areas, Pane};
+use super::app::App;
+use super::layout::areas;
 use mcpscope_engine::model::Model;
 
-/// Below this size only the focused pane is shown (Tab switches).
-const COMPACT_WIDTH: u16 = 80;
-/// Below this height only the focused pane is shown.
-const COMPACT_HEIGHT: u16 = 22;
-
-/// Draws the whole screen. `now` is the time elapsed timers count to (the cursor in a replay).
-pub fn render(frame: &mut Frame, app: &mut App, model: &Model, now: DateTime<Utc>) {
-    app.sync(model);
+/// Draws the whole screen; reads `app`, never changes it (run [`App::layout`] for the same size
+/// first). `now` is the time elapsed timers count to (the cursor in a replay).
+pub fn render(frame: &mut Frame, app: &App, model: &Model, now: DateTime<Utc>) {
     let area = frame.area();
-    app.areas = Areas::default();
     if area.width == 0 || area.height == 0 {
         return;
     }
+    let panes = areas(app.zoom, app.focus, area);
     frame.render_widget(Block::default().style(app.theme.text()), area);
-    let [main, bar] = Layout::vertical([Constraint::Min(0), Constraint::Length(1)]).areas(area);
-    if main.height > 0 {
-        if app.zoom {
-            detail::render(frame, app, model, now, main);
-        } else if main.width < COMPACT_WIDTH || main.height < COMPACT_HEIGHT {
-            pane(frame, app, model, now, app.focus, main);
-        } else {
-            let [top, middle, bottom] = Layout::vertical([
-                Constraint::Percentage(42),
-                Constraint::Percentage(36),
-                Constraint::Min(4),
-            ])
-            .areas(main);
-            let [left, right] =
-                Layout::horizontal([Constraint::Percentage(40), Constraint::Percentage(60)])
-                    .areas(middle);
-            calls::render(frame, app, model, now, top);
-            tree::render(frame, app, model, left);
-            detail::render(frame, app, model, now, right);
-            waterfall::render(frame, app, model, now, bottom);
-        }
+    if panes.calls != Rect::ZERO {
+        calls::render(frame, app, model, now, panes.calls);
     }
-    status::render(frame, app, model, now, bar);
+    if panes.tree != Rect::ZERO {
+        tree::render(frame, app, model, panes.tree);
+    }
+    if panes.detail != Rect::ZERO {
+        detail::render(frame, app, model, now, panes.detail);
+    }
+    if panes.waterfall != Rect::ZERO {
+        waterfall::render(frame, app, model, now, panes.waterfall);
+    }
+    status::render(frame, app, model, now, panes.status);
     menu::render(frame, app, area);
     if app.help {
         help::render(frame, app, area);
-    }
-}
-
-fn pane(
-    frame: &mut Frame,
-    app: &mut App,
-    model: &Model,
-    now: DateTime<Utc>,
-    which: Pane,
-    area: Rect,
-) {
-    match which {
-        Pane::Calls => calls::render(frame, app, model, now, area),
-        Pane::Tree => tree::render(frame, app, model, area),
-        Pane::Detail => detail::render(frame, app, model, now, area),
-        Pane::Waterfall => waterfall::render(frame, app, model, now, area),
     }
 }
 

@@ -81,12 +81,10 @@ pub fn render(frame: &mut Frame, app: &App, model: &Model, now: DateTime<Utc>, a
         format!("{} orphaned", c.orphaned),
         if c.orphaned > 0 { alert } else { bar },
     ));
-    if let Some(faults) = &app.faults {
-        let armed = faults.armed();
-        if !armed.is_empty() {
-            spans.push(sep());
-            spans.push(Span::styled(format!("armed: {}", armed.join(", ")), alert));
-        }
+    if !app.armed.is_empty() {
+        let labels: Vec<&str> = app.armed.iter().map(|(_, label)| label.as_str()).collect();
+        spans.push(sep());
+        spans.push(Span::styled(format!("armed: {}", labels.join(", ")), alert));
     }
     if !app.filter.is_empty() {
         spans.push(sep());

@@ -2,10 +2,11 @@
 //! and a session with many streams shows a window of them around the selection.
 
 use ratatui::Frame;
+use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
-use ratatui::widgets::Block;
-use tui_tree_widget::{Tree, TreeItem};
+use ratatui::widgets::{Block, StatefulWidget, Widget};
+use tui_tree_widget::{Tree, TreeItem, TreeState};
 
 use super::fmt::clock;
 use crate::app::{App, Node, Pane};
@@ -16,28 +17,87 @@ use mcpscope_engine::model::{Fate, Model, Stream};
 /// Streams shown at once under one session.
 const WINDOW: usize = 300;
 
-/// Draws the tree into `area`.
-pub fn render(frame: &mut Frame, app: &mut App, model: &Model, area: Rect) {
-    let theme = app.theme.clone();
-    let items = items(app, model, &theme);
-    let focused = app.focus == Pane::Tree;
+/// Draws the tree into `area`, scrolled as the layout pass left it.
+pub fn render(frame: &mut Frame, app: &App, model: &Model, area: Rect) {
+    let items = items(app, model, &app.theme);
+    let mut state = copy_state(&app.tree, &app.theme, app.focus, &items, area);
+    draw(
+        &app.theme,
+        app.focus,
+        &items,
+        area,
+        frame.buffer_mut(),
+        &mut state,
+    );
+}
+
+/// The layout pass: lays the tree out in `area` off-screen, which scrolls the selection into
+/// view and records the rows on screen (for the arrow keys and clicks).
+pub fn settle(app: &mut App, model: &Model, area: Rect) {
+    let items = items(app, model, &app.theme);
+    let mut scratch = Buffer::empty(area);
+    draw(
+        &app.theme,
+        app.focus,
+        &items,
+        area,
+        &mut scratch,
+        &mut app.tree,
+    );
+}
+
+/// A state like `settled` (open nodes, selection, scroll), for drawing without changing it.
+fn copy_state(
+    settled: &TreeState<Node>,
+    theme: &Theme,
+    focus: Pane,
+    items: &[TreeItem<'static, Node>],
+    area: Rect,
+) -> TreeState<Node> {
+    let mut state = TreeState::default();
+    for path in settled.opened() {
+        state.open(path.clone());
+    }
+    state.select(settled.selected().to_vec());
+    // A first pass off-screen tells the state how many rows there are, so that it can then be
+    // scrolled to where the layout pass left the tree.
+    draw(
+        theme,
+        focus,
+        items,
+        area,
+        &mut Buffer::empty(area),
+        &mut state,
+    );
+    state.scroll_up(usize::MAX);
+    state.scroll_down(settled.get_offset());
+    state
+}
+
+fn draw(
+    theme: &Theme,
+    focus: Pane,
+    items: &[TreeItem<'static, Node>],
+    area: Rect,
+    buf: &mut Buffer,
+    state: &mut TreeState<Node>,
+) {
     let block = Block::bordered()
         .title(Span::styled(
             " Sessions · streams · messages ",
             theme.title(),
         ))
-        .border_style(theme.pane_border(focused));
-    app.areas.tree = area;
-    match Tree::new(&items) {
+        .border_style(theme.pane_border(focus == Pane::Tree));
+    match Tree::new(items) {
         Ok(tree) => {
             let tree = tree
                 .block(block)
                 .style(theme.text())
                 .highlight_style(theme.selection())
                 .highlight_symbol("");
-            frame.render_stateful_widget(tree, area, &mut app.tree);
+            StatefulWidget::render(tree, area, buf, state);
         }
-        Err(_) => frame.render_widget(block, area),
+        Err(_) => block.render(area, buf),
     }
 }
 

@@ -9,17 +9,16 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Paragraph};
 
 use super::fmt::{clock, duration_ms};
+use crate::action::waterfall_first;
 use crate::app::{App, Pane};
-use crate::keys::waterfall_first;
 use mcpscope_engine::model::{Model, Stream};
 
 const LABEL: usize = 16;
 
 /// Draws the waterfall into `area`.
-pub fn render(frame: &mut Frame, app: &mut App, model: &Model, now: DateTime<Utc>, area: Rect) {
-    let theme = app.theme.clone();
+pub fn render(frame: &mut Frame, app: &App, model: &Model, now: DateTime<Utc>, area: Rect) {
+    let theme = &app.theme;
     let focused = app.focus == Pane::Waterfall;
-    app.areas.waterfall = area;
     let inner_h = usize::from(area.height.saturating_sub(2));
     let first = waterfall_first(app.wf_stream, inner_h, model.streams.len());
     let shown =
@@ -41,7 +40,6 @@ pub fn render(frame: &mut Frame, app: &mut App, model: &Model, now: DateTime<Utc
         .title(Line::from(title))
         .border_style(theme.pane_border(focused));
     let inner = block.inner(area);
-    app.areas.waterfall_rows = inner;
     let width = usize::from(inner.width).saturating_sub(LABEL + 1).max(1);
     let col = |t: DateTime<Utc>| -> usize {
         let Some(t0) = t0 else { return 0 };

@@ -1,0 +1,421 @@
+//! What a key or the mouse asks for ([`Action`]) and how the view applies it ([`App::update`]).
+//! Anything that reaches outside the view comes back as an [`Effect`] for the runner.
+
+use ratatui::layout::{Position, Rect};
+
+use super::app::{App, Effect, FaultMenu, Input, InputKind, Pane, ReplayCmd};
+use super::filter::Filter;
+use mcpscope_engine::model::Model;
+
+/// The first or the last entry of a list.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Jump {
+    /// The first row (top of the detail).
+    First,
+    /// The last row (bottom of the detail).
+    Last,
+}
+
+/// One thing the user asked for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Action {
+    /// Quit.
+    Quit,
+    /// Show the help overlay.
+    ShowHelp,
+    /// Close the help overlay.
+    CloseHelp,
+    /// Focus the next pane.
+    NextPane,
+    /// Focus the previous pane.
+    PrevPane,
+    /// Start typing a filter.
+    StartFilter,
+    /// Hide or show answered calls.
+    ToggleAnswered,
+    /// Follow the newest call, or stop following.
+    ToggleFollow,
+    /// Pause or resume the live view.
+    TogglePause,
+    /// Switch to the next colour theme.
+    CycleTheme,
+    /// Copy the selected JSON.
+    Copy,
+    /// Open the fault menu for the selection's stream.
+    FaultMenu,
+    /// Start typing a fault rule to arm.
+    StartArm,
+    /// Disarm the oldest armed fault rule (as shown in the status bar).
+    DisarmOldest,
+    /// Drill in: detail full screen, or open a tree node.
+    DrillIn,
+    /// Back: leave the detail, clear the filter, return to the calls.
+    Back,
+    /// Move the focused pane's selection (or scroll) by this many rows.
+    Move(i64),
+    /// Move up by a screenful of calls.
+    PageUp,
+    /// Move down by a screenful of calls.
+    PageDown,
+    /// Move to the first or last row.
+    Jump(Jump),
+    /// Tree: close the node or go to its parent.
+    TreeLeft,
+    /// Tree: open the node or go to its first child.
+    TreeRight,
+    /// A replay cursor command.
+    Replay(ReplayCmd),
+    /// Start typing a time to seek to (replay).
+    StartSeek,
+    /// Close the fault menu.
+    MenuClose,
+    /// Highlight the previous fault.
+    MenuUp,
+    /// Highlight the next fault.
+    MenuDown,
+    /// Apply the highlighted fault.
+    MenuApply,
+    /// Abandon the line being typed.
+    InputCancel,
+    /// Submit the line being typed.
+    InputSubmit,
+    /// Delete the last character typed.
+    InputBackspace,
+    /// Type a character.
+    Type(char),
+    /// Scroll the pane under the pointer by this many rows.
+    Scroll(Pane, i64),
+    /// A click at a screen position.
+    Click(Position),
+}
+
+const NO_FAULTS: &str = "no live proxy: faults are unavailable";
+
+impl App {
+    /// Applies one action; returns what the runner must do outside the view.
+    pub fn update(&mut self, action: Action, model: &Model) -> Vec<Effect> {
+        let effects = self.apply(action, model);
+        self.sync(model);
+        effects
+    }
+
+    fn apply(&mut self, action: Action, model: &Model) -> Vec<Effect> {
+        match action {
+            Action::Quit => return vec![Effect::Quit],
+            Action::ShowHelp => self.help = true,
+            Action::CloseHelp => self.help = false,
+            Action::NextPane => self.focus = self.focus.next(),
+            Action::PrevPane => self.focus = self.focus.prev(),
+            Action::StartFilter => self.start_input(InputKind::Filter),
+            Action::ToggleAnswered => {
+                self.hide_answered = !self.hide_answered;
+                self.flash = Some(if self.hide_answered {
+                    "answered calls hidden".into()
+                } else {
+                    "answered calls shown".into()
+                });
+            }
+            Action::ToggleFollow => self.follow = !self.follow,
+            Action::TogglePause => return vec![Effect::TogglePause],
+            Action::CycleTheme => self.cycle_theme(),
+            Action::Copy => match self.selected_json(model) {
+                Some(text) => {
+                    self.flash = Some(format!("copied {} bytes of JSON", text.len()));
+                    return vec![Effect::Copy(text)];
+                }
+                None => self.flash = Some("nothing to copy: select a call or message".into()),
+            },
+            Action::FaultMenu => self.open_fault_menu(model),
+            Action::StartArm => match self.faults {
+                Some(_) => self.start_input(InputKind::Arm),
+                None => self.flash = Some(NO_FAULTS.into()),
+            },
+            Action::DisarmOldest => match (&self.faults, self.armed.first()) {
+                (None, _) => self.flash = Some(NO_FAULTS.into()),
+                (Some(_), None) => self.flash = Some("no armed fault rule".into()),
+                (Some(_), Some((id, label))) => {
+                    return vec![Effect::Disarm {
+                        id: *id,
+                        label: label.clone(),
+                    }];
+                }
+            },
+            Action::DrillIn => self.drill_in(),
+            Action::Back => self.back(),
+            Action::Move(delta) => self.move_by(model, delta),
+            Action::PageUp => self.move_by(model, -(self.page.max(1) as i64)),
+            Action::PageDown => self.move_by(model, self.page.max(1) as i64),
+            Action::Jump(to) => self.jump(model, to),
+            Action::TreeLeft => {
+                self.tree.key_left();
+                self.selection_from_tree(model);
+            }
+            Action::TreeRight => {
+                self.tree.key_right();
+                self.selection_from_tree(model);
+            }
+            Action::Replay(cmd) => return vec![Effect::Replay(cmd)],
+            Action::StartSeek => self.start_input(InputKind::Seek),
+            Action::MenuClose => self.fault_menu = None,
+            Action::MenuUp => {
+                if let Some(menu) = &mut self.fault_menu {
+                    menu.selected = menu.selected.saturating_sub(1);
+                }
+            }
+            Action::MenuDown => {
+                if let Some(menu) = &mut self.fault_menu {
+                    menu.selected = (menu.selected + 1).min(menu.choices.len().saturating_sub(1));
+                }
+            }
+            Action::MenuApply => {
+                if let Some(menu) = self.fault_menu.take()
+                    && let Some(choice) = menu.choices.get(menu.selected)
+                {
+                    return vec![Effect::ApplyFault {
+                        stream: menu.stream,
+                        spec: choice.spec.clone(),
+                    }];
+                }
+            }
+            Action::InputCancel => {
+                if let Some(input) = self.input.take()
+                    && input.kind == InputKind::Filter
+                {
+                    self.filter = Filter::default();
+                }
+            }
+            Action::InputSubmit => {
+                if let Some(Input { kind, text }) = self.input.take() {
+                    match kind {
+                        InputKind::Filter => self.filter = Filter::parse(&text),
+                        InputKind::Arm => return vec![Effect::Arm(text.trim().to_string())],
+                        InputKind::Seek => return vec![Effect::Replay(ReplayCmd::SeekTime(text))],
+                    }
+                }
+            }
+            Action::InputBackspace => self.edit_input(|text| {
+                text.pop();
+            }),
+            Action::Type(c) => self.edit_input(|text| text.push(c)),
+            Action::Scroll(pane, delta) => {
+                let saved = self.focus;
+                self.focus = pane;
+                self.move_by(model, delta);
+                self.focus = saved;
+            }
+            Action::Click(at) => self.click(model, at),
+        }
+        Vec::new()
+    }
+
+    fn start_input(&mut self, kind: InputKind) {
+        let text = match kind {
+            InputKind::Filter => self.filter.text.clone(),
+            InputKind::Arm | InputKind::Seek => String::new(),
+        };
+        self.input = Some(Input { kind, text });
+    }
+
+    fn edit_input(&mut self, edit: impl FnOnce(&mut String)) {
+        if let Some(input) = &mut self.input {
+            edit(&mut input.text);
+            if input.kind == InputKind::Filter {
+                self.filter = Filter::parse(&input.text);
+            }
+        }
+    }
+
+    fn drill_in(&mut self) {
+        match self.focus {
+            Pane::Tree => {
+                self.tree.toggle_selected();
+            }
+            Pane::Detail if self.zoom => {}
+            _ => {
+                self.zoom = true;
+                self.focus = Pane::Detail;
+            }
+        }
+    }
+
+    fn back(&mut self) {
+        if self.zoom {
+            self.zoom = false;
+            self.focus = Pane::Calls;
+        } else if !self.filter.is_empty() {
+            self.filter = Filter::default();
+            self.flash = Some("filter cleared".into());
+        } else if self.focus != Pane::Calls {
+            self.focus = Pane::Calls;
+        }
+    }
+
+    /// The pane the selection keys act on: the detail while zoomed, else the focused one.
+    fn active_pane(&self) -> Pane {
+        if self.zoom { Pane::Detail } else { self.focus }
+    }
+
+    /// Moves the selection of the focused pane by `delta` rows (clamped).
+    pub fn move_by(&mut self, model: &Model, delta: i64) {
+        match self.active_pane() {
+            Pane::Calls => {
+                if self.rows.is_empty() {
+                    return;
+                }
+                self.follow = false;
+                let last = self.rows.len() as i64 - 1;
+                let row = (self.row as i64).saturating_add(delta).clamp(0, last) as usize;
+                self.select_row(model, row);
+            }
+            Pane::Tree => {
+                let changed = if delta < 0 {
+                    self.tree.select_relative(|i| {
+                        i.map_or(0, |i| i.saturating_sub(delta.unsigned_abs() as usize))
+                    })
+                } else {
+                    self.tree
+                        .select_relative(|i| i.map_or(0, |i| i.saturating_add(delta as usize)))
+                };
+                if changed {
+                    self.selection_from_tree(model);
+                }
+            }
+            Pane::Detail => {
+                let scroll = i64::from(self.detail_scroll).saturating_add(delta);
+                self.detail_scroll = scroll.clamp(0, i64::from(u16::MAX)) as u16;
+            }
+            Pane::Waterfall => {
+                if model.streams.is_empty() {
+                    return;
+                }
+                let last = model.streams.len() as i64 - 1;
+                self.wf_stream =
+                    (self.wf_stream as i64).saturating_add(delta).clamp(0, last) as usize;
+                self.selection_from_waterfall(model);
+            }
+        }
+    }
+
+    /// Moves the selection of the focused pane to its first or last row.
+    pub fn jump(&mut self, model: &Model, to: Jump) {
+        match self.active_pane() {
+            Pane::Calls => {
+                if self.rows.is_empty() {
+                    return;
+                }
+                self.follow = false;
+                let row = match to {
+                    Jump::First => 0,
+                    Jump::Last => self.rows.len() - 1,
+                };
+                self.select_row(model, row);
+            }
+            Pane::Tree => {
+                let changed = match to {
+                    Jump::First => self.tree.select_first(),
+                    Jump::Last => self.tree.select_last(),
+                };
+                if changed {
+                    self.selection_from_tree(model);
+                }
+            }
+            Pane::Detail => {
+                self.detail_scroll = match to {
+                    Jump::First => 0,
+                    Jump::Last => u16::MAX,
+                };
+            }
+            Pane::Waterfall => {
+                if model.streams.is_empty() {
+                    return;
+                }
+                self.wf_stream = match to {
+                    Jump::First => 0,
+                    Jump::Last => model.streams.len() - 1,
+                };
+                self.selection_from_waterfall(model);
+            }
+        }
+    }
+
+    fn open_fault_menu(&mut self, model: &Model) {
+        let Some(faults) = &self.faults else {
+            self.flash = Some(NO_FAULTS.into());
+            return;
+        };
+        let Some(stream) = self.selected_stream(model) else {
+            self.flash = Some("select a call or stream first".into());
+            return;
+        };
+        let choices = faults.stream_faults();
+        if choices.is_empty() {
+            self.flash = Some("no faults available".into());
+            return;
+        }
+        self.fault_menu = Some(FaultMenu {
+            stream,
+            choices,
+            selected: 0,
+        });
+    }
+
+    fn click(&mut self, model: &Model, at: Position) {
+        let Some(pane) = self.pane_at(at) else {
+            return;
+        };
+        self.focus = pane;
+        match pane {
+            Pane::Calls => {
+                let r = self.areas.calls_rows;
+                if r.contains(at) {
+                    let row = self.row_offset + usize::from(at.y - r.y);
+                    if row < self.rows.len() {
+                        self.select_row(model, row);
+                    }
+                }
+            }
+            Pane::Tree => {
+                if self.tree.click_at(at) {
+                    self.selection_from_tree(model);
+                }
+            }
+            Pane::Waterfall => {
+                let r = self.areas.waterfall_rows;
+                if r.contains(at) {
+                    let first =
+                        waterfall_first(self.wf_stream, usize::from(r.height), model.streams.len());
+                    let pos = first + usize::from(at.y - r.y);
+                    if pos < model.streams.len() {
+                        self.wf_stream = pos;
+                        self.selection_from_waterfall(model);
+                    }
+                }
+            }
+            Pane::Detail => {}
+        }
+    }
+
+    /// The pane drawn at a screen position (as of the last layout pass).
+    pub fn pane_at(&self, at: Position) -> Option<Pane> {
+        let areas = [
+            (self.areas.calls, Pane::Calls),
+            (self.areas.tree, Pane::Tree),
+            (self.areas.detail, Pane::Detail),
+            (self.areas.waterfall, Pane::Waterfall),
+        ];
+        areas
+            .iter()
+            .find(|(r, _)| *r != Rect::ZERO && r.contains(at))
+            .map(|(_, p)| *p)
+    }
+}
+
+/// The first stream shown on a waterfall of `height` rows keeping `selected` in view.
+pub fn waterfall_first(selected: usize, height: usize, len: usize) -> usize {
+    if height == 0 || len <= height {
+        return 0;
+    }
+    selected
+        .saturating_sub(height / 2)
+        .min(len.saturating_sub(height))
+}
