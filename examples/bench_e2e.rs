@@ -1044,7 +1044,7 @@ fn main() -> anyhow::Result<()> {
         upstream: format!("http://127.0.0.1:{fast_port}/mcp").parse()?,
         insecure: false,
         allow_remote: false,
-        redact: true,
+        ..Default::default()
     };
     let (discard_tx, discard_rx) = mpsc::unbounded_channel();
     drop(discard_rx);

@@ -104,7 +104,7 @@ pub async fn run_proxy(args: ProxyArgs) -> anyhow::Result<()> {
         upstream: upstream.clone(),
         insecure: args.insecure,
         allow_remote: args.allow_remote,
-        redact: !args.no_redact,
+        ..Default::default()
     };
     // Bad rules or a bad theme fail before anything listens or a recording is created.
     let engine = Arc::new(mcpscope_engine::fault::load(

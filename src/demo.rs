@@ -57,7 +57,7 @@ pub async fn run(args: &DemoArgs) -> anyhow::Result<()> {
         upstream: url.parse().context("test server URL")?,
         insecure: false,
         allow_remote: false,
-        redact: true,
+        ..Default::default()
     };
     let mut running =
         app::start_proxy(config, None, mcpscope_engine::redact::Redactor::new()).await?;

@@ -42,7 +42,7 @@ async fn rig_with(url: &str, rules: &[&str], server: Option<TestServer>) -> Rig 
         upstream: url.parse().expect("uri"),
         insecure: false,
         allow_remote: false,
-        redact: true,
+        ..Default::default()
     };
     let proxy = proxy::start(config, EventSink::new(tx))
         .await

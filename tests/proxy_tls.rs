@@ -69,7 +69,7 @@ async fn proxy(
             .expect("uri"),
         insecure,
         allow_remote: false,
-        redact: true,
+        ..Default::default()
     };
     (
         proxy::start(config, EventSink::new(tx))

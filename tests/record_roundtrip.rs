@@ -52,7 +52,7 @@ async fn a_recording_folds_to_the_live_verdicts() {
         upstream: server.url().parse().expect("uri"),
         insecure: false,
         allow_remote: false,
-        redact: true,
+        ..Default::default()
     };
     let recorder = Recorder::create(&path, Create::New, true).expect("recording");
     let mut running = app::start_proxy(config, Some(recorder), Redactor::new())
@@ -135,7 +135,7 @@ async fn secrets_are_absent_from_the_recording_unless_asked() {
             upstream: server.url().parse().expect("uri"),
             insecure: false,
             allow_remote: false,
-            redact,
+            ..Default::default()
         };
         let redactor = if redact {
             Redactor::new().with_json_keys(&["customer_pin"])

@@ -350,7 +350,7 @@ async fn python_sdk_client_sees_the_same_failure_live_and_from_the_mock() {
                 upstream: server.url().parse().expect("url"),
                 insecure: false,
                 allow_remote: false,
-                redact: true,
+                ..Default::default()
             },
             mcpscope_proxy::sink::EventSink::new(tx),
         )

@@ -339,7 +339,7 @@ pub async fn proxy_to(
         upstream: format!("http://{upstream}/mcp").parse().expect("uri"),
         insecure: false,
         allow_remote: false,
-        redact: true,
+        ..Default::default()
     };
     let proxy = mcpscope_proxy::start(config, mcpscope_proxy::sink::EventSink::new(tx))
         .await

@@ -1,7 +1,7 @@
 //! Request and response heads: hop-by-hop headers (RFC 9110 §7.6.1), the upstream URI, the
 //! loopback `Host` guard, and credential redaction.
 
-use http::header::{HeaderMap, HeaderName, HeaderValue};
+use http::header::{HeaderMap, HeaderName};
 use http::{Uri, uri::PathAndQuery};
 
 use mcpscope_engine::event::Header;
@@ -17,14 +17,6 @@ const HOP_BY_HOP: &[&str] = &[
     "trailer",
     "transfer-encoding",
     "upgrade",
-];
-
-/// Headers whose values are credentials.
-const CREDENTIALS: &[&str] = &[
-    "authorization",
-    "proxy-authorization",
-    "cookie",
-    "set-cookie",
 ];
 
 /// Removes hop-by-hop headers, including those the `Connection` header names.
@@ -59,27 +51,18 @@ pub fn closes_after(headers: &HeaderMap) -> bool {
             && !has(http::header::TRANSFER_ENCODING, "chunked"))
 }
 
-/// Headers as (name, value) text pairs, credentials replaced unless `redact` is false.
-pub fn header_list(headers: &HeaderMap, redact: bool) -> Vec<Header> {
+/// Headers as (name, value) text pairs, as they are (secrets are hidden later, by the hub's
+/// redaction policy, before anything is recorded or shown).
+pub fn header_list(headers: &HeaderMap) -> Vec<Header> {
     headers
         .iter()
         .map(|(name, value)| {
-            let text = if redact && CREDENTIALS.contains(&name.as_str()) {
-                redacted(value)
-            } else {
-                String::from_utf8_lossy(value.as_bytes()).into_owned()
-            };
-            (name.as_str().to_string(), text)
+            (
+                name.as_str().to_string(),
+                String::from_utf8_lossy(value.as_bytes()).into_owned(),
+            )
         })
         .collect()
-}
-
-fn redacted(value: &HeaderValue) -> String {
-    let text = String::from_utf8_lossy(value.as_bytes());
-    match text.split_once(' ') {
-        Some((scheme, _)) if !scheme.contains('=') => format!("{scheme} [redacted]"),
-        _ => "[redacted]".to_string(),
-    }
 }
 
 /// The upstream URI for a client's path and query: the client's path is kept, except that `/`
@@ -123,6 +106,7 @@ pub fn is_loopback_host(host: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use http::header::HeaderValue;
 
     #[test]
     fn hop_by_hop_headers_go_and_end_to_end_stay() {
@@ -143,14 +127,13 @@ mod tests {
     }
 
     #[test]
-    fn credentials_are_redacted_but_scheme_kept() {
+    fn headers_are_listed_as_they_are() {
         let mut h = HeaderMap::new();
         h.insert("authorization", HeaderValue::from_static("Bearer abc.def"));
-        h.insert("cookie", HeaderValue::from_static("sid=123"));
-        let list = header_list(&h, true);
-        assert_eq!(list[0].1, "Bearer [redacted]");
-        assert_eq!(list[1].1, "[redacted]");
-        assert_eq!(header_list(&h, false)[0].1, "Bearer abc.def");
+        h.insert("x-bin", HeaderValue::from_bytes(b"a\xffb").expect("value"));
+        let list = header_list(&h);
+        assert_eq!(list[0], ("authorization".into(), "Bearer abc.def".into()));
+        assert_eq!(list[1], ("x-bin".into(), "a\u{fffd}b".into()));
     }
 
     #[test]

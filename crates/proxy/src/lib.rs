@@ -59,8 +59,77 @@ pub struct Config {
     pub insecure: bool,
     /// Accept requests whose `Host` is not a loopback name.
     pub allow_remote: bool,
-    /// Replace credentials in reported headers.
-    pub redact: bool,
+    /// Origins a browser page may call from besides loopback ones (`--allow-origin`).
+    pub allow_origins: Vec<String>,
+    /// Host names remote clients may use besides loopback ones (`--allow-host`).
+    pub allow_hosts: Vec<String>,
+    /// How long the proxy waits for each side.
+    pub timeouts: Timeouts,
+    /// How much one exchange may make the proxy hold.
+    pub limits: Limits,
+}
+
+impl Default for Config {
+    /// A proxy on a free loopback port, in front of `http://127.0.0.1/` (set `upstream`).
+    fn default() -> Self {
+        Self {
+            listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+            upstream: Uri::from_static("http://127.0.0.1/"),
+            insecure: false,
+            allow_remote: false,
+            allow_origins: Vec::new(),
+            allow_hosts: Vec::new(),
+            timeouts: Timeouts::default(),
+            limits: Limits::default(),
+        }
+    }
+}
+
+/// How long the proxy waits for each side before it gives up on an exchange or a connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Timeouts {
+    /// A client's request head must arrive within this (slow-header clients).
+    pub request_head: Duration,
+    /// A client's request body must arrive within this.
+    pub request_body: Duration,
+    /// A client connection with no exchange in flight is closed after this.
+    pub idle: Duration,
+    /// Connecting to the upstream.
+    pub connect: Duration,
+    /// The upstream's response head must arrive within this (the client then gets a 504).
+    /// A response that has started (an SSE stream) is never cut by a timer.
+    pub response_head: Duration,
+}
+
+impl Default for Timeouts {
+    fn default() -> Self {
+        Self {
+            request_head: Duration::from_secs(10),
+            request_body: Duration::from_secs(30),
+            idle: Duration::from_secs(120),
+            connect: Duration::from_secs(10),
+            response_head: Duration::from_secs(120),
+        }
+    }
+}
+
+/// How many bytes one exchange may make the proxy hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// A request body (read whole before forwarding); past it the client gets a 413.
+    pub request_body: usize,
+    /// One SSE line or event's data that the tap decodes; past it the stream is forwarded
+    /// undecoded and flagged.
+    pub sse_event: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            request_body: 64 * 1024 * 1024,
+            sse_event: mcpscope_engine::wire::sse::DEFAULT_MAX_EVENT_BYTES,
+        }
+    }
 }
 
 /// A running proxy.

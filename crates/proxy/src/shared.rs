@@ -186,7 +186,7 @@ pub(crate) fn for_tests() -> (
         upstream: "http://127.0.0.1:1/mcp".parse().unwrap(),
         insecure: false,
         allow_remote: false,
-        redact: true,
+        ..Default::default()
     };
     let connector = upstream::connector(false).unwrap();
     (Shared::new(config, connector, EventSink::new(tx)), rx)

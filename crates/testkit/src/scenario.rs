@@ -87,7 +87,7 @@ pub async fn record(name: &str, out: &Path) -> anyhow::Result<(Model, Vec<Notice
         upstream: server.url().parse()?,
         insecure: false,
         allow_remote: false,
-        redact: true,
+        ..Default::default()
     };
     let recorder = Recorder::create(&path, Create::Replace, true)?;
     let mut running = start_proxy(config, Some(recorder), Redactor::new()).await?;

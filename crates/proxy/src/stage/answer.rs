@@ -34,7 +34,7 @@ pub fn local(
     shared.sink.emit(EventKind::ResponseHead {
         stream,
         status: status.as_u16(),
-        headers: header_list(response.headers(), shared.config.redact),
+        headers: header_list(response.headers()),
     });
     shared.sink.emit(EventKind::StreamEnded {
         stream,

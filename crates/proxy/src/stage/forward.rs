@@ -135,7 +135,7 @@ pub async fn forward(
     sink.emit(EventKind::ResponseHead {
         stream,
         status: parts.status.as_u16(),
-        headers: header_list(&parts.headers, shared.config.redact),
+        headers: header_list(&parts.headers),
     });
     let session = exchange.session.or_else(|| {
         parts

@@ -48,7 +48,7 @@ impl Exchange {
             .uri()
             .path_and_query()
             .map_or_else(|| "/".to_string(), |p| p.to_string());
-        let headers = header_list(req.headers(), shared.config.redact);
+        let headers = header_list(req.headers());
         let session = header(&headers, "mcp-session-id").map(str::to_string);
         shared.sink.emit(EventKind::StreamOpened {
             stream,
