@@ -1,6 +1,8 @@
 //! Accepting connections without spinning: when `accept` fails (out of file descriptors, most
-//! often), the loop backs off exponentially up to a cap and reports the burst once, with a count,
-//! instead of once per failure.
+//! often), the loop backs off exponentially up to a cap and reports the burst when it starts and,
+//! with a count, when it is over, instead of once per failure. Accepts that succeed between
+//! failures (a descriptor freed, then taken again) do not end the burst: it is over once an
+//! accept succeeds after a second of accepts without failure.
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -12,6 +14,8 @@ use tokio::time::Instant;
 const FIRST: Duration = Duration::from_millis(5);
 /// The longest pause between accepts while they fail.
 const CAP: Duration = Duration::from_secs(1);
+/// A burst is over when accepts have succeeded, without a failure, for this long.
+const QUIET: Duration = Duration::from_secs(1);
 /// A long burst is summarised at most this often while it lasts.
 const SUMMARY_EVERY: Duration = Duration::from_secs(60);
 
@@ -21,6 +25,7 @@ pub struct Acceptor {
     failures: u64,
     pause: Duration,
     since: Option<Instant>,
+    ok_since: Option<Instant>,
     reported: Option<Instant>,
 }
 
@@ -46,7 +51,8 @@ impl Acceptor {
     fn failed(&mut self, label: &str, e: &std::io::Error) -> Duration {
         let now = Instant::now();
         self.failures += 1;
-        self.pause = if self.failures == 1 {
+        self.ok_since = None;
+        self.pause = if self.pause.is_zero() {
             FIRST
         } else {
             (self.pause * 2).min(CAP)
@@ -70,15 +76,21 @@ impl Acceptor {
         self.pause
     }
 
-    /// Ends a burst, reporting it once with its count.
+    /// Notes a success: the next failure starts its backoff afresh; the burst is over (and
+    /// reported once with its count) when accepts have succeeded for a quiet while.
     fn recovered(&mut self, label: &str) {
-        if let Some(since) = self.since.take() {
+        self.pause = Duration::ZERO;
+        let Some(since) = self.since else {
+            return;
+        };
+        let ok_since = *self.ok_since.get_or_insert_with(Instant::now);
+        if ok_since.elapsed() >= QUIET {
             tracing::warn!(
                 "{label}: accepting again after {} failed accepts in {:?}",
                 self.failures,
-                since.elapsed()
+                ok_since.duration_since(since)
             );
+            *self = Self::default();
         }
-        *self = Self::default();
     }
 }
