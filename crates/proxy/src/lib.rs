@@ -4,6 +4,8 @@
 //!
 //! Each request runs the [`stage`] pipeline: guard → read → plan → forward.
 
+pub mod accept;
+pub mod activity;
 pub mod conn;
 pub mod controller;
 pub mod error;
@@ -33,13 +35,14 @@ use hyper_util::server::conn::auto;
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 
+use activity::{Activity, Tracked};
 use conn::{ClientConn, ResetFlag};
 pub use error::ProxyError;
 use mcpscope_engine::event::EventKind;
 pub use shared::Shared;
 use sink::EventSink;
 use stage::plan::Decision;
-use stage::{Exchange, forward as forward_stage, guard, plan, read};
+use stage::{Exchange, answer, forward as forward_stage, guard, plan, read};
 use upstream::UpstreamConn;
 
 /// The body type the proxy answers with.
@@ -57,7 +60,8 @@ pub struct Config {
     pub upstream: Uri,
     /// Accept any TLS certificate.
     pub insecure: bool,
-    /// Accept requests whose `Host` is not a loopback name.
+    /// Listening on a non-loopback address was allowed (`--allow-remote`); the `Host` guard
+    /// still applies: remote names must be listed in `allow_hosts`.
     pub allow_remote: bool,
     /// Origins a browser page may call from besides loopback ones (`--allow-origin`).
     pub allow_origins: Vec<String>,
@@ -175,37 +179,64 @@ pub async fn start(config: Config, sink: EventSink) -> Result<Proxy, ProxyError>
 }
 
 async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
+    let mut acceptor = accept::Acceptor::default();
     loop {
-        let (tcp, _peer) = match listener.accept().await {
-            Ok(pair) => pair,
-            Err(e) => {
-                tracing::warn!("accept failed: {e}");
-                tokio::time::sleep(Duration::from_millis(50)).await;
-                continue;
-            }
-        };
+        let (tcp, _peer) = acceptor.accept(&listener, "proxy").await;
         let _ = tcp.set_nodelay(true);
         let conn_id = shared.next_conn.fetch_add(1, Ordering::Relaxed);
         let reset = ResetFlag::default();
-        let io = TokioIo::new(ClientConn::new(tcp, reset.clone()));
+        let activity = Activity::default();
+        let io = TokioIo::new(ClientConn::new(tcp, reset.clone(), activity.clone()));
         let shared = shared.clone();
         let link = ConnSlot::default();
         tokio::spawn(async move {
+            let timeouts = shared.config.timeouts;
+            let watched = activity.clone();
             let service = hyper::service::service_fn(move |req| {
-                handle(req, conn_id, reset.clone(), link.clone(), shared.clone())
+                handle(
+                    req,
+                    conn_id,
+                    reset.clone(),
+                    link.clone(),
+                    watched.clone(),
+                    shared.clone(),
+                )
             });
-            if let Err(e) = auto::Builder::new(TokioExecutor::new())
-                .serve_connection(io, service)
-                .await
-            {
-                tracing::debug!("connection {conn_id} ended: {e}");
+            let builder = auto::Builder::new(TokioExecutor::new());
+            let serving = builder.serve_connection(io, service);
+            // Dropping the connection closes it; the watchdog only fires when no exchange is in
+            // flight, so no response is ever cut by it.
+            tokio::select! {
+                ended = serving => {
+                    if let Err(e) = ended {
+                        tracing::debug!("connection {conn_id} ended: {e}");
+                    }
+                }
+                why = activity.expired(timeouts.request_head, timeouts.idle) => {
+                    tracing::debug!("connection {conn_id} closed: {why}");
+                }
             }
         });
     }
 }
 
-/// One request through the pipeline: guard → read → plan → forward.
+/// One request through the pipeline, its connection counting it in flight until its response
+/// body has ended.
 async fn handle(
+    req: Request<Incoming>,
+    conn: u64,
+    reset: ResetFlag,
+    link: ConnSlot,
+    activity: Activity,
+    shared: Arc<Shared>,
+) -> Result<Response<Tracked<ProxyBody>>, ProxyError> {
+    let in_flight = activity.begin(req.version() == http::Version::HTTP_2);
+    let response = pipeline(req, conn, reset, link, shared).await?;
+    Ok(response.map(|body| Tracked::new(body, in_flight)))
+}
+
+/// guard → read → plan → forward.
+async fn pipeline(
     req: Request<Incoming>,
     conn: u64,
     reset: ResetFlag,
@@ -216,11 +247,38 @@ async fn handle(
     if let Err(refusal) = guard::check(&shared, &req) {
         return refusal.answer(&shared, &exchange);
     }
-    let request = read::read(req, &shared.sink, exchange.stream).await?;
+    let body_timeout = shared.config.timeouts.request_body;
+    let request = match read::read(req, &shared.sink, exchange.stream, body_timeout).await {
+        Ok(request) => request,
+        Err(ProxyError::RequestBodyTimeout(after)) => {
+            return Ok(body_timed_out(&shared, &exchange, after));
+        }
+        Err(e) => return Err(e),
+    };
     match plan::decide(&shared, &exchange, &request).await {
         Decision::Answered(response) => Ok(response),
         Decision::Forward(plan) => {
             forward_stage::forward(&shared, link, exchange, request, plan).await
         }
     }
+}
+
+/// A 408 for a request body that did not arrive in time; the connection closes after it.
+fn body_timed_out(shared: &Shared, exchange: &Exchange, after: Duration) -> Response<ProxyBody> {
+    let message = format!(
+        "mcpscope: the request body did not arrive within {after:?} (--request-body-timeout)"
+    );
+    let body = answer::jsonrpc_error(serde_json::Value::Null, -32000, &message);
+    let mut response = answer::local(
+        shared,
+        exchange.stream,
+        http::StatusCode::REQUEST_TIMEOUT,
+        "application/json",
+        body,
+    );
+    response.headers_mut().insert(
+        http::header::CONNECTION,
+        http::HeaderValue::from_static("close"),
+    );
+    response
 }

@@ -1,5 +1,7 @@
 //! The second stage: the request body, read whole (bounded) and reported as a message.
 
+use std::time::Duration;
+
 use bytes::Bytes;
 use http::Request;
 use http::request::Parts;
@@ -32,9 +34,10 @@ pub async fn read(
     req: Request<Incoming>,
     sink: &EventSink,
     stream: StreamId,
+    timeout: Duration,
 ) -> Result<ClientRequest, ProxyError> {
     let (parts, body) = req.into_parts();
-    let body = read_body(body, sink, stream).await?;
+    let body = read_body(body, sink, stream, timeout).await?;
     let message = if body.is_empty() {
         None
     } else {
@@ -50,15 +53,29 @@ pub async fn read(
     })
 }
 
-/// Reads a request body whole (bounded), reporting a client that vanished mid-body.
+/// Reads a request body whole (bounded in size and time), reporting a client that vanished or
+/// stalled mid-body.
 async fn read_body(
     mut body: Incoming,
     sink: &EventSink,
     stream: StreamId,
+    timeout: Duration,
 ) -> Result<Bytes, ProxyError> {
+    let deadline = tokio::time::Instant::now() + timeout;
     let mut buf = bytes::BytesMut::new();
     loop {
-        match body.frame().await {
+        let Ok(frame) = tokio::time::timeout_at(deadline, body.frame()).await else {
+            sink.emit(EventKind::StreamEnded {
+                stream,
+                dir: Direction::ClientToServer,
+                how: EndHow::Error,
+                leg: Leg::Client,
+                bytes: buf.len() as u64,
+                detail: Some(format!("request body not received within {timeout:?}")),
+            });
+            return Err(ProxyError::RequestBodyTimeout(timeout));
+        };
+        match frame {
             None => return Ok(buf.freeze()),
             Some(Ok(frame)) => {
                 if let Ok(data) = frame.into_data() {
