@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use chrono::FixedOffset;
+use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use tui_tree_widget::TreeState;
 
@@ -224,6 +225,8 @@ pub struct App {
     pub call: Option<usize>,
     /// The tree's state.
     pub tree: TreeState<Node>,
+    /// The tree pane as the layout pass drew it (drawing copies it onto the frame).
+    pub tree_view: Buffer,
     /// The stream highlighted on the waterfall (position in [`Model::streams`]).
     pub wf_stream: usize,
     /// Detail pane scroll.
@@ -290,6 +293,7 @@ impl App {
             row_offset: 0,
             call: None,
             tree: TreeState::default(),
+            tree_view: Buffer::empty(Rect::ZERO),
             wf_stream: 0,
             detail_scroll: 0,
             filter: Filter::default(),

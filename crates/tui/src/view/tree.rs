@@ -17,8 +17,13 @@ use mcpscope_engine::model::{Fate, Model, Stream};
 /// Streams shown at once under one session.
 const WINDOW: usize = 300;
 
-/// Draws the tree into `area`, scrolled as the layout pass left it.
+/// Draws the tree into `area`, scrolled as the layout pass left it: the pass's own drawing when
+/// it was made for this area (the usual case), else a fresh one from a copy of its state.
 pub fn render(frame: &mut Frame, app: &App, model: &Model, area: Rect) {
+    if app.tree_view.area == area && area != Rect::ZERO {
+        frame.buffer_mut().merge(&app.tree_view);
+        return;
+    }
     let items = items(app, model, &app.theme);
     let mut state = copy_state(&app.tree, &app.theme, app.focus, &items, area);
     draw(
@@ -44,6 +49,7 @@ pub fn settle(app: &mut App, model: &Model, area: Rect) {
         &mut scratch,
         &mut app.tree,
     );
+    app.tree_view = scratch;
 }
 
 /// A state like `settled` (open nodes, selection, scroll), for drawing without changing it.
