@@ -14,6 +14,7 @@ pub mod layout;
 pub mod replay;
 pub mod rows;
 pub mod run;
+pub mod save;
 pub mod term;
 pub mod theme;
 pub mod view;
