@@ -38,7 +38,9 @@ pub fn hex(text: &str) -> Vec<u8> {
                 .and_then(|p| u8::from_str_radix(p, 16).ok())
         })
         .collect();
-    digits.filter(|_| text.len() % 2 == 0).unwrap_or_default()
+    digits
+        .filter(|_| text.len().is_multiple_of(2))
+        .unwrap_or_default()
 }
 
 fn any(v: &Value) -> Option<AnyValue> {
