@@ -167,6 +167,9 @@ pub async fn run_proxy(args: ProxyArgs) -> anyhow::Result<()> {
             recording: running.hub.recording.clone(),
             theme: args.theme.clone(),
             speed: None,
+            telemetry: telemetry
+                .as_ref()
+                .map(|t| mcpscope_tui::StatusText(t.status_text())),
         };
         // A signal ends the TUI like `q` does: the view is dropped, which restores the terminal.
         tokio::select! {

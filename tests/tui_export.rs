@@ -87,3 +87,26 @@ fn export_writes_the_diagram_to_a_new_private_file_each_time() {
         }
     }
 }
+
+#[test]
+fn the_status_bar_shows_what_the_exporter_dropped() {
+    let (_feed, rx) = tokio::sync::mpsc::unbounded_channel();
+    let source = LiveSource::new(rx);
+    let info = Info {
+        telemetry: Some(mcpscope_tui::StatusText(std::sync::Arc::new(|| {
+            Some("OTLP dropped: 1 events, 2 spans".to_string())
+        }))),
+        ..Info::default()
+    };
+    let mut app = App::new(info, Theme::dark(), Utc.fix());
+    app.layout(source.model(), scenario_now(), Rect::new(0, 0, 160, 30));
+    let buf = render_to_buffer(&app, source.model(), scenario_now(), 160, 30);
+    let screen: String = (0..buf.area.height)
+        .flat_map(|y| (0..buf.area.width).map(move |x| (x, y)))
+        .map(|(x, y)| buf[(x, y)].symbol().to_string())
+        .collect();
+    assert!(
+        screen.contains("OTLP dropped: 1 events, 2 spans"),
+        "{screen}"
+    );
+}

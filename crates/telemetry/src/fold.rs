@@ -79,8 +79,10 @@ pub async fn run(
         tokio::select! {
             event = events.recv() => match event {
                 Some(event) => {
-                    folder.model.apply(&event);
-                    folder.collect();
+                    // A call finishing comes with a notice; anything else waits for the tick.
+                    if !folder.model.apply(&event).is_empty() {
+                        folder.collect();
+                    }
                     if folder.batch.len() >= options.batch {
                         hand_over(&batches, &mut folder.batch, &stats);
                     }

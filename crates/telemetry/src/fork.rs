@@ -19,6 +19,15 @@ pub struct Telemetry {
 }
 
 impl Telemetry {
+    /// What the status bar says about the exporter: nothing until something was dropped.
+    pub fn status_text(&self) -> Arc<dyn Fn() -> Option<String> + Send + Sync> {
+        let stats = self.stats.clone();
+        Arc::new(move || {
+            let (events, spans, _) = stats.snapshot();
+            (events + spans > 0).then(|| format!("OTLP dropped: {events} events, {spans} spans"))
+        })
+    }
+
     /// Sends what is left (finished calls, then each session's root span) and stops, waiting
     /// at most `within`.
     pub async fn finish_within(mut self, within: Duration) {
