@@ -140,6 +140,11 @@ pub async fn run_proxy(args: ProxyArgs) -> anyhow::Result<()> {
     if let Some(theme) = &args.theme {
         mcpscope_tui::theme::Theme::load(theme).map_err(|e| UsageError(e.to_string()))?;
     }
+    let otlp = args
+        .otlp_endpoint
+        .as_deref()
+        .map(otlp_options)
+        .transpose()?;
     let redactor = redactor(&args);
     if !redactor.enabled() {
         eprintln!(
@@ -163,6 +168,13 @@ pub async fn run_proxy(args: ProxyArgs) -> anyhow::Result<()> {
         .hub
         .take_output()
         .context("view feed already taken")?;
+    let (feed, telemetry) = match otlp {
+        Some(options) => {
+            let (feed, telemetry) = mcpscope_telemetry::start(feed, options);
+            (feed, Some(telemetry))
+        }
+        None => (feed, None),
+    };
     let faults = Some(mcpscope_proxy::controller::controller(
         &running.proxy,
         engine,
@@ -181,6 +193,9 @@ pub async fn run_proxy(args: ProxyArgs) -> anyhow::Result<()> {
             recording: running.hub.recording.clone(),
             theme: args.theme.clone(),
             speed: None,
+            telemetry: telemetry
+                .as_ref()
+                .map(|t| mcpscope_tui::StatusText(t.status_text())),
         };
         // A signal ends the TUI like `q` does: the view is dropped, which restores the terminal.
         tokio::select! {
@@ -196,7 +211,25 @@ pub async fn run_proxy(args: ProxyArgs) -> anyhow::Result<()> {
         .hub
         .finish_within(std::time::Duration::from_millis(500));
     tracing::info!("recorded {recorded:?} events");
+    if let Some(telemetry) = telemetry {
+        telemetry
+            .finish_within(std::time::Duration::from_secs(2))
+            .await;
+    }
     Ok(())
+}
+
+/// Checks `--otlp-endpoint`: an http:// URL with a host, used as given.
+pub fn otlp_options(text: &str) -> Result<mcpscope_telemetry::Options, UsageError> {
+    let uri: Uri = text
+        .parse()
+        .map_err(|e| UsageError(format!("--otlp-endpoint {text:?} is not a URL: {e}")))?;
+    if uri.scheme_str() != Some("http") || uri.host().is_none_or(str::is_empty) {
+        return Err(UsageError(format!(
+            "--otlp-endpoint {text:?} must be an http:// URL with a host"
+        )));
+    }
+    Ok(mcpscope_telemetry::Options::new(uri))
 }
 
 /// Resolves on SIGINT, SIGTERM, SIGHUP or SIGQUIT (registered when first polled; a run that

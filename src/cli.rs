@@ -160,6 +160,10 @@ pub struct ProxyArgs {
     /// Colour theme: a built-in name (dark, light, high-contrast) or a path to a TOML file.
     #[arg(long, value_name = "NAME|PATH")]
     pub theme: Option<String>,
+    /// Send a span per call, as calls finish, to this OTLP/HTTP traces endpoint (protobuf),
+    /// e.g. http://127.0.0.1:4318/v1/traces. A slow or absent collector only loses spans.
+    #[arg(long, value_name = "URL")]
+    pub otlp_endpoint: Option<String>,
     /// Arm a fault rule at start (repeatable); see docs/faults.md for the grammar.
     #[arg(long = "fault", value_name = "SPEC")]
     pub faults: Vec<String>,

@@ -101,6 +101,7 @@ pub async fn run(args: &DemoArgs) -> anyhow::Result<()> {
             recording: None,
             theme: args.theme.clone(),
             speed: None,
+            telemetry: None,
         };
         let control = fault::controller(&running.proxy, engine);
         tokio::select! {

@@ -118,6 +118,7 @@ pub async fn run(args: &ReplayArgs) -> anyhow::Result<()> {
             recording: Some(args.file.clone()),
             theme: args.theme.clone(),
             speed: args.speed,
+            telemetry: None,
         };
         return mcpscope_tui::run_replay(recording.events, info)
             .await

@@ -16,6 +16,7 @@ fn app() -> App {
         recording: Some("recordings/run.jsonl".into()),
         theme: None,
         speed: None,
+        telemetry: None,
     };
     App::new(info, Theme::dark(), Utc.fix())
 }

@@ -1,8 +1,8 @@
 //! The calls table as Markdown, for bug reports.
 
-use mcpscope_engine::model::Model;
+use mcpscope_engine::model::{Call, Model, Verdict};
 
-use crate::describe;
+use crate::{Error, describe, mermaid};
 
 /// Makes text safe inside a table cell: pipes escaped, line breaks flattened.
 pub fn cell(text: &str) -> String {
@@ -11,45 +11,80 @@ pub fn cell(text: &str) -> String {
         .replace(['\r', '\n'], " ")
 }
 
+/// The calls table's header and alignment lines.
+pub const HEADER: &str = "| # | time | method | tool | id | session | stream | verdict | death / cause | elapsed |\n\
+     |---:|---|---|---|---|---|---|---|---|---:|\n";
+
 /// The calls table: #, time, method, tool, id, session, stream, verdict, death/cause, elapsed.
 pub fn build(model: &Model) -> String {
-    let mut out = String::from(
-        "| # | time | method | tool | id | session | stream | verdict | death / cause | elapsed |\n\
-         |---:|---|---|---|---|---|---|---|---|---:|\n",
-    );
-    let end = model.clock().or(model.last_t).unwrap_or_default();
+    let mut out = String::from(HEADER);
     for call in &model.calls {
-        let mut why = Vec::new();
-        if let Some(death) = call.verdict.death() {
-            why.push(format!("died {}", describe::death(model, death)));
-        }
-        if let Some(cause) = describe::cause(call) {
-            why.push(cause);
-        }
-        if !matches!(
-            call.verdict,
-            mcpscope_engine::model::Verdict::Answered | mcpscope_engine::model::Verdict::Pending
-        ) && call.reaction != Default::default()
-        {
-            why.push(format!("client: {}", call.reaction.summary()));
-        }
-        let elapsed = describe::elapsed_ms(call, end);
-        let open = if call.ended_at.is_none() { "+" } else { "" };
-        out.push_str(&format!(
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {elapsed}{open} ms |\n",
-            describe::number(call),
-            describe::clock(call.started_at),
-            cell(&call.method),
-            cell(call.tool.as_deref().unwrap_or("")),
-            cell(&call.id_text()),
-            cell(&describe::session(model, call)),
-            cell(&describe::owner(model, call)),
-            call.verdict.name(),
-            cell(&why.join("; ")),
-        ));
+        out.push_str(&row(model, call));
     }
     if model.calls.is_empty() {
         out.push_str("\n_No calls in this recording._\n");
     }
     out
+}
+
+/// One call's row of the calls table, with its line break.
+pub fn row(model: &Model, call: &Call) -> String {
+    let end = model.clock().or(model.last_t).unwrap_or_default();
+    let mut why = Vec::new();
+    if let Some(death) = call.verdict.death() {
+        why.push(format!("died {}", describe::death(model, death)));
+    }
+    if let Some(cause) = describe::cause(call) {
+        why.push(cause);
+    }
+    if !matches!(call.verdict, Verdict::Answered | Verdict::Pending)
+        && call.reaction != Default::default()
+    {
+        why.push(format!("client: {}", call.reaction.summary()));
+    }
+    let elapsed = describe::elapsed_ms(call, end);
+    let open = if call.ended_at.is_none() { "+" } else { "" };
+    format!(
+        "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {elapsed}{open} ms |\n",
+        describe::number(call),
+        describe::clock(call.started_at),
+        cell(&call.method),
+        cell(call.tool.as_deref().unwrap_or("")),
+        cell(&call.id_text()),
+        cell(&describe::session(model, call)),
+        cell(&describe::owner(model, call)),
+        call.verdict.name(),
+        cell(&why.join("; ")),
+    )
+}
+
+/// One call as a Markdown document: a heading, its Mermaid sequence diagram and its row of
+/// the calls table. `index` is the call's position in [`Model::calls`].
+pub fn call_report(model: &Model, index: usize) -> Result<String, Error> {
+    let call = model.calls.get(index).ok_or_else(|| {
+        Error::Usage(format!(
+            "no call {}: there are {} calls",
+            index + 1,
+            model.calls.len()
+        ))
+    })?;
+    let diagram = mermaid::build_model(model, Some(describe::number(call)))?;
+    Ok(format!(
+        "# Call {}: {}\n\n```mermaid\n{diagram}```\n\n{HEADER}{}",
+        describe::number(call),
+        cell(&call.title()),
+        row(model, call)
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mcpscope_engine::model::Model;
+
+    #[test]
+    fn a_missing_call_is_an_error() {
+        let model = Model::new();
+        assert!(call_report(&model, 0).is_err());
+    }
 }

@@ -39,7 +39,11 @@ fn stream_name(stream: &Stream) -> String {
 /// The diagram of call number `call` (as the calls table numbers them), or of every call,
 /// capped at [`MAX_CALLS`] with a note.
 pub fn build(folded: &Folded, call: Option<usize>) -> Result<String, Error> {
-    let model = &folded.model;
+    build_model(&folded.model, call)
+}
+
+/// [`build`] over a model already folded (the live view's).
+pub fn build_model(model: &Model, call: Option<usize>) -> Result<String, Error> {
     let mut lines = vec![
         "sequenceDiagram".to_string(),
         "    participant Client".to_string(),

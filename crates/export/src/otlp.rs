@@ -131,48 +131,25 @@ fn session_key(session: &Session) -> String {
 /// The OTLP/JSON document of a recording.
 pub fn build(folded: &Folded) -> Value {
     let model = &folded.model;
-    let end_of_recording = model.clock().or(model.last_t).unwrap_or_default();
-    let server = model.proxy.as_ref().and_then(|p| server(&p.upstream));
     let mut spans = Vec::new();
-    for (index, session) in model.sessions.iter().enumerate() {
-        let calls: Vec<&Call> = model.calls.iter().filter(|c| c.session == index).collect();
-        if session.streams.is_empty() && calls.is_empty() {
+    for index in 0..model.sessions.len() {
+        let Some(root) = session_span(model, index) else {
             continue;
-        }
-        let key = session_key(session);
-        let trace = trace_id(&key);
-        let root = span_id(&["session", &key]);
-        let end = session_end(model, session, &calls).unwrap_or(end_of_recording);
-        let mut attributes = Vec::new();
-        if let Some(id) = &session.id {
-            attributes.push(attr("mcp.session.id", json!(id)));
-        }
-        if let Some(revision) = &session.revision {
-            attributes.push(attr("mcp.protocol.version", json!(revision)));
-        }
-        attributes.extend(server_attrs(server.as_ref()));
-        spans.push(json!({
-            "traceId": trace,
-            "spanId": root,
-            "parentSpanId": "",
-            "name": "mcp.session",
-            "kind": KIND_INTERNAL,
-            "startTimeUnixNano": nanos(session.started_at),
-            "endTimeUnixNano": nanos(end.max(session.started_at)),
-            "attributes": attributes,
-            "events": [],
-            "status": {},
-        }));
-        for call in calls {
-            spans.push(call_span(
-                model,
-                call,
-                (&trace, &root, &key),
-                server.as_ref(),
-                end_of_recording,
-            ));
-        }
+        };
+        spans.push(root);
+        spans.extend(
+            model
+                .calls
+                .iter()
+                .filter(|c| c.session == index)
+                .map(|call| span_of_call(model, call)),
+        );
     }
+    document(spans)
+}
+
+/// An OTLP/JSON `ExportTraceServiceRequest` holding `spans`, under mcpscope's resource and scope.
+pub fn document(spans: Vec<Value>) -> Value {
     json!({
         "resourceSpans": [{
             "resource": { "attributes": [
@@ -186,6 +163,66 @@ pub fn build(folded: &Folded) -> Value {
             }],
         }]
     })
+}
+
+/// The end of what `model` has seen: its clock, or its last event's time.
+fn end_of_recording(model: &Model) -> DateTime<Utc> {
+    model.clock().or(model.last_t).unwrap_or_default()
+}
+
+fn upstream_server(model: &Model) -> Option<(String, u16)> {
+    model.proxy.as_ref().and_then(|p| server(&p.upstream))
+}
+
+/// The root span (OTLP/JSON) of session `index` of `model`, ending when its last stream or
+/// call ended; `None` for a session without streams or calls.
+pub fn session_span(model: &Model, index: usize) -> Option<Value> {
+    let session = model.sessions.get(index)?;
+    let calls: Vec<&Call> = model.calls.iter().filter(|c| c.session == index).collect();
+    if session.streams.is_empty() && calls.is_empty() {
+        return None;
+    }
+    let key = session_key(session);
+    let end = session_end(model, session, &calls).unwrap_or(end_of_recording(model));
+    let mut attributes = Vec::new();
+    if let Some(id) = &session.id {
+        attributes.push(attr("mcp.session.id", json!(id)));
+    }
+    if let Some(revision) = &session.revision {
+        attributes.push(attr("mcp.protocol.version", json!(revision)));
+    }
+    attributes.extend(server_attrs(upstream_server(model).as_ref()));
+    Some(json!({
+        "traceId": trace_id(&key),
+        "spanId": span_id(&["session", &key]),
+        "parentSpanId": "",
+        "name": "mcp.session",
+        "kind": KIND_INTERNAL,
+        "startTimeUnixNano": nanos(session.started_at),
+        "endTimeUnixNano": nanos(end.max(session.started_at)),
+        "attributes": attributes,
+        "events": [],
+        "status": {},
+    }))
+}
+
+/// The span (OTLP/JSON) of one call of `model`: a child of its session's root span, or of the
+/// span its `traceparent` names.
+pub fn span_of_call(model: &Model, call: &Call) -> Value {
+    let key = model
+        .sessions
+        .get(call.session)
+        .map(session_key)
+        .unwrap_or_else(|| "(no session)".into());
+    let trace = trace_id(&key);
+    let root = span_id(&["session", &key]);
+    call_span(
+        model,
+        call,
+        (&trace, &root, &key),
+        upstream_server(model).as_ref(),
+        end_of_recording(model),
+    )
 }
 
 fn server_attrs(server: Option<&(String, u16)>) -> Vec<Value> {

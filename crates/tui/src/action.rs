@@ -41,6 +41,8 @@ pub enum Action {
     CycleTheme,
     /// Copy the selected JSON.
     Copy,
+    /// Write the selected call's Mermaid diagram and Markdown row to a file.
+    Export,
     /// Open the fault menu for the selection's stream.
     FaultMenu,
     /// Start typing a fault rule to arm.
@@ -124,6 +126,10 @@ impl App {
                     return vec![Effect::Copy(text)];
                 }
                 None => self.flash = Some("nothing to copy: select a call or message".into()),
+            },
+            Action::Export => match self.call.filter(|&c| c < model.calls.len()) {
+                Some(call) => return vec![Effect::Export { call }],
+                None => self.flash = Some("nothing to export: select a call".into()),
             },
             Action::FaultMenu => self.open_fault_menu(model),
             Action::StartArm => match self.faults {

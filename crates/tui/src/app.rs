@@ -1,6 +1,7 @@
 //! View state: focus, selection, filter, overlays. Pure: actions come in (see
 //! [`App::update`]), [`Effect`]s go out to the runner.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use chrono::FixedOffset;
@@ -153,6 +154,11 @@ pub enum Effect {
         /// The fault, as the menu names it.
         spec: String,
     },
+    /// Write a call's Mermaid diagram and Markdown row to `mcpscope-call-<N>.md`.
+    Export {
+        /// The call's index in the model.
+        call: usize,
+    },
     /// Arm a fault rule (rule grammar).
     Arm(String),
     /// Disarm the armed rule with this id (shown as `label`).
@@ -263,6 +269,8 @@ pub struct App {
     pub areas: Areas,
     /// Rows of the calls table that fit on screen (current layout).
     pub page: usize,
+    /// The folder `e` writes call files into (the working directory by default).
+    pub export_dir: PathBuf,
 }
 
 impl App {
@@ -312,6 +320,7 @@ impl App {
             tz,
             areas: Areas::default(),
             page: 10,
+            export_dir: PathBuf::from("."),
         }
     }
 

@@ -117,6 +117,7 @@ pub const BINDINGS: &[Binding] = &[
     bind(&[Plain(Char('p'))], Live, Action::TogglePause, Line("p", "pause the live view (events are kept)")),
     bind(&[Plain(Char('t'))], Normal, Action::CycleTheme, Line("t", "next colour theme")),
     bind(&[Plain(Char('y'))], Normal, Action::Copy, Line("y", "copy the selected message JSON (OSC 52)")),
+    bind(&[Plain(Char('e'))], Normal, Action::Export, Line("e", "save the call's diagram to ./mcpscope-call-N.md")),
     bind(&[Plain(Char('x'))], Normal, Action::FaultMenu, Line("x", "fault menu for the selected call's stream (live)")),
     bind(&[Plain(Char('a'))], Normal, Action::StartArm, Line("a", "arm a fault rule (live)")),
     bind(&[Plain(Char('D'))], Normal, Action::DisarmOldest, Line("D", "disarm the oldest armed fault rule (live)")),

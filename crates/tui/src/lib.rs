@@ -14,6 +14,7 @@ pub mod layout;
 pub mod replay;
 pub mod rows;
 pub mod run;
+pub mod save;
 pub mod term;
 pub mod theme;
 pub mod view;
@@ -48,6 +49,24 @@ pub struct Info {
     pub theme: Option<String>,
     /// Replay: the `--speed` to play at when playing starts (1×, 10× or as fast as possible).
     pub speed: Option<f64>,
+    /// Live: a line about the OTLP exporter for the status bar, when it has something to say.
+    pub telemetry: Option<StatusText>,
+}
+
+/// A status bar item read each frame (`None`: nothing to show).
+#[derive(Clone)]
+pub struct StatusText(pub Arc<dyn Fn() -> Option<String> + Send + Sync>);
+
+impl std::fmt::Debug for StatusText {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("StatusText")
+    }
+}
+
+impl PartialEq for StatusText {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
 }
 
 fn local_offset() -> FixedOffset {

@@ -15,6 +15,7 @@ use tokio::sync::mpsc::error::TryRecvError;
 
 use super::app::{App, Effect, ReplayCmd, ReplayStatus};
 use super::replay::{ReplayCursor, Speed};
+use super::save;
 use super::term::Term;
 use super::view;
 use mcpscope_engine::event::Event;
@@ -270,7 +271,8 @@ pub enum Flow {
 }
 
 /// Carries out one effect: the fault control's (arm, disarm, fault a stream), the clipboard's
-/// (`copy`) or the source's (pause, replay cursor). What came of it is flashed in the status bar.
+/// (`copy`), a file's (export a call) or the source's (pause, replay cursor). What came of it
+/// is flashed in the status bar.
 pub fn perform(
     app: &mut App,
     effect: Effect,
@@ -281,6 +283,14 @@ pub fn perform(
         Effect::Quit => return Ok(Flow::Quit),
         Effect::Copy(text) => copy(&text)?,
         Effect::TogglePause | Effect::Replay(_) => source.effect(&effect, app),
+        Effect::Export { call } => {
+            app.flash = Some(
+                match save::export_call(source.model(), call, &app.export_dir) {
+                    Ok(path) => format!("call {} written to {}", call + 1, path.display()),
+                    Err(e) => format!("call {} not written: {e}", call + 1),
+                },
+            );
+        }
         Effect::ApplyFault { stream, spec } => {
             if let Some(faults) = &app.faults {
                 app.flash = Some(match faults.apply_to_stream(stream, &spec) {

@@ -94,6 +94,10 @@ pub fn render(frame: &mut Frame, app: &App, model: &Model, now: DateTime<Utc>, a
         spans.push(sep());
         spans.push(Span::styled(format!("PAUSED ({} held)", app.held), alert));
     }
+    if let Some(text) = app.info.telemetry.as_ref().and_then(|t| (t.0)()) {
+        spans.push(sep());
+        spans.push(Span::styled(text, alert));
+    }
     if app.feed_closed {
         spans.push(sep());
         spans.push(Span::styled("feed closed", alert));

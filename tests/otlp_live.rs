@@ -1,0 +1,271 @@
+//! Live OTLP export: the real proxy in front of the test server, spans decoded by a collector
+//! in the test (hyper on 127.0.0.1:0, the official proto definitions); and a collector that
+//! refuses or never answers leaves the proxy's round trips as they were.
+
+mod common;
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use hyper::service::service_fn;
+use hyper::{Request, Response};
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use mcpscope_proxy::controller as fault;
+use mcpscope_proxy::{self as proxy, Config, sink::EventSink};
+use mcpscope_testkit::client::McpClient;
+use mcpscope_testkit::testserver;
+use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+use opentelemetry_proto::tonic::common::v1::any_value;
+use opentelemetry_proto::tonic::trace::v1::Span;
+use prost::Message;
+use serde_json::json;
+use tokio::net::TcpListener;
+use tokio::sync::mpsc;
+
+const WAIT: Duration = Duration::from_secs(10);
+
+/// A collector on 127.0.0.1:0: decodes each request and answers 200, or never answers.
+async fn collector(answer: bool) -> (SocketAddr, mpsc::UnboundedReceiver<(String, Vec<Span>)>) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let (tx, rx) = mpsc::unbounded_channel();
+    tokio::spawn(async move {
+        loop {
+            let Ok((tcp, _)) = listener.accept().await else {
+                return;
+            };
+            let tx = tx.clone();
+            let svc = service_fn(move |req: Request<Incoming>| {
+                let tx = tx.clone();
+                async move {
+                    let kind = req
+                        .headers()
+                        .get("content-type")
+                        .and_then(|v| v.to_str().ok())
+                        .unwrap_or_default()
+                        .to_string();
+                    let body = req.into_body().collect().await.expect("body").to_bytes();
+                    let decoded = ExportTraceServiceRequest::decode(body).expect("protobuf");
+                    let spans = decoded
+                        .resource_spans
+                        .into_iter()
+                        .flat_map(|r| r.scope_spans)
+                        .flat_map(|s| s.spans)
+                        .collect();
+                    let _ = tx.send((kind, spans));
+                    if !answer {
+                        std::future::pending::<()>().await;
+                    }
+                    Ok::<_, Infallible>(Response::new(Full::new(Bytes::new())))
+                }
+            });
+            tokio::spawn(async move {
+                let builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+                let _ = builder.serve_connection(TokioIo::new(tcp), svc).await;
+            });
+        }
+    });
+    (addr, rx)
+}
+
+fn attr(span: &Span, key: &str) -> Option<String> {
+    let value = span
+        .attributes
+        .iter()
+        .find(|kv| kv.key == key)?
+        .value
+        .as_ref()?;
+    match value.value.as_ref()? {
+        any_value::Value::StringValue(s) => Some(s.clone()),
+        any_value::Value::IntValue(i) => Some(i.to_string()),
+        other => Some(format!("{other:?}")),
+    }
+}
+
+#[tokio::test]
+async fn live_spans_for_answered_and_orphaned_calls_with_their_session_root() {
+    let server = testserver::start(testserver::Options {
+        event_ids: false,
+        ..Default::default()
+    })
+    .await
+    .expect("test server");
+    let (tx, rx) = mpsc::unbounded_channel();
+    let config = Config {
+        listen: "127.0.0.1:0".parse().expect("addr"),
+        upstream: server.url().parse().expect("uri"),
+        ..Default::default()
+    };
+    let proxy = proxy::start(config, EventSink::new(tx))
+        .await
+        .expect("proxy");
+    let rules = vec!["reset after 1 events when tool=slow".to_string()];
+    let _engine = fault::install(&proxy, &rules, None).expect("rules");
+    let (collector, mut received) = collector(true).await;
+    let mut options = mcpscope_telemetry::Options::new(
+        format!("http://{collector}/v1/traces")
+            .parse()
+            .expect("uri"),
+    );
+    options.interval = Duration::from_millis(100);
+    let (mut view, telemetry) = mcpscope_telemetry::start(rx, options);
+    let viewed = tokio::spawn(async move {
+        let mut n = 0usize;
+        while view.recv().await.is_some() {
+            n += 1;
+        }
+        n
+    });
+
+    let mut client = McpClient::new(&format!("http://{}/mcp", proxy.addr)).expect("client");
+    client.handshake().await.expect("handshake");
+    let session = client.session().expect("session").to_string();
+    let echo = client
+        .call("echo", json!({"text": "hi"}), false)
+        .await
+        .expect("echo");
+    assert!(echo.result().is_some(), "{echo:?}");
+    let slow = client
+        .call("slow", json!({"steps": 3, "interval_ms": 100}), false)
+        .await
+        .expect("slow");
+    assert!(slow.result().is_none(), "{slow:?}");
+
+    // The call spans arrive while the proxy runs, before any root span.
+    let mut spans: Vec<Span> = Vec::new();
+    let deadline = Instant::now() + WAIT;
+    while !spans.iter().any(|s| s.name == "tools/call slow") {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let (kind, batch) = tokio::time::timeout(left, received.recv())
+            .await
+            .expect("spans within the bound")
+            .expect("collector open");
+        assert_eq!(kind, "application/x-protobuf");
+        spans.extend(batch);
+    }
+    assert!(spans.iter().all(|s| s.name != "mcp.session"));
+    telemetry.finish_within(WAIT).await;
+    while let Ok((_, batch)) = received.try_recv() {
+        spans.extend(batch);
+    }
+
+    let root = spans
+        .iter()
+        .find(|s| s.name == "mcp.session")
+        .expect("root span");
+    assert!(root.parent_span_id.is_empty());
+    assert_eq!(
+        attr(root, "mcp.session.id").as_deref(),
+        Some(session.as_str())
+    );
+    let echo = spans
+        .iter()
+        .find(|s| s.name == "tools/call echo")
+        .expect("echo span");
+    let slow = spans
+        .iter()
+        .find(|s| s.name == "tools/call slow")
+        .expect("slow span");
+    for call in [echo, slow] {
+        assert_eq!(call.trace_id, root.trace_id);
+        assert_eq!(call.parent_span_id, root.span_id);
+        assert_eq!(call.trace_id.len(), 16);
+        assert_eq!(call.span_id.len(), 8);
+        assert_eq!(call.kind, 3, "CLIENT");
+        assert_eq!(attr(call, "mcp.method.name").as_deref(), Some("tools/call"));
+        assert_eq!(
+            attr(call, "mcp.session.id").as_deref(),
+            Some(session.as_str())
+        );
+        assert_eq!(
+            attr(call, "gen_ai.operation.name").as_deref(),
+            Some("execute_tool")
+        );
+        assert_eq!(attr(call, "server.address").as_deref(), Some("127.0.0.1"));
+        assert!(call.end_time_unix_nano >= call.start_time_unix_nano);
+        assert!(call.start_time_unix_nano > 0);
+    }
+    assert_eq!(attr(echo, "gen_ai.tool.name").as_deref(), Some("echo"));
+    assert_eq!(attr(echo, "mcpscope.verdict").as_deref(), Some("answered"));
+    assert!(echo.status.as_ref().is_none_or(|s| s.code == 0));
+    assert_eq!(attr(slow, "gen_ai.tool.name").as_deref(), Some("slow"));
+    assert_eq!(attr(slow, "mcpscope.verdict").as_deref(), Some("orphaned"));
+    assert_eq!(attr(slow, "error.type").as_deref(), Some("orphaned"));
+    assert_eq!(slow.status.as_ref().map(|s| s.code), Some(2), "ERROR");
+    let died = slow
+        .events
+        .iter()
+        .find(|e| e.name == "stream_died")
+        .expect("stream_died event");
+    assert!(died.attributes.iter().any(|kv| kv.key == "how"));
+    // One span per call: the initialize call's, the two tools' (no duplicates).
+    let calls: Vec<&Span> = spans.iter().filter(|s| s.name != "mcp.session").collect();
+    let mut ids: Vec<&Vec<u8>> = calls.iter().map(|s| &s.span_id).collect();
+    ids.dedup();
+    assert_eq!(ids.len(), calls.len());
+
+    drop(proxy);
+    drop(client);
+    let _ = tokio::time::timeout(Duration::from_secs(2), viewed).await;
+}
+
+/// Round trips through the real binary with `--otlp-endpoint` pointing at `endpoint`: every
+/// call is answered, each well within the bound.
+async fn round_trips_unchanged(endpoint: String) {
+    let server = testserver::start(testserver::Options::default())
+        .await
+        .expect("test server");
+    let upstream = server.url();
+    let proxy = tokio::task::spawn_blocking(move || {
+        common::peers::Proxy::start(&upstream, &["--otlp-endpoint", &endpoint])
+    })
+    .await
+    .expect("proxy");
+    let mut client = McpClient::new(&proxy.url("/mcp")).expect("client");
+    let started = Instant::now();
+    client.handshake().await.expect("handshake");
+    for i in 0..20 {
+        let call = Instant::now();
+        let text = format!("hi {i}");
+        let answer = tokio::time::timeout(
+            Duration::from_secs(2),
+            client.call("echo", json!({ "text": text }), false),
+        )
+        .await
+        .expect("answered promptly")
+        .expect("echo");
+        assert!(answer.result().is_some(), "{answer:?}\n{}", proxy.dump());
+        assert!(
+            call.elapsed() < Duration::from_secs(1),
+            "{:?}",
+            call.elapsed()
+        );
+        // Spread over more than one batch interval: several export attempts fail meanwhile.
+        tokio::time::sleep(Duration::from_millis(60)).await;
+    }
+    assert!(started.elapsed() < Duration::from_secs(10));
+}
+
+#[tokio::test]
+async fn a_refusing_collector_costs_the_traffic_nothing() {
+    let closed = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = closed.local_addr().expect("addr");
+    drop(closed);
+    round_trips_unchanged(format!("http://{addr}/v1/traces")).await;
+}
+
+#[tokio::test]
+async fn a_collector_that_never_answers_costs_the_traffic_nothing() {
+    let (addr, mut received) = collector(false).await;
+    round_trips_unchanged(format!("http://{addr}/v1/traces")).await;
+    // The exporter did reach it (and is still waiting for an answer).
+    let (kind, _) = tokio::time::timeout(WAIT, received.recv())
+        .await
+        .expect("a request reached the collector")
+        .expect("collector open");
+    assert_eq!(kind, "application/x-protobuf");
+}
