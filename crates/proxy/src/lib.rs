@@ -38,7 +38,9 @@ pub use error::ProxyError;
 use mcpscope_engine::event::EventKind;
 pub use shared::Shared;
 use sink::EventSink;
+use stage::pending::Pending;
 use stage::plan::Decision;
+use stage::read::Unread;
 use stage::{Exchange, forward as forward_stage, guard, plan, read};
 use upstream::UpstreamConn;
 
@@ -142,9 +144,12 @@ pub struct Proxy {
 }
 
 impl Proxy {
-    /// Stops accepting connections.
-    pub fn shutdown(&self) {
+    /// Stops accepting connections, records an end (detail `shutdown`) for every exchange
+    /// still open and seals the event sink: nothing later is recorded. Returns how many
+    /// exchanges it ended.
+    pub fn shutdown(&self) -> usize {
         self.task.abort();
+        self.shared.sink.seal()
     }
 }
 
@@ -213,14 +218,33 @@ async fn handle(
     shared: Arc<Shared>,
 ) -> Result<Response<ProxyBody>, ProxyError> {
     let exchange = Exchange::open(&req, conn, reset, &shared);
-    if let Err(refusal) = guard::check(&shared, &req) {
-        return refusal.answer(&shared, &exchange);
+    let pending = Pending::new(shared.clone(), exchange.stream);
+    let result = pipeline(req, exchange, link, &shared).await;
+    if result.is_ok() {
+        pending.answered();
     }
-    let request = read::read(req, &shared.sink, exchange.stream).await?;
-    match plan::decide(&shared, &exchange, &request).await {
+    result
+}
+
+/// The stages after the exchange is opened.
+async fn pipeline(
+    req: Request<Incoming>,
+    exchange: Exchange,
+    link: ConnSlot,
+    shared: &Arc<Shared>,
+) -> Result<Response<ProxyBody>, ProxyError> {
+    if let Err(refusal) = guard::check(shared, &req) {
+        return refusal.answer(shared, &exchange);
+    }
+    let request = match read::read(req, shared, exchange.stream).await {
+        Ok(request) => request,
+        Err(Unread::Answered(response)) => return Ok(response),
+        Err(Unread::Vanished(e)) => return Err(e),
+    };
+    match plan::decide(shared, &exchange, &request).await {
         Decision::Answered(response) => Ok(response),
         Decision::Forward(plan) => {
-            forward_stage::forward(&shared, link, exchange, request, plan).await
+            forward_stage::forward(shared, link, exchange, request, plan).await
         }
     }
 }
