@@ -11,7 +11,7 @@ use crate::headless::{self, Style};
 use crate::signals::Shutdown;
 use mcpscope_engine::record::{Create, Recorder};
 use mcpscope_engine::redact::Redactor;
-use mcpscope_proxy::Config;
+use mcpscope_proxy::{Config, Timeouts};
 
 pub use mcpscope_engine::UsageError;
 pub use mcpscope_proxy::running::{Running, start_proxy};
@@ -46,6 +46,27 @@ pub fn check_listen(listen: Listen, allow_remote: bool) -> Result<(), UsageError
         )));
     }
     Ok(())
+}
+
+/// The proxy's configuration from the arguments (timeouts not given keep their defaults).
+pub fn proxy_config(args: &ProxyArgs, upstream: Uri) -> Config {
+    let defaults = Timeouts::default();
+    Config {
+        listen: args.listen.0,
+        upstream,
+        insecure: args.insecure,
+        allow_remote: args.allow_remote,
+        allow_origins: args.allow_origins.clone(),
+        allow_hosts: args.allow_hosts.clone(),
+        timeouts: Timeouts {
+            request_head: args.request_head_timeout.unwrap_or(defaults.request_head),
+            request_body: args.request_body_timeout.unwrap_or(defaults.request_body),
+            idle: args.idle_timeout.unwrap_or(defaults.idle),
+            connect: args.connect_timeout.unwrap_or(defaults.connect),
+            response_head: args.response_head_timeout.unwrap_or(defaults.response_head),
+        },
+        ..Default::default()
+    }
 }
 
 /// The redaction policy the arguments ask for.
@@ -102,13 +123,18 @@ pub async fn run_proxy(args: ProxyArgs) -> anyhow::Result<()> {
     if args.insecure {
         eprintln!("mcpscope: WARNING: --insecure: the upstream's TLS certificate is NOT verified");
     }
-    let config = Config {
-        listen: args.listen.0,
-        upstream: upstream.clone(),
-        insecure: args.insecure,
-        allow_remote: args.allow_remote,
-        ..Default::default()
-    };
+    if !args.listen.is_loopback() {
+        eprintln!(
+            "mcpscope: WARNING: listening on {}, reachable from the network; only loopback Host names{} are accepted",
+            args.listen.0,
+            if args.allow_hosts.is_empty() {
+                " (add --allow-host NAME for the names remote clients use)".to_string()
+            } else {
+                format!(" and {}", args.allow_hosts.join(", "))
+            }
+        );
+    }
+    let config = proxy_config(&args, upstream.clone());
     // Bad rules or a bad theme fail before anything listens or a recording is created.
     let engine = Arc::new(mcpscope_engine::fault::load(
         &args.faults,

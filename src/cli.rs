@@ -2,6 +2,7 @@
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
+use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 
@@ -77,6 +78,15 @@ impl Listen {
     }
 }
 
+/// A positive duration: `500ms`, `10s`, `1.5s`, `2m`.
+fn duration(text: &str) -> Result<Duration, String> {
+    let d = mcpscope_engine::fault::spec::parse_duration(text)?;
+    if d.is_zero() {
+        return Err(format!("{text:?}: a timeout must be more than zero"));
+    }
+    Ok(d)
+}
+
 /// Options of the proxy.
 #[derive(Debug, Clone, Args)]
 pub struct ProxyArgs {
@@ -117,9 +127,36 @@ pub struct ProxyArgs {
     /// Accept any TLS certificate from the upstream (dangerous).
     #[arg(long)]
     pub insecure: bool,
-    /// Allow listening on a non-loopback address.
+    /// Allow listening on a non-loopback address (the Host guard stays: list the names remote
+    /// clients use with --allow-host).
     #[arg(long)]
     pub allow_remote: bool,
+    /// A Host name remote clients may use besides loopback ones, `name` or `name:port`
+    /// (repeatable).
+    #[arg(long = "allow-host", value_name = "NAME")]
+    pub allow_hosts: Vec<String>,
+    /// An Origin a web page may call the proxy from besides loopback ones, e.g.
+    /// https://app.example (repeatable).
+    #[arg(long = "allow-origin", value_name = "ORIGIN")]
+    pub allow_origins: Vec<String>,
+    /// A client's request head must arrive within this [default: 10s].
+    #[arg(long, value_name = "DURATION", value_parser = duration)]
+    pub request_head_timeout: Option<Duration>,
+    /// A client's request body must arrive within this, or it gets a 408 [default: 30s].
+    #[arg(long, value_name = "DURATION", value_parser = duration)]
+    pub request_body_timeout: Option<Duration>,
+    /// A client connection with no exchange in flight is closed after this (an open SSE
+    /// stream is an exchange in flight) [default: 120s].
+    #[arg(long, value_name = "DURATION", value_parser = duration)]
+    pub idle_timeout: Option<Duration>,
+    /// Connecting to the upstream must succeed within this, or the client gets a 504
+    /// [default: 10s].
+    #[arg(long, value_name = "DURATION", value_parser = duration)]
+    pub connect_timeout: Option<Duration>,
+    /// The upstream's response head must arrive within this, or the client gets a 504; a
+    /// response that has started is never cut [default: 120s].
+    #[arg(long, value_name = "DURATION", value_parser = duration)]
+    pub response_head_timeout: Option<Duration>,
     /// Colour theme: a built-in name (dark, light, high-contrast) or a path to a TOML file.
     #[arg(long, value_name = "NAME|PATH")]
     pub theme: Option<String>,
@@ -252,5 +289,21 @@ mod tests {
         let cli = Cli::try_parse_from(["mcpscope", "--upstream", "http://h/mcp", "--json"])
             .expect("parse");
         assert!(cli.proxy.json && cli.command.is_none());
+    }
+
+    #[test]
+    fn timeouts_parse_as_durations() {
+        let cli = Cli::try_parse_from([
+            "mcpscope",
+            "--idle-timeout",
+            "500ms",
+            "--connect-timeout",
+            "2s",
+        ])
+        .expect("parse");
+        assert_eq!(cli.proxy.idle_timeout, Some(Duration::from_millis(500)));
+        assert_eq!(cli.proxy.connect_timeout, Some(Duration::from_secs(2)));
+        assert!(Cli::try_parse_from(["mcpscope", "--idle-timeout", "0"]).is_err());
+        assert!(Cli::try_parse_from(["mcpscope", "--idle-timeout", "10"]).is_err());
     }
 }

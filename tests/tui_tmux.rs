@@ -167,3 +167,69 @@ async fn the_orphan_shows_within_a_second_help_opens_and_q_restores_the_terminal
         s.contains("still-42")
     });
 }
+
+impl Tmux {
+    /// tmux's view of the pane's terminal modes: alternate screen, cursor shown, mouse reporting.
+    fn modes(&self) -> String {
+        let out = Command::new("tmux")
+            .args([
+                "display-message",
+                "-p",
+                "-t",
+                &self.name,
+                "alt=#{alternate_on} cursor=#{cursor_flag} mouse=#{mouse_any_flag}#{mouse_button_flag}#{mouse_standard_flag}#{mouse_sgr_flag}",
+            ])
+            .output()
+            .expect("display-message");
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    }
+}
+
+#[test]
+#[ignore = "needs tmux: install it (CI does, in .ci/run), then run scripts/test.sh"]
+fn every_signal_restores_the_terminal() {
+    for signal in ["HUP", "TERM", "INT", "QUIT"] {
+        let port = {
+            let probe = std::net::TcpListener::bind("127.0.0.1:0").expect("probe");
+            probe.local_addr().expect("addr").port()
+        };
+        let tmux = Tmux::start(120, 30);
+        let before = tmux.modes();
+        assert!(before.starts_with("alt=0 cursor=1"), "{before}");
+        let command = format!(
+            "{} --listen 127.0.0.1:{port} --upstream http://127.0.0.1:1/mcp --no-record; echo EXIT=$?",
+            env!("CARGO_BIN_EXE_mcpscope")
+        );
+        tmux.keys(&[&command, "Enter"]);
+        tmux.wait_for("the TUI", Duration::from_secs(10), |s| {
+            s.contains("Calls") && s.contains("? help")
+        });
+        let during = tmux.modes();
+        assert!(
+            during.starts_with("alt=1"),
+            "{signal}: in the TUI: {during}"
+        );
+        assert!(
+            !during.ends_with("mouse=0000"),
+            "{signal}: mouse captured: {during}"
+        );
+        let status = Command::new("pkill")
+            .args([
+                &format!("-{signal}"),
+                "-f",
+                &format!("listen 127.0.0.1:{port} --upstream"),
+            ])
+            .status()
+            .expect("pkill");
+        assert!(status.success(), "{signal}: the TUI process was found");
+        tmux.wait_for("the shell again", Duration::from_secs(5), |s| {
+            s.contains("EXIT=0")
+        });
+        let after = tmux.modes();
+        assert_eq!(after, "alt=0 cursor=1 mouse=0000", "{signal}: restored");
+        tmux.keys(&["echo still-$((20+22))", "Enter"]);
+        tmux.wait_for("a usable shell", Duration::from_secs(3), |s| {
+            s.contains("still-42")
+        });
+    }
+}

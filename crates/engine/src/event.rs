@@ -189,7 +189,8 @@ pub enum EventKind {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         detail: Option<String>,
     },
-    /// The upstream could not be reached for this exchange; the client got a 502.
+    /// The upstream could not be reached for this exchange, or did not connect or answer in
+    /// time; the client got a 502 (a 504 when it timed out).
     UpstreamUnreachable {
         /// Exchange id.
         stream: StreamId,

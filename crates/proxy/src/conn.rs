@@ -1,4 +1,5 @@
-//! A client connection that can be closed with a TCP reset instead of a FIN.
+//! A client connection that can be closed with a TCP reset instead of a FIN, and that notes
+//! the bytes it reads for the connection's watchdog.
 
 use std::io;
 use std::pin::Pin;
@@ -8,6 +9,8 @@ use std::task::{Context, Poll};
 
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
+
+use crate::activity::Activity;
 
 /// Shared flag: when set, the connection is closed with RST (SO_LINGER 0) when hyper drops it.
 #[derive(Debug, Clone, Default)]
@@ -30,12 +33,17 @@ impl ResetFlag {
 pub struct ClientConn {
     inner: TcpStream,
     reset: ResetFlag,
+    activity: Activity,
 }
 
 impl ClientConn {
     /// Wraps an accepted stream.
-    pub fn new(inner: TcpStream, reset: ResetFlag) -> Self {
-        Self { inner, reset }
+    pub fn new(inner: TcpStream, reset: ResetFlag, activity: Activity) -> Self {
+        Self {
+            inner,
+            reset,
+            activity,
+        }
     }
 }
 
@@ -53,7 +61,13 @@ impl AsyncRead for ClientConn {
         cx: &mut Context<'_>,
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().inner).poll_read(cx, buf)
+        let this = self.get_mut();
+        let before = buf.filled().len();
+        let polled = Pin::new(&mut this.inner).poll_read(cx, buf);
+        if matches!(polled, Poll::Ready(Ok(()))) && buf.filled().len() > before {
+            this.activity.read_bytes();
+        }
+        polled
     }
 }
 

@@ -41,6 +41,9 @@ pub enum ProxyError {
     /// The request body exceeded the proxy's bound.
     #[error("request body too large")]
     RequestTooLarge,
+    /// The request body did not arrive within the request-body timeout.
+    #[error("request body not received within {0:?}")]
+    RequestBodyTimeout(std::time::Duration),
     /// The client went away while sending its request body.
     #[error("client vanished mid-request")]
     ClientVanished,

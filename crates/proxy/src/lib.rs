@@ -4,6 +4,8 @@
 //!
 //! Each request runs the [`stage`] pipeline: guard → read → plan → forward.
 
+pub mod accept;
+pub mod activity;
 pub mod conn;
 pub mod controller;
 pub mod error;
@@ -33,6 +35,7 @@ use hyper_util::server::conn::auto;
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 
+use activity::{Activity, Tracked};
 use conn::{ClientConn, ResetFlag};
 pub use error::ProxyError;
 use mcpscope_engine::event::EventKind;
@@ -59,7 +62,8 @@ pub struct Config {
     pub upstream: Uri,
     /// Accept any TLS certificate.
     pub insecure: bool,
-    /// Accept requests whose `Host` is not a loopback name.
+    /// Listening on a non-loopback address was allowed (`--allow-remote`); the `Host` guard
+    /// still applies: remote names must be listed in `allow_hosts`.
     pub allow_remote: bool,
     /// Origins a browser page may call from besides loopback ones (`--allow-origin`).
     pub allow_origins: Vec<String>,
@@ -180,53 +184,66 @@ pub async fn start(config: Config, sink: EventSink) -> Result<Proxy, ProxyError>
 }
 
 async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
+    let mut acceptor = accept::Acceptor::default();
     loop {
-        let (tcp, _peer) = match listener.accept().await {
-            Ok(pair) => pair,
-            Err(e) => {
-                tracing::warn!("accept failed: {e}");
-                tokio::time::sleep(Duration::from_millis(50)).await;
-                continue;
-            }
-        };
+        let (tcp, _peer) = acceptor.accept(&listener, "proxy").await;
         let _ = tcp.set_nodelay(true);
         let conn_id = shared.next_conn.fetch_add(1, Ordering::Relaxed);
         let reset = ResetFlag::default();
-        let io = TokioIo::new(ClientConn::new(tcp, reset.clone()));
+        let activity = Activity::default();
+        let io = TokioIo::new(ClientConn::new(tcp, reset.clone(), activity.clone()));
         let shared = shared.clone();
         let link = ConnSlot::default();
         tokio::spawn(async move {
+            let timeouts = shared.config.timeouts;
+            let watched = activity.clone();
             let service = hyper::service::service_fn(move |req| {
-                handle(req, conn_id, reset.clone(), link.clone(), shared.clone())
+                handle(
+                    req,
+                    conn_id,
+                    reset.clone(),
+                    link.clone(),
+                    watched.clone(),
+                    shared.clone(),
+                )
             });
-            if let Err(e) = auto::Builder::new(TokioExecutor::new())
-                .serve_connection(io, service)
-                .await
-            {
-                tracing::debug!("connection {conn_id} ended: {e}");
+            let builder = auto::Builder::new(TokioExecutor::new());
+            let serving = builder.serve_connection(io, service);
+            // Dropping the connection closes it; the watchdog only fires when no exchange is in
+            // flight, so no response is ever cut by it.
+            tokio::select! {
+                ended = serving => {
+                    if let Err(e) = ended {
+                        tracing::debug!("connection {conn_id} ended: {e}");
+                    }
+                }
+                why = activity.expired(timeouts.request_head, timeouts.idle) => {
+                    tracing::debug!("connection {conn_id} closed: {why}");
+                }
             }
         });
     }
 }
 
-/// One request through the pipeline: guard → read → plan → forward.
+/// One request through the pipeline, its connection counting it in flight until its response
+/// body has ended. An exchange dropped before any stage answered it is ended by [`Pending`].
 async fn handle(
     req: Request<Incoming>,
     conn: u64,
     reset: ResetFlag,
     link: ConnSlot,
+    activity: Activity,
     shared: Arc<Shared>,
-) -> Result<Response<ProxyBody>, ProxyError> {
+) -> Result<Response<Tracked<ProxyBody>>, ProxyError> {
+    let in_flight = activity.begin(req.version() == http::Version::HTTP_2);
     let exchange = Exchange::open(&req, conn, reset, &shared);
     let pending = Pending::new(shared.clone(), exchange.stream);
-    let result = pipeline(req, exchange, link, &shared).await;
-    if result.is_ok() {
-        pending.answered();
-    }
-    result
+    let response = pipeline(req, exchange, link, &shared).await?;
+    pending.answered();
+    Ok(response.map(|body| Tracked::new(body, in_flight)))
 }
 
-/// The stages after the exchange is opened.
+/// guard → read → plan → forward.
 async fn pipeline(
     req: Request<Incoming>,
     exchange: Exchange,

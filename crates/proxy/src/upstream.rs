@@ -6,7 +6,6 @@
 //! mapping faithful: one client connection, one upstream connection.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -46,7 +45,7 @@ pub fn connector(insecure: bool) -> Result<Connector, crate::ProxyError> {
     let mut http = HttpConnector::new();
     http.enforce_http(false);
     http.set_nodelay(true);
-    http.set_connect_timeout(Some(Duration::from_secs(10)));
+    // The whole connect (TCP, TLS, handshake) is bounded by the connect timeout of the caller.
     Ok(hyper_rustls::HttpsConnectorBuilder::new()
         .with_tls_config(tls)
         .https_or_http()

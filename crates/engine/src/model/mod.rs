@@ -150,11 +150,6 @@ impl Model {
         &self.sessions[stream.session]
     }
 
-    /// Calls that are pending or resumable, oldest first.
-    pub fn open_calls(&self) -> impl Iterator<Item = &Call> {
-        self.calls.iter().filter(|c| c.verdict.is_open())
-    }
-
     /// Counts for a status bar.
     pub fn counts(&self) -> Counts {
         Counts {

@@ -253,18 +253,12 @@ pub async fn serve(
 }
 
 async fn accept_loop(listener: TcpListener, state: Arc<State>) {
+    let mut acceptor = crate::accept::Acceptor::default();
     loop {
-        let (tcp, _) = match listener.accept().await {
-            Ok(pair) => pair,
-            Err(e) => {
-                tracing::warn!("replay serve: accept failed: {e}");
-                tokio::time::sleep(Duration::from_millis(50)).await;
-                continue;
-            }
-        };
+        let (tcp, _) = acceptor.accept(&listener, "replay serve").await;
         let _ = tcp.set_nodelay(true);
         let reset = ResetFlag::default();
-        let io = TokioIo::new(ClientConn::new(tcp, reset.clone()));
+        let io = TokioIo::new(ClientConn::new(tcp, reset.clone(), Default::default()));
         let state = state.clone();
         tokio::spawn(async move {
             let service =

@@ -26,11 +26,13 @@ enum UpstreamFailure {
     Connect(String),
     /// The connection failed under the request.
     Failed(hyper::Error),
+    /// No connection, or no response head, within its timeout.
+    TimedOut(String),
 }
 
 /// Sends the request upstream and answers with the tapped response; an unreachable upstream is
-/// answered 502 with a JSON-RPC error carrying the request's id, and so is one whose response
-/// head does not parse.
+/// answered 502, one that does not connect or answer in time 504, with a JSON-RPC error carrying
+/// the request's id; so is (502) one whose response head does not parse.
 pub async fn forward(
     shared: &Arc<Shared>,
     link: ConnSlot,
@@ -77,20 +79,21 @@ pub async fn forward(
     let (response, upstream) = match send_upstream(shared, &link, upstream_req).await {
         Ok(sent) => sent,
         Err(UpstreamFailure::Connect(cause)) => {
-            shared.unregister(stream);
-            let upstream = shared.config.upstream.to_string();
-            sink.emit(EventKind::UpstreamUnreachable {
-                stream,
-                error: cause.clone(),
-            });
-            let message = format!("mcpscope: upstream {upstream} is unreachable: {cause}");
-            let body = answer::jsonrpc_error(id(), -32000, &message);
-            return Ok(answer::local(
+            return Ok(unreachable(
                 shared,
-                stream,
+                &exchange,
+                id(),
                 StatusCode::BAD_GATEWAY,
-                "application/json",
-                body,
+                cause,
+            ));
+        }
+        Err(UpstreamFailure::TimedOut(cause)) => {
+            return Ok(unreachable(
+                shared,
+                &exchange,
+                id(),
+                StatusCode::GATEWAY_TIMEOUT,
+                cause,
             ));
         }
         Err(UpstreamFailure::Failed(e)) if transport::is_malformed(&e) => {
@@ -184,28 +187,69 @@ pub async fn forward(
     Ok(Response::from_parts(parts, tap.boxed_unsync()))
 }
 
+/// Answers for an upstream that could not be reached or did not answer in time, recording why
+/// (the exchange's calls fail naming the cause).
+fn unreachable(
+    shared: &Shared,
+    exchange: &Exchange,
+    id: serde_json::Value,
+    status: StatusCode,
+    cause: String,
+) -> Response<ProxyBody> {
+    let stream = exchange.stream;
+    shared.unregister(stream);
+    let upstream = shared.config.upstream.to_string();
+    let message = if status == StatusCode::GATEWAY_TIMEOUT {
+        format!("mcpscope: upstream {upstream} timed out: {cause}")
+    } else {
+        format!("mcpscope: upstream {upstream} is unreachable: {cause}")
+    };
+    shared.sink.emit(EventKind::UpstreamUnreachable {
+        stream,
+        error: cause,
+    });
+    let body = answer::jsonrpc_error(id, -32000, &message);
+    answer::local(shared, stream, status, "application/json", body)
+}
+
 /// Sends a request on the client connection's upstream connection (a new one when there is
-/// none, or when the kept one was closing and never sent it).
+/// none, or when the kept one was closing and never sent it), each step within its timeout.
 async fn send_upstream(
     shared: &Shared,
     link: &ConnSlot,
     request: Request<Full<Bytes>>,
 ) -> Result<(Response<Incoming>, UpstreamConn), UpstreamFailure> {
+    let timeouts = shared.config.timeouts;
+    let head_timeout = || {
+        UpstreamFailure::TimedOut(format!(
+            "no response head within {:?} (--response-head-timeout)",
+            timeouts.response_head
+        ))
+    };
     let kept = lock(link, "upstream connection", &shared.sink).take();
     let mut request = request;
     if let Some(mut conn) = kept
         && conn.ready().await
     {
-        match conn.send(request).await {
+        let sent = tokio::time::timeout(timeouts.response_head, conn.send(request)).await;
+        match sent.map_err(|_| head_timeout())? {
             Ok(response) => return Ok((response, conn)),
             Err(SendError::NotSent(back, _)) => request = *back,
             Err(SendError::Failed(e)) => return Err(UpstreamFailure::Failed(e)),
         }
     }
-    let mut conn = UpstreamConn::connect(&shared.connector, &shared.config.upstream)
+    let connecting = UpstreamConn::connect(&shared.connector, &shared.config.upstream);
+    let mut conn = tokio::time::timeout(timeouts.connect, connecting)
         .await
+        .map_err(|_| {
+            UpstreamFailure::TimedOut(format!(
+                "no connection within {:?} (--connect-timeout)",
+                timeouts.connect
+            ))
+        })?
         .map_err(|e| UpstreamFailure::Connect(e.0))?;
-    match conn.send(request).await {
+    let sent = tokio::time::timeout(timeouts.response_head, conn.send(request)).await;
+    match sent.map_err(|_| head_timeout())? {
         Ok(response) => Ok((response, conn)),
         Err(SendError::NotSent(_, e) | SendError::Failed(e)) => Err(UpstreamFailure::Failed(e)),
     }

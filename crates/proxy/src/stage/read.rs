@@ -1,6 +1,7 @@
-//! The second stage: the request body, read whole (bounded by `limits.request_body`) and
-//! reported as a message. A body past the limit is answered 413, a body whose framing is broken
-//! 400; both name the reason in a JSON-RPC error and in the recorded end.
+//! The second stage: the request body, read whole (bounded by `limits.request_body` and
+//! `timeouts.request_body`) and reported as a message. A body past the limit is answered 413, a
+//! body whose framing is broken 400, a body that does not arrive in time 408; each names the
+//! reason in a JSON-RPC error and in the recorded end.
 
 use std::time::Duration;
 
@@ -38,7 +39,7 @@ pub struct ClientRequest {
 
 /// Why a request was not read whole.
 pub enum Unread {
-    /// The proxy answered it (413 too large, 400 broken framing).
+    /// The proxy answered it (413 too large, 400 broken framing, 408 too slow).
     Answered(Response<ProxyBody>),
     /// The client went away mid-body (both ends are recorded).
     Vanished(ProxyError),
@@ -49,6 +50,7 @@ enum BodyRead {
     Whole(Bytes),
     TooLarge,
     Malformed(String),
+    TimedOut(u64),
     Vanished(EndHow, String, u64),
 }
 
@@ -60,8 +62,9 @@ pub async fn read(
 ) -> Result<ClientRequest, Unread> {
     let sink = &shared.sink;
     let limit = shared.config.limits.request_body;
+    let timeout = shared.config.timeouts.request_body;
     let (parts, body) = req.into_parts();
-    let body = match read_body(body, limit).await {
+    let body = match read_body(body, limit, timeout).await {
         BodyRead::Whole(body) => body,
         BodyRead::TooLarge => {
             let reason = format!("the request body exceeds the limit of {limit} bytes");
@@ -75,6 +78,19 @@ pub async fn read(
         BodyRead::Malformed(cause) => {
             let reason = format!("the request body's framing is broken: {cause}");
             return Err(refuse(shared, stream, StatusCode::BAD_REQUEST, reason));
+        }
+        BodyRead::TimedOut(bytes) => {
+            let reason = format!("the request body did not arrive within {timeout:?}");
+            sink.emit(EventKind::StreamEnded {
+                stream,
+                dir: Direction::ClientToServer,
+                how: EndHow::Error,
+                leg: Leg::Client,
+                bytes,
+                detail: Some(reason.clone()),
+            });
+            let reason = format!("{reason} (--request-body-timeout)");
+            return Err(refuse(shared, stream, StatusCode::REQUEST_TIMEOUT, reason));
         }
         BodyRead::Vanished(how, detail, bytes) => {
             sink.emit(EventKind::StreamEnded {
@@ -130,11 +146,15 @@ fn refuse(shared: &Shared, stream: StreamId, status: StatusCode, reason: String)
     ))
 }
 
-/// Reads a request body whole, up to `limit` bytes.
-async fn read_body(mut body: Incoming, limit: usize) -> BodyRead {
+/// Reads a request body whole, up to `limit` bytes and within `timeout`.
+async fn read_body(mut body: Incoming, limit: usize, timeout: Duration) -> BodyRead {
+    let deadline = tokio::time::Instant::now() + timeout;
     let mut buf = BytesMut::new();
     loop {
-        match body.frame().await {
+        let Ok(frame) = tokio::time::timeout_at(deadline, body.frame()).await else {
+            return BodyRead::TimedOut(buf.len() as u64);
+        };
+        match frame {
             None => return BodyRead::Whole(buf.freeze()),
             Some(Ok(frame)) => {
                 if let Ok(data) = frame.into_data() {
