@@ -80,7 +80,7 @@ pub async fn read(
             return Err(refuse(shared, stream, StatusCode::BAD_REQUEST, reason));
         }
         BodyRead::TimedOut(bytes) => {
-            let reason = format!("the request body did not arrive within {timeout:?}");
+            let reason = format!("request body not received within {timeout:?}");
             sink.emit(EventKind::StreamEnded {
                 stream,
                 dir: Direction::ClientToServer,
