@@ -119,7 +119,7 @@ def main() -> int:
     time.sleep(10)
     idle = (time.monotonic() - start, rss_kib(proxy.pid) / 1024, fds(proxy.pid))
     proxy.send_signal(signal.SIGTERM)
-    rest, _ = proxy.communicate(timeout=30)
+    _, rest = proxy.communicate(timeout=30)
     log.write(rest)
     log.close()
     server.terminate()

@@ -105,6 +105,9 @@ pub fn create_recording(args: &ProxyArgs, redacted: bool) -> anyhow::Result<Opti
     Ok(Some(recorder))
 }
 
+/// How long the end of a run waits for the hub to write what it was sent.
+const FINISH_PATIENCE: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// `mcpscope --listen … --upstream …`: runs until Ctrl-C (headless) or quit (TUI).
 pub async fn run_proxy(args: ProxyArgs) -> anyhow::Result<()> {
     let Some(upstream) = args.upstream.as_deref() else {
@@ -203,14 +206,28 @@ pub async fn run_proxy(args: ProxyArgs) -> anyhow::Result<()> {
             signal = shutdown.wait() => tracing::info!("{signal}: shutting down"),
         }
     }
-    running.proxy.shutdown();
+    // Stop accepting, end every open exchange (detail `shutdown`) and seal the sink; then the
+    // hub takes everything sent so far and the recording is complete.
+    let ended = running.proxy.shutdown();
+    tracing::info!("{ended} open exchanges ended at shutdown");
     drop(running.proxy);
-    // Open client connections may still hold the proxy's event sink: wait a moment for the
-    // last events, then leave (every recorded line is already on disk).
-    let recorded = running
-        .hub
-        .finish_within(std::time::Duration::from_millis(500));
-    tracing::info!("recorded {recorded:?} events");
+    let recording = running.hub.recording.clone();
+    let tally = running.hub.finish_within(FINISH_PATIENCE);
+    if let Some(path) = recording {
+        match tally {
+            Some(t) => eprintln!(
+                "mcpscope: recorded {} of {} events to {}",
+                t.written,
+                t.seen,
+                path.display()
+            ),
+            None => eprintln!(
+                "mcpscope: the recording {} was not finished within {:?} (every line written so far is on disk)",
+                path.display(),
+                FINISH_PATIENCE
+            ),
+        }
+    }
     if let Some(telemetry) = telemetry {
         telemetry
             .finish_within(std::time::Duration::from_secs(2))

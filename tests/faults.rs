@@ -10,7 +10,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use mcpscope_engine::event::{EndHow, Event, EventKind};
+use mcpscope_engine::event::{Direction, EndHow, Event, EventKind};
 use mcpscope_engine::fault::RuleEngine;
 use mcpscope_engine::model::{Model, OrphanCause, Verdict};
 use mcpscope_proxy::controller as fault;
@@ -124,6 +124,33 @@ impl Rig {
         assert!(init.result().is_some(), "{init:?}");
         assert_eq!(c.initialized().await.expect("initialized"), 202);
         c.session().expect("session id").to_string()
+    }
+}
+
+/// Whatever the fault did, every exchange ends exactly once: at the end of each test the proxy
+/// shuts down (ending what is still open) and each `stream_opened` has one response end.
+impl Drop for Rig {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            return;
+        }
+        self.proxy.shutdown();
+        while let Ok(event) = self.rx.try_recv() {
+            self.events.push(event);
+        }
+        for event in &self.events {
+            let EventKind::StreamOpened { stream, .. } = event.kind else {
+                continue;
+            };
+            let ends = self
+                .events
+                .iter()
+                .filter(|e| {
+                    matches!(e.kind, EventKind::StreamEnded { stream: s, dir: Direction::ServerToClient, .. } if s == stream)
+                })
+                .count();
+            assert_eq!(ends, 1, "stream #{stream} has {ends} response ends");
+        }
     }
 }
 

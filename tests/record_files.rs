@@ -260,3 +260,113 @@ async fn kill_9_loses_nothing_the_client_had_seen_once_idle() {
     );
     server.shutdown().await;
 }
+
+/// On SIGTERM with an SSE stream open (and a request whose response never came), the proxy
+/// ends every open exchange (`cancelled`, client leg, detail `shutdown`), the file holds every
+/// event it saw, and the binary says so on stderr.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_ends_every_open_exchange_and_completes_the_recording() {
+    use mcpscope_testkit::client::McpClient;
+    use mcpscope_testkit::testserver;
+    use tokio::io::AsyncWriteExt;
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server = testserver::start(testserver::Options::default())
+        .await
+        .expect("test server");
+    let upstream = server.url();
+    let mut child = mcpscope(
+        dir.path(),
+        &["--upstream", &upstream, "--record", "run.jsonl"],
+    )
+    .spawn()
+    .expect("spawn");
+    let stderr = child.stderr.take().expect("stderr");
+    let (tx, rx) = std::sync::mpsc::channel();
+    let lines = std::thread::spawn(move || {
+        let mut all = String::new();
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if let Some(url) = line
+                .split("listening on ")
+                .nth(1)
+                .and_then(|rest| rest.split_whitespace().next())
+            {
+                let _ = tx.send(url.to_string());
+            }
+            all.push_str(&line);
+            all.push('\n');
+        }
+        all
+    });
+    let listen = rx.recv_timeout(Duration::from_secs(20)).expect("listening");
+    let mut client = McpClient::new(&format!("{listen}/mcp")).expect("client");
+    client.handshake().await.expect("handshake");
+    let session = client.session().expect("session").to_string();
+    let answer = client
+        .call("echo", serde_json::json!({"text": "before"}), false)
+        .await
+        .expect("call");
+    assert!(answer.result().is_some());
+    // A standalone SSE stream, open when the signal comes.
+    let addr = listen.trim_start_matches("http://").to_string();
+    let mut get = tokio::net::TcpStream::connect(&addr)
+        .await
+        .expect("connect");
+    let request = format!(
+        "GET /mcp HTTP/1.1\r\nhost: {addr}\r\naccept: text/event-stream\r\nmcp-session-id: {session}\r\nmcp-protocol-version: 2025-06-18\r\n\r\n"
+    );
+    get.write_all(request.as_bytes()).await.expect("write");
+    // A request whose body never finishes.
+    let mut post = tokio::net::TcpStream::connect(&addr)
+        .await
+        .expect("connect");
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\nmcp-session-id: {session}\r\ncontent-length: 100\r\n\r\n{{\"jsonrpc\""
+    );
+    post.write_all(head.as_bytes()).await.expect("write");
+    tokio::time::sleep(Duration::from_millis(500)).await;
+
+    stop(child);
+    let said = lines.join().expect("stderr reader");
+    let text = std::fs::read_to_string(dir.path().join("run.jsonl")).expect("recording");
+    let events: Vec<serde_json::Value> = text
+        .lines()
+        .skip(1)
+        .map(|l| serde_json::from_str(l).expect("whole lines only"))
+        .collect();
+    let path = dir.path().join("run.jsonl");
+    let expected = format!("mcpscope: recorded {n} of {n} events to", n = events.len());
+    assert!(said.contains(&expected), "{expected:?} in {said}");
+    assert!(said.contains(&path.file_name().unwrap().to_string_lossy().to_string()));
+    let opened: Vec<u64> = events
+        .iter()
+        .filter(|e| e["kind"] == "stream_opened")
+        .filter_map(|e| e["stream"].as_u64())
+        .collect();
+    for stream in &opened {
+        let ends: Vec<&serde_json::Value> = events
+            .iter()
+            .filter(|e| {
+                e["kind"] == "stream_ended"
+                    && e["dir"] == "server_to_client"
+                    && e["stream"].as_u64() == Some(*stream)
+            })
+            .collect();
+        assert_eq!(ends.len(), 1, "stream #{stream}: {ends:?}");
+    }
+    let at_shutdown: Vec<&serde_json::Value> = events
+        .iter()
+        .filter(|e| e["kind"] == "stream_ended" && e["detail"] == "shutdown")
+        .collect();
+    assert_eq!(
+        at_shutdown.len(),
+        2,
+        "the GET and the unfinished POST: {at_shutdown:?}"
+    );
+    for end in at_shutdown {
+        assert_eq!(end["how"], "cancelled");
+        assert_eq!(end["leg"], "client");
+    }
+    drop((get, post));
+    server.shutdown().await;
+}

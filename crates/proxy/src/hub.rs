@@ -7,6 +7,7 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError, sync_channel};
 use std::thread::JoinHandle;
 
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
+use tokio::sync::oneshot;
 
 use mcpscope_engine::event::Event;
 use mcpscope_engine::record::Recorder;
@@ -34,6 +35,15 @@ fn report_failure(recorder: &Recorder, result: std::io::Result<()>, failed: &mut
     }
 }
 
+/// What the hub did with the events it was sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Tally {
+    /// Events written to the recording (0 without one).
+    pub written: u64,
+    /// Events the hub received.
+    pub seen: u64,
+}
+
 /// The running hub.
 pub struct Hub {
     /// Where the proxy sends events.
@@ -45,59 +55,120 @@ pub struct Hub {
     thread: Option<Done>,
 }
 
-/// The hub thread, and the signal it sends when it has recorded its last event.
+/// The hub thread, the switch that ends it once the events sent so far are taken, and the
+/// signal it sends when it has recorded its last event.
 struct Done {
     thread: JoinHandle<()>,
-    count: Receiver<u64>,
+    stop: oneshot::Sender<()>,
+    tally: Receiver<Tally>,
+}
+
+/// The hub's loop: takes events in bursts until every sender is gone or it is told to stop
+/// (then it takes what was sent before and stops).
+struct Pump {
+    recorder: Option<Recorder>,
+    redactor: Redactor,
+    view: UnboundedSender<Event>,
+    failed: bool,
+    seen: u64,
+}
+
+impl Pump {
+    async fn run(&mut self, mut rx: UnboundedReceiver<Event>, mut stop: oneshot::Receiver<()>) {
+        loop {
+            let first = tokio::select! {
+                biased;
+                first = rx.recv() => first,
+                _ = &mut stop => {
+                    // Everything sent before the stop is queued: take it, then end.
+                    while let Ok(event) = rx.try_recv() {
+                        self.take(event);
+                    }
+                    self.flush();
+                    return;
+                }
+            };
+            let Some(first) = first else {
+                return;
+            };
+            // Let the rest of the burst arrive, take it whole, then flush once: the proxy wakes
+            // this thread (and the view) once per burst instead of once per event, a quiet
+            // moment still leaves every line on disk, and a busy one costs one write.
+            std::thread::sleep(COALESCE);
+            let mut next = Some(first);
+            let mut taken = 0;
+            while let Some(event) = next.take() {
+                self.take(event);
+                taken += 1;
+                if taken < MAX_BURST {
+                    next = rx.try_recv().ok();
+                }
+            }
+            self.flush();
+        }
+    }
+
+    fn take(&mut self, mut event: Event) {
+        self.seen += 1;
+        self.redactor.event(&mut event.kind);
+        if let Some(rec) = self.recorder.as_mut() {
+            let written = rec.write(&event);
+            report_failure(rec, written, &mut self.failed);
+        }
+        let _ = self.view.send(event);
+    }
+
+    fn flush(&mut self) {
+        if let Some(rec) = self.recorder.as_mut() {
+            let flushed = rec.flush();
+            report_failure(rec, flushed, &mut self.failed);
+        }
+    }
+
+    fn tally(&self) -> Tally {
+        Tally {
+            written: self.recorder.as_ref().map_or(0, Recorder::events),
+            seen: self.seen,
+        }
+    }
 }
 
 impl Hub {
     /// Starts the hub with an optional recorder; `redactor` hides secrets in every event
     /// before it is recorded or reaches the view. Fails when its thread cannot be started.
     pub fn start(recorder: Option<Recorder>, redactor: Redactor) -> Result<Self, ProxyError> {
-        let (input, mut rx) = unbounded_channel::<Event>();
-        let (tx, output) = unbounded_channel::<Event>();
-        let (done, count) = sync_channel(1);
+        let (input, rx) = unbounded_channel::<Event>();
+        let (view, output) = unbounded_channel::<Event>();
+        let (done, tally) = sync_channel(1);
+        let (stop, stopped) = oneshot::channel();
         let recording = recorder.as_ref().map(|r| r.path().to_path_buf());
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .map_err(ProxyError::HubThread)?;
         let thread = std::thread::Builder::new()
             .name("mcpscope-hub".into())
             .spawn(move || {
-                let mut recorder = recorder;
-                let mut failed = false;
-                while let Some(first) = rx.blocking_recv() {
-                    // Let the rest of the burst arrive, take it whole, then flush once: the
-                    // proxy wakes this thread (and the view) once per burst instead of once per
-                    // event, a quiet moment still leaves every line on disk, and a busy one
-                    // costs one write.
-                    std::thread::sleep(COALESCE);
-                    let mut next = Some(first);
-                    let mut taken = 0;
-                    while let Some(mut event) = next.take() {
-                        redactor.event(&mut event.kind);
-                        if let Some(rec) = recorder.as_mut() {
-                            let written = rec.write(&event);
-                            report_failure(rec, written, &mut failed);
-                        }
-                        let _ = tx.send(event);
-                        taken += 1;
-                        if taken < MAX_BURST {
-                            next = rx.try_recv().ok();
-                        }
-                    }
-                    if let Some(rec) = recorder.as_mut() {
-                        let flushed = rec.flush();
-                        report_failure(rec, flushed, &mut failed);
-                    }
-                }
+                let mut pump = Pump {
+                    recorder,
+                    redactor,
+                    view,
+                    failed: false,
+                    seen: 0,
+                };
+                runtime.block_on(pump.run(rx, stopped));
                 // The waiting side may have given up already: nothing is lost either way.
-                let _ = done.send(recorder.map_or(0, |r| r.events()));
+                let _ = done.send(pump.tally());
             })
             .map_err(ProxyError::HubThread)?;
         Ok(Self {
             input,
             output: Some(output),
             recording,
-            thread: Some(Done { thread, count }),
+            thread: Some(Done {
+                thread,
+                stop,
+                tally,
+            }),
         })
     }
 
@@ -106,18 +177,42 @@ impl Hub {
         self.output.take()
     }
 
-    /// Waits until every event sent so far is recorded; returns the number of events recorded.
-    /// The proxy's senders should be dropped first; connections still open when `patience`
-    /// runs out are left behind (every line written so far is already flushed).
-    pub fn finish_within(mut self, patience: std::time::Duration) -> Option<u64> {
+    /// Records every event sent so far and stops: events sent later are not taken (seal the
+    /// proxy's sink first, see [`crate::Proxy::shutdown`]). Waits at most `patience` (every
+    /// line written so far is already flushed); `None` if the hub did not finish in time.
+    pub fn finish_within(mut self, patience: std::time::Duration) -> Option<Tally> {
         let done = self.thread.take();
         drop(self);
-        let Done { thread, count } = done?;
-        match count.recv_timeout(patience) {
-            Ok(count) => {
+        let Done {
+            thread,
+            stop,
+            tally,
+        } = done?;
+        let _ = stop.send(());
+        Self::wait(thread, &tally, patience)
+    }
+
+    /// Waits until every sender is dropped and every event recorded; returns the number of
+    /// events recorded.
+    pub fn finish(mut self) -> u64 {
+        let done = self.thread.take();
+        drop(self);
+        let Some(Done { thread, tally, .. }) = done else {
+            return 0;
+        };
+        Self::wait(thread, &tally, std::time::Duration::MAX).map_or(0, |t| t.written)
+    }
+
+    fn wait(
+        thread: JoinHandle<()>,
+        tally: &Receiver<Tally>,
+        patience: std::time::Duration,
+    ) -> Option<Tally> {
+        match tally.recv_timeout(patience) {
+            Ok(tally) => {
                 // The thread has sent its last word; it returns at once.
                 let _ = thread.join();
-                Some(count)
+                Some(tally)
             }
             Err(RecvTimeoutError::Timeout) => None,
             Err(RecvTimeoutError::Disconnected) => {
@@ -128,11 +223,6 @@ impl Hub {
             }
         }
     }
-
-    /// Waits until every sender is dropped and every event recorded; returns the count.
-    pub fn finish(self) -> u64 {
-        self.finish_within(std::time::Duration::MAX).unwrap_or(0)
-    }
 }
 
 #[cfg(test)]
@@ -142,7 +232,7 @@ mod tests {
     use mcpscope_engine::record::Create;
 
     #[test]
-    fn finishing_waits_for_the_last_event_and_gives_up_at_the_deadline() {
+    fn finishing_records_what_was_sent_even_with_senders_still_open() {
         let dir = std::env::temp_dir().join(format!("mcpscope-hub-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("rec.jsonl");
@@ -156,20 +246,33 @@ mod tests {
             hub.input.send(Event::now(kind)).unwrap();
         }
         let started = std::time::Instant::now();
+        let _sender_still_open = hub.input.clone();
         assert_eq!(
             hub.finish_within(std::time::Duration::from_secs(10)),
-            Some(3)
+            Some(Tally {
+                written: 3,
+                seen: 3
+            })
         );
         assert!(started.elapsed() < std::time::Duration::from_secs(5));
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(text.lines().count(), 4, "header and three events");
 
         let hub = Hub::start(None, Redactor::new()).unwrap();
-        let _sender_still_open = hub.input.clone();
-        let started = std::time::Instant::now();
+        hub.input
+            .send(Event::now(EventKind::Note {
+                stream: None,
+                text: "unrecorded".into(),
+            }))
+            .unwrap();
+        let tally = hub.finish_within(std::time::Duration::from_secs(10));
         assert_eq!(
-            hub.finish_within(std::time::Duration::from_millis(50)),
-            None
+            tally,
+            Some(Tally {
+                written: 0,
+                seen: 1
+            })
         );
-        assert!(started.elapsed() < std::time::Duration::from_secs(5));
         std::fs::remove_dir_all(&dir).ok();
     }
 }

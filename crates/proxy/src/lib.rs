@@ -41,8 +41,10 @@ pub use error::ProxyError;
 use mcpscope_engine::event::EventKind;
 pub use shared::Shared;
 use sink::EventSink;
+use stage::pending::Pending;
 use stage::plan::Decision;
-use stage::{Exchange, answer, forward as forward_stage, guard, plan, read};
+use stage::read::Unread;
+use stage::{Exchange, forward as forward_stage, guard, plan, read};
 use upstream::UpstreamConn;
 
 /// The body type the proxy answers with.
@@ -146,9 +148,12 @@ pub struct Proxy {
 }
 
 impl Proxy {
-    /// Stops accepting connections.
-    pub fn shutdown(&self) {
+    /// Stops accepting connections, records an end (detail `shutdown`) for every exchange
+    /// still open and seals the event sink: nothing later is recorded. Returns how many
+    /// exchanges it ended.
+    pub fn shutdown(&self) -> usize {
         self.task.abort();
+        self.shared.sink.seal()
     }
 }
 
@@ -221,7 +226,7 @@ async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
 }
 
 /// One request through the pipeline, its connection counting it in flight until its response
-/// body has ended.
+/// body has ended. An exchange dropped before any stage answered it is ended by [`Pending`].
 async fn handle(
     req: Request<Incoming>,
     conn: u64,
@@ -231,54 +236,32 @@ async fn handle(
     shared: Arc<Shared>,
 ) -> Result<Response<Tracked<ProxyBody>>, ProxyError> {
     let in_flight = activity.begin(req.version() == http::Version::HTTP_2);
-    let response = pipeline(req, conn, reset, link, shared).await?;
+    let exchange = Exchange::open(&req, conn, reset, &shared);
+    let pending = Pending::new(shared.clone(), exchange.stream);
+    let response = pipeline(req, exchange, link, &shared).await?;
+    pending.answered();
     Ok(response.map(|body| Tracked::new(body, in_flight)))
 }
 
 /// guard → read → plan → forward.
 async fn pipeline(
     req: Request<Incoming>,
-    conn: u64,
-    reset: ResetFlag,
+    exchange: Exchange,
     link: ConnSlot,
-    shared: Arc<Shared>,
+    shared: &Arc<Shared>,
 ) -> Result<Response<ProxyBody>, ProxyError> {
-    let exchange = Exchange::open(&req, conn, reset, &shared);
-    if let Err(refusal) = guard::check(&shared, &req) {
-        return refusal.answer(&shared, &exchange);
+    if let Err(refusal) = guard::check(shared, &req) {
+        return refusal.answer(shared, &exchange);
     }
-    let body_timeout = shared.config.timeouts.request_body;
-    let request = match read::read(req, &shared.sink, exchange.stream, body_timeout).await {
+    let request = match read::read(req, shared, exchange.stream).await {
         Ok(request) => request,
-        Err(ProxyError::RequestBodyTimeout(after)) => {
-            return Ok(body_timed_out(&shared, &exchange, after));
-        }
-        Err(e) => return Err(e),
+        Err(Unread::Answered(response)) => return Ok(response),
+        Err(Unread::Vanished(e)) => return Err(e),
     };
-    match plan::decide(&shared, &exchange, &request).await {
+    match plan::decide(shared, &exchange, &request).await {
         Decision::Answered(response) => Ok(response),
         Decision::Forward(plan) => {
-            forward_stage::forward(&shared, link, exchange, request, plan).await
+            forward_stage::forward(shared, link, exchange, request, plan).await
         }
     }
-}
-
-/// A 408 for a request body that did not arrive in time; the connection closes after it.
-fn body_timed_out(shared: &Shared, exchange: &Exchange, after: Duration) -> Response<ProxyBody> {
-    let message = format!(
-        "mcpscope: the request body did not arrive within {after:?} (--request-body-timeout)"
-    );
-    let body = answer::jsonrpc_error(serde_json::Value::Null, -32000, &message);
-    let mut response = answer::local(
-        shared,
-        exchange.stream,
-        http::StatusCode::REQUEST_TIMEOUT,
-        "application/json",
-        body,
-    );
-    response.headers_mut().insert(
-        http::header::CONNECTION,
-        http::HeaderValue::from_static("close"),
-    );
-    response
 }

@@ -1,24 +1,158 @@
 //! Where the taps send their facts: an unbounded channel, so the proxy never waits and nothing
-//! is dropped.
+//! is dropped. The sink also keeps the ledger of open exchanges: every `stream_opened` gets
+//! exactly one `server_to_client` `stream_ended` (a second end of the same response is not
+//! sent), and at shutdown every exchange still open is ended and the sink is sealed.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use tokio::sync::mpsc::UnboundedSender;
 
-use mcpscope_engine::event::{Event, EventKind};
+use mcpscope_engine::event::{Direction, EndHow, Event, EventKind, Leg, StreamId};
+
+/// The `detail` of the ends recorded for exchanges still open at shutdown.
+pub const SHUTDOWN: &str = "shutdown";
+
+/// Response bytes passed to the client so far, kept up to date by the exchange's tap.
+pub type Passed = Arc<AtomicU64>;
+
+/// The exchanges opened and not yet ended; once sealed, nothing more is sent.
+#[derive(Debug, Default)]
+struct Ledger {
+    open: HashMap<StreamId, Passed>,
+    sealed: bool,
+}
 
 /// Timestamps facts and sends them on.
 #[derive(Debug, Clone)]
 pub struct EventSink {
     tx: UnboundedSender<Event>,
+    ledger: Arc<Mutex<Ledger>>,
 }
 
 impl EventSink {
     /// A sink sending into `tx`.
     pub fn new(tx: UnboundedSender<Event>) -> Self {
-        Self { tx }
+        Self {
+            tx,
+            ledger: Arc::default(),
+        }
     }
 
-    /// Sends a fact observed now. A closed receiver (shutting down) is not an error.
+    fn ledger(&self) -> MutexGuard<'_, Ledger> {
+        // The ledger's sections are single inserts and removes: a poisoned one is whole.
+        self.ledger.lock().unwrap_or_else(|poisoned| {
+            self.ledger.clear_poison();
+            poisoned.into_inner()
+        })
+    }
+
+    /// Sends a fact observed now. A closed receiver (shutting down) is not an error; a second
+    /// end of an exchange's response, or anything after [`EventSink::seal`], is not sent.
     pub fn emit(&self, kind: EventKind) {
+        let mut ledger = self.ledger();
+        if ledger.sealed {
+            return;
+        }
+        match &kind {
+            EventKind::StreamOpened { stream, .. } => {
+                ledger.open.insert(*stream, Passed::default());
+            }
+            EventKind::StreamEnded {
+                stream,
+                dir: Direction::ServerToClient,
+                ..
+            } if ledger.open.remove(stream).is_none() => {
+                tracing::debug!("stream #{stream}: a second end is not recorded");
+                return;
+            }
+            _ => {}
+        }
+        // Sent under the lock: an end recorded by `seal` is the exchange's last event.
         let _ = self.tx.send(Event::now(kind));
+    }
+
+    /// The byte counter of an open exchange's response (for the end recorded at shutdown).
+    pub fn passed(&self, stream: StreamId) -> Option<Passed> {
+        self.ledger().open.get(&stream).cloned()
+    }
+
+    /// Whether an exchange has been opened and not yet ended.
+    pub fn is_open(&self, stream: StreamId) -> bool {
+        self.ledger().open.contains_key(&stream)
+    }
+
+    /// Ends every open exchange (`cancelled` by the client side, detail [`SHUTDOWN`]) and
+    /// seals the sink: nothing sent afterwards is recorded. Returns how many were ended.
+    pub fn seal(&self) -> usize {
+        let mut ledger = self.ledger();
+        if ledger.sealed {
+            return 0;
+        }
+        ledger.sealed = true;
+        let mut open: Vec<_> = ledger.open.drain().collect();
+        open.sort_by_key(|(stream, _)| *stream);
+        for (stream, passed) in &open {
+            let _ = self.tx.send(Event::now(EventKind::StreamEnded {
+                stream: *stream,
+                dir: Direction::ServerToClient,
+                how: EndHow::Cancelled,
+                leg: Leg::Client,
+                bytes: passed.load(Ordering::Relaxed),
+                detail: Some(SHUTDOWN.into()),
+            }));
+        }
+        open.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn opened(stream: StreamId) -> EventKind {
+        EventKind::StreamOpened {
+            stream,
+            conn: 1,
+            method: "POST".into(),
+            path: "/mcp".into(),
+            headers: Vec::new(),
+        }
+    }
+
+    fn ended(stream: StreamId, dir: Direction) -> EventKind {
+        EventKind::StreamEnded {
+            stream,
+            dir,
+            how: EndHow::Eof,
+            leg: Leg::Upstream,
+            bytes: 0,
+            detail: None,
+        }
+    }
+
+    #[test]
+    fn each_response_ends_once_and_the_seal_ends_the_rest() {
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let sink = EventSink::new(tx);
+        sink.emit(opened(1));
+        sink.emit(opened(2));
+        sink.emit(ended(1, Direction::ClientToServer));
+        sink.emit(ended(1, Direction::ServerToClient));
+        sink.emit(ended(1, Direction::ServerToClient));
+        if let Some(passed) = sink.passed(2) {
+            passed.store(7, Ordering::Relaxed);
+        }
+        assert!(sink.is_open(2) && !sink.is_open(1));
+        assert_eq!(sink.seal(), 1);
+        sink.emit(ended(2, Direction::ServerToClient));
+        sink.emit(opened(3));
+        let events: Vec<_> = std::iter::from_fn(|| rx.try_recv().ok()).collect();
+        assert_eq!(events.len(), 5, "{events:?}");
+        assert!(matches!(
+            &events[4].kind,
+            EventKind::StreamEnded { stream: 2, how: EndHow::Cancelled, leg: Leg::Client, bytes: 7, detail: Some(d), .. } if d == SHUTDOWN
+        ));
     }
 }

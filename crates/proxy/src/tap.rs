@@ -5,6 +5,7 @@
 
 use std::pin::Pin;
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
@@ -15,7 +16,7 @@ use tokio::sync::mpsc::UnboundedReceiver;
 use super::conn::ResetFlag;
 use super::shaper::{Finish, Reach, Shaper};
 use super::shared::lock;
-use super::sink::EventSink;
+use super::sink::{EventSink, Passed};
 use super::upstream::UpstreamConn;
 use super::{ConnSlot, ProxyError, Shared};
 use mcpscope_engine::event::{Direction, EndHow, EventKind, Leg, StreamId};
@@ -70,6 +71,12 @@ pub struct TapBody {
     observer: BodyObserver,
     /// Events seen in the chunk at hand (kept to reuse its allocation).
     seen: Vec<SeenEvent>,
+    /// What the observer found wrong with the body in the chunk at hand.
+    notices: Vec<EventKind>,
+    /// The upstream ended the body cleanly (so an unfinished SSE event was truncated by it).
+    upstream_ended: bool,
+    /// Bytes passed to the client, for an end recorded at shutdown.
+    passed: Option<Passed>,
     shaper: Shaper,
     reported: bool,
     /// Trailers from the upstream, passed on after the data.
@@ -87,7 +94,9 @@ impl TapBody {
         };
         Self {
             stream: ctx.stream,
-            observer: BodyObserver::new(ctx.stream, Direction::ServerToClient, ctx.content),
+            observer: BodyObserver::new(ctx.stream, Direction::ServerToClient, ctx.content)
+                .with_limit(ctx.shared.config.limits.sse_event),
+            passed: ctx.sink.passed(ctx.stream),
             shaper: Shaper::new(reach, ctx.content, ctx.content_length, ctx.plan),
             sink: ctx.sink,
             reset: ctx.reset,
@@ -98,6 +107,8 @@ impl TapBody {
             link: ctx.link,
             inner: Some(inner),
             seen: Vec::new(),
+            notices: Vec::new(),
+            upstream_ended: false,
             reported: false,
             trailers: None,
         }
@@ -111,7 +122,7 @@ impl TapBody {
         let mut ended = Vec::new();
         let end = BodyEnd {
             clean: how == EndHow::Eof,
-            reading: self.inner.is_some(),
+            reading: self.inner.is_some() || self.upstream_ended,
         };
         self.observer.end(end, &mut ended);
         for kind in ended {
@@ -139,8 +150,10 @@ impl TapBody {
     /// Taps a chunk from the upstream: the observer reports it, the shaper queues what the
     /// client should get of it.
     fn on_data(&mut self, data: Bytes) {
-        let aligned = self.shaper.aligned();
-        self.observer.feed(&data, &mut self.seen);
+        self.observer
+            .feed_reporting(&data, &mut self.seen, &mut self.notices);
+        // A stream the observer gave up on has no more event boundaries: it flows unaligned.
+        let aligned = self.shaper.aligned() && !self.observer.gave_up();
         self.shaper.take(data, aligned);
         let mut seen = std::mem::take(&mut self.seen);
         for event in seen.drain(..) {
@@ -152,6 +165,9 @@ impl TapBody {
             }
         }
         self.seen = seen;
+        for kind in self.notices.drain(..) {
+            self.sink.emit(kind);
+        }
         self.follow_cut();
         // With a Content-Length, the client's side may stop polling after the last byte: the
         // end is reported as soon as the whole body has passed.
@@ -187,6 +203,7 @@ impl TapBody {
                 });
             }
             None => {
+                self.upstream_ended = true;
                 self.shaper.release_held();
                 if self.shaper.stalled() {
                     self.inner = None;
@@ -262,6 +279,9 @@ impl Body for TapBody {
                 }
                 if let Some(bytes) = this.shaper.pop() {
                     this.follow_cut();
+                    if let Some(passed) = &this.passed {
+                        passed.store(this.shaper.passed(), Ordering::Relaxed);
+                    }
                     if bytes.is_empty() {
                         continue;
                     }

@@ -36,3 +36,26 @@ pub fn classify(err: &(dyn std::error::Error + 'static)) -> (EndHow, String) {
     }
     (EndHow::Error, err.to_string())
 }
+
+/// Whether a transport error is bytes that break HTTP's framing or grammar (a bad chunk size, a
+/// status line that does not parse), as opposed to a peer that went away.
+pub fn is_malformed(err: &(dyn std::error::Error + 'static)) -> bool {
+    let mut source = Some(err);
+    while let Some(e) = source {
+        if e.downcast_ref::<hyper::Error>()
+            .is_some_and(|h| h.is_parse() || h.is_parse_status() || h.is_parse_too_large())
+        {
+            return true;
+        }
+        if let Some(io) = e.downcast_ref::<std::io::Error>()
+            && matches!(
+                io.kind(),
+                std::io::ErrorKind::InvalidData | std::io::ErrorKind::InvalidInput
+            )
+        {
+            return true;
+        }
+        source = e.source();
+    }
+    false
+}

@@ -1,7 +1,9 @@
 //! The observer of a body: bytes in, events out. Fed a body chunk by chunk as it passes (it never
 //! holds the body back), it reports what the bytes say — SSE events with their offsets, the
-//! JSON-RPC messages in them, a JSON body parsed at its end, an SSE stream cut inside an event —
-//! and nothing about how or when the bytes are forwarded. Live, replay and any transport share it.
+//! JSON-RPC messages in them, a JSON body parsed at its end — and what is wrong with them: an
+//! SSE stream cut inside an event, an event whose data is not UTF-8, a stream the SSE parser gave
+//! up on (past its limit). It says nothing about how or when the bytes are forwarded (they are
+//! forwarded unchanged either way). Live, replay and any transport share it.
 
 use serde_json::Value;
 
@@ -54,9 +56,16 @@ impl SeenEvent {
 pub struct BodyEnd {
     /// It ended cleanly (end of file), so a JSON body is complete.
     pub clean: bool,
-    /// Bytes were still being read when it ended, so an unfinished SSE event was cut short.
+    /// Its bytes ran out while being read (the sender ended it, or the reader stopped), rather
+    /// than being cut on purpose: an unfinished SSE event is then reported truncated.
     pub reading: bool,
 }
+
+/// The reason given for an SSE event the body ended inside.
+pub const TRUNCATED: &str = "truncated event: the stream ended inside an SSE event";
+
+/// The reason given for an SSE event whose data is not UTF-8.
+pub const NOT_UTF8: &str = "the SSE event's data is not valid UTF-8";
 
 /// Watches one body in one direction.
 #[derive(Debug)]
@@ -68,6 +77,7 @@ pub struct BodyObserver {
     frames: Vec<SseFrame>,
     json: Vec<u8>,
     received: u64,
+    gave_up_reported: bool,
 }
 
 impl BodyObserver {
@@ -81,7 +91,21 @@ impl BodyObserver {
             frames: Vec::new(),
             json: Vec::new(),
             received: 0,
+            gave_up_reported: false,
         }
+    }
+
+    /// The same, decoding at most `max_event_bytes` of one SSE line or event's data (see
+    /// [`SseParser::with_limit`]).
+    pub fn with_limit(mut self, max_event_bytes: usize) -> Self {
+        self.parser = SseParser::with_limit(max_event_bytes);
+        self
+    }
+
+    /// Whether the SSE parser gave up on this body: its bytes are no longer decoded, so no
+    /// event boundary will come.
+    pub fn gave_up(&self) -> bool {
+        self.parser.gave_up().is_some()
     }
 
     /// What the body is.
@@ -96,6 +120,17 @@ impl BodyObserver {
 
     /// Takes the next chunk; the SSE events it completes are appended to `out`.
     pub fn feed(&mut self, chunk: &[u8], out: &mut Vec<SeenEvent>) {
+        self.feed_reporting(chunk, out, &mut Vec::new());
+    }
+
+    /// Takes the next chunk; the SSE events it completes are appended to `out`, and what is
+    /// wrong with the body as a whole (the SSE parser giving up on it, once) to `notices`.
+    pub fn feed_reporting(
+        &mut self,
+        chunk: &[u8],
+        out: &mut Vec<SeenEvent>,
+        notices: &mut Vec<EventKind>,
+    ) {
         self.received += chunk.len() as u64;
         match self.content {
             ContentKind::Json => {
@@ -108,6 +143,17 @@ impl BodyObserver {
                 self.parser.feed(chunk, &mut self.frames);
                 let (stream, dir) = (self.stream, self.dir);
                 out.extend(self.frames.drain(..).map(|frame| seen(stream, dir, frame)));
+                if let Some(reason) = self.parser.gave_up()
+                    && !self.gave_up_reported
+                {
+                    self.gave_up_reported = true;
+                    notices.push(EventKind::InvalidMessage {
+                        stream,
+                        dir,
+                        reason: reason.to_string(),
+                        raw: String::new(),
+                    });
+                }
             }
         }
     }
@@ -123,7 +169,7 @@ impl BodyObserver {
             out.push(EventKind::InvalidMessage {
                 stream: self.stream,
                 dir: self.dir,
-                reason: "stream ended inside an SSE event".into(),
+                reason: TRUNCATED.into(),
                 raw: String::new(),
             });
         }
@@ -158,8 +204,20 @@ fn quote(bytes: &[u8]) -> String {
 }
 
 fn seen(stream: StreamId, dir: Direction, frame: SseFrame) -> SeenEvent {
-    let message = (frame.has_data && !frame.data.is_empty())
-        .then(|| message(stream, dir, frame.data.as_bytes()));
+    let message = (frame.has_data && !frame.data.is_empty()).then(|| {
+        if frame.invalid_utf8 {
+            // The text holds U+FFFD where the bytes were: parsing it would report a message
+            // that was never sent.
+            EventKind::InvalidMessage {
+                stream,
+                dir,
+                reason: NOT_UTF8.into(),
+                raw: quote(frame.data.as_bytes()),
+            }
+        } else {
+            message(stream, dir, frame.data.as_bytes())
+        }
+    });
     SeenEvent {
         start: frame.start,
         end: frame.end,
@@ -281,9 +339,43 @@ mod tests {
             reading: true,
         };
         let (_, ended) = observe(&[cut], reading);
-        assert!(matches!(ended[..], [EventKind::InvalidMessage { .. }]));
+        assert!(matches!(
+            &ended[..],
+            [EventKind::InvalidMessage { reason, .. }] if reason == TRUNCATED
+        ));
         assert!(observe(&[cut], CLEAN).1.is_empty());
         assert!(observe(&[STREAM], reading).1.is_empty());
+    }
+
+    #[test]
+    fn data_that_is_not_utf8_is_an_invalid_message() {
+        let body = b"data: {\"jsonrpc\":\"2.0\",\"method\":\"n\",\"params\":{\"t\":\"\xff\"}}\n\n";
+        let (seen, _) = observe(&[body], CLEAN);
+        assert!(matches!(
+            &seen[0].message,
+            Some(EventKind::InvalidMessage { reason, .. }) if reason == NOT_UTF8
+        ));
+    }
+
+    #[test]
+    fn a_parser_past_its_limit_is_reported_once() {
+        let mut observer =
+            BodyObserver::new(2, Direction::ServerToClient, ContentKind::Sse).with_limit(32);
+        let (mut seen, mut notices) = (Vec::new(), Vec::new());
+        observer.feed_reporting(b"data: {}\n\n", &mut seen, &mut notices);
+        assert!(notices.is_empty() && !observer.gave_up());
+        observer.feed_reporting(&[b'x'; 40], &mut seen, &mut notices);
+        observer.feed_reporting(b"\n\ndata: {}\n\n", &mut seen, &mut notices);
+        assert!(observer.gave_up());
+        assert_eq!(seen.len(), 1);
+        assert_eq!(observer.received(), 10 + 40 + 12);
+        assert!(matches!(
+            &notices[..],
+            [EventKind::InvalidMessage { reason, .. }] if reason.contains("32 bytes")
+        ));
+        let mut ended = Vec::new();
+        observer.end(CLEAN, &mut ended);
+        assert!(ended.is_empty());
     }
 
     #[test]

@@ -17,7 +17,20 @@ pub fn full(bytes: impl Into<Bytes>) -> ProxyBody {
         .boxed_unsync()
 }
 
-/// Answers one request from the proxy itself, reporting the head and the end.
+/// How a response the proxy made itself is recorded as ending.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Ending {
+    /// How the exchange ended.
+    pub how: EndHow,
+    /// Which side it is put down to.
+    pub leg: Leg,
+    /// Why, in words.
+    pub detail: String,
+    /// The client connection closes after the answer (`Connection: close`).
+    pub closes: bool,
+}
+
+/// Answers one request from the proxy itself, reporting the head and the end (a clean one).
 pub fn local(
     shared: &Shared,
     stream: StreamId,
@@ -25,11 +38,35 @@ pub fn local(
     content_type: &str,
     body: String,
 ) -> Response<ProxyBody> {
+    let ending = Ending {
+        how: EndHow::Eof,
+        leg: Leg::Upstream,
+        detail: "answered by mcpscope".into(),
+        closes: false,
+    };
+    local_ending(shared, stream, status, content_type, body, ending)
+}
+
+/// Answers one request from the proxy itself, reporting the head and the given end (the
+/// exchange failed: the answer says why).
+pub fn local_ending(
+    shared: &Shared,
+    stream: StreamId,
+    status: StatusCode,
+    content_type: &str,
+    body: String,
+    ending: Ending,
+) -> Response<ProxyBody> {
     let len = body.len() as u64;
     let mut response = Response::new(full(body));
     *response.status_mut() = status;
     if let Ok(v) = HeaderValue::from_str(content_type) {
         response.headers_mut().insert(http::header::CONTENT_TYPE, v);
+    }
+    if ending.closes {
+        response
+            .headers_mut()
+            .insert(http::header::CONNECTION, HeaderValue::from_static("close"));
     }
     shared.sink.emit(EventKind::ResponseHead {
         stream,
@@ -39,10 +76,10 @@ pub fn local(
     shared.sink.emit(EventKind::StreamEnded {
         stream,
         dir: Direction::ServerToClient,
-        how: EndHow::Eof,
-        leg: Leg::Upstream,
+        how: ending.how,
+        leg: ending.leg,
         bytes: len,
-        detail: Some("answered by mcpscope".into()),
+        detail: Some(ending.detail),
     });
     response
 }

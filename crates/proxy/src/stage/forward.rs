@@ -32,7 +32,7 @@ enum UpstreamFailure {
 
 /// Sends the request upstream and answers with the tapped response; an unreachable upstream is
 /// answered 502, one that does not connect or answer in time 504, with a JSON-RPC error carrying
-/// the request's id.
+/// the request's id; so is (502) one whose response head does not parse.
 pub async fn forward(
     shared: &Arc<Shared>,
     link: ConnSlot,
@@ -94,6 +94,26 @@ pub async fn forward(
                 id(),
                 StatusCode::GATEWAY_TIMEOUT,
                 cause,
+            ));
+        }
+        Err(UpstreamFailure::Failed(e)) if transport::is_malformed(&e) => {
+            shared.unregister(stream);
+            let cause = upstream::error_text(&e);
+            let reason = format!("the upstream's response head does not parse: {cause}");
+            let body = answer::jsonrpc_error(id(), -32000, &format!("mcpscope: {reason}"));
+            let ending = answer::Ending {
+                how: EndHow::Error,
+                leg: Leg::Upstream,
+                detail: reason,
+                closes: false,
+            };
+            return Ok(answer::local_ending(
+                shared,
+                stream,
+                StatusCode::BAD_GATEWAY,
+                "application/json",
+                body,
+                ending,
             ));
         }
         Err(UpstreamFailure::Failed(e)) => {

@@ -1,22 +1,30 @@
-//! The second stage: the request body, read whole (bounded) and reported as a message.
+//! The second stage: the request body, read whole (bounded by `limits.request_body` and
+//! `timeouts.request_body`) and reported as a message. A body past the limit is answered 413, a
+//! body whose framing is broken 400, a body that does not arrive in time 408; each names the
+//! reason in a JSON-RPC error and in the recorded end.
 
 use std::time::Duration;
 
-use bytes::Bytes;
-use http::Request;
+use bytes::{Bytes, BytesMut};
 use http::request::Parts;
+use http::{Request, Response, StatusCode};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use serde_json::Value;
 
+use super::answer::{self, Ending};
 use crate::error::ProxyError;
-use crate::sink::EventSink;
-use crate::transport;
+use crate::shared::Shared;
+use crate::{ProxyBody, transport};
 use mcpscope_engine::event::{Direction, EndHow, EventKind, Leg, StreamId};
 use mcpscope_engine::wire::observe;
 
-/// The most of a request body read before forwarding (JSON-RPC messages are small).
-const REQUEST_CAP: usize = 64 * 1024 * 1024;
+/// How much of an oversized body is read and dropped before the 413, so that the client reads
+/// the answer instead of a reset from unread bytes.
+const DRAIN_BYTES: usize = 8 * 1024 * 1024;
+
+/// How long an oversized body is drained at most.
+const DRAIN_TIME: Duration = Duration::from_secs(1);
 
 /// A request read whole.
 #[derive(Debug)]
@@ -29,15 +37,81 @@ pub struct ClientRequest {
     pub message: Option<Value>,
 }
 
+/// Why a request was not read whole.
+pub enum Unread {
+    /// The proxy answered it (413 too large, 400 broken framing, 408 too slow).
+    Answered(Response<ProxyBody>),
+    /// The client went away mid-body (both ends are recorded).
+    Vanished(ProxyError),
+}
+
+/// What reading a body came to.
+enum BodyRead {
+    Whole(Bytes),
+    TooLarge,
+    Malformed(String),
+    TimedOut(u64),
+    Vanished(EndHow, String, u64),
+}
+
 /// Reads the body and reports its message (or why it is not one).
 pub async fn read(
     req: Request<Incoming>,
-    sink: &EventSink,
+    shared: &Shared,
     stream: StreamId,
-    timeout: Duration,
-) -> Result<ClientRequest, ProxyError> {
+) -> Result<ClientRequest, Unread> {
+    let sink = &shared.sink;
+    let limit = shared.config.limits.request_body;
+    let timeout = shared.config.timeouts.request_body;
     let (parts, body) = req.into_parts();
-    let body = read_body(body, sink, stream, timeout).await?;
+    let body = match read_body(body, limit, timeout).await {
+        BodyRead::Whole(body) => body,
+        BodyRead::TooLarge => {
+            let reason = format!("the request body exceeds the limit of {limit} bytes");
+            return Err(refuse(
+                shared,
+                stream,
+                StatusCode::PAYLOAD_TOO_LARGE,
+                reason,
+            ));
+        }
+        BodyRead::Malformed(cause) => {
+            let reason = format!("the request body's framing is broken: {cause}");
+            return Err(refuse(shared, stream, StatusCode::BAD_REQUEST, reason));
+        }
+        BodyRead::TimedOut(bytes) => {
+            let reason = format!("request body not received within {timeout:?}");
+            sink.emit(EventKind::StreamEnded {
+                stream,
+                dir: Direction::ClientToServer,
+                how: EndHow::Error,
+                leg: Leg::Client,
+                bytes,
+                detail: Some(reason.clone()),
+            });
+            let reason = format!("{reason} (--request-body-timeout)");
+            return Err(refuse(shared, stream, StatusCode::REQUEST_TIMEOUT, reason));
+        }
+        BodyRead::Vanished(how, detail, bytes) => {
+            sink.emit(EventKind::StreamEnded {
+                stream,
+                dir: Direction::ClientToServer,
+                how,
+                leg: Leg::Client,
+                bytes,
+                detail: Some(detail.clone()),
+            });
+            sink.emit(EventKind::StreamEnded {
+                stream,
+                dir: Direction::ServerToClient,
+                how,
+                leg: Leg::Client,
+                bytes: 0,
+                detail: Some(format!("the client went away mid-request: {detail}")),
+            });
+            return Err(Unread::Vanished(ProxyError::ClientVanished));
+        }
+    };
     let message = if body.is_empty() {
         None
     } else {
@@ -53,53 +127,65 @@ pub async fn read(
     })
 }
 
-/// Reads a request body whole (bounded in size and time), reporting a client that vanished or
-/// stalled mid-body.
-async fn read_body(
-    mut body: Incoming,
-    sink: &EventSink,
-    stream: StreamId,
-    timeout: Duration,
-) -> Result<Bytes, ProxyError> {
+/// Answers a request the proxy will not forward; the connection closes after the answer.
+fn refuse(shared: &Shared, stream: StreamId, status: StatusCode, reason: String) -> Unread {
+    let body = answer::jsonrpc_error(Value::Null, -32600, &format!("mcpscope: {reason}"));
+    let ending = Ending {
+        how: EndHow::Error,
+        leg: Leg::Client,
+        detail: reason,
+        closes: true,
+    };
+    Unread::Answered(answer::local_ending(
+        shared,
+        stream,
+        status,
+        "application/json",
+        body,
+        ending,
+    ))
+}
+
+/// Reads a request body whole, up to `limit` bytes and within `timeout`.
+async fn read_body(mut body: Incoming, limit: usize, timeout: Duration) -> BodyRead {
     let deadline = tokio::time::Instant::now() + timeout;
-    let mut buf = bytes::BytesMut::new();
+    let mut buf = BytesMut::new();
     loop {
         let Ok(frame) = tokio::time::timeout_at(deadline, body.frame()).await else {
-            sink.emit(EventKind::StreamEnded {
-                stream,
-                dir: Direction::ClientToServer,
-                how: EndHow::Error,
-                leg: Leg::Client,
-                bytes: buf.len() as u64,
-                detail: Some(format!("request body not received within {timeout:?}")),
-            });
-            return Err(ProxyError::RequestBodyTimeout(timeout));
+            return BodyRead::TimedOut(buf.len() as u64);
         };
         match frame {
-            None => return Ok(buf.freeze()),
+            None => return BodyRead::Whole(buf.freeze()),
             Some(Ok(frame)) => {
                 if let Ok(data) = frame.into_data() {
-                    if buf.len() + data.len() > REQUEST_CAP {
-                        return Err(ProxyError::RequestTooLarge);
+                    if buf.len() + data.len() > limit {
+                        drain(body, buf.len() + data.len()).await;
+                        return BodyRead::TooLarge;
                     }
                     buf.extend_from_slice(&data);
                 }
+            }
+            Some(Err(e)) if transport::is_malformed(&e) => {
+                return BodyRead::Malformed(e.to_string());
             }
             Some(Err(e)) => {
                 let (how, detail) = match transport::classify(&e) {
                     (EndHow::Reset, detail) => (EndHow::Reset, detail),
                     (_, detail) => (EndHow::Cancelled, detail),
                 };
-                sink.emit(EventKind::StreamEnded {
-                    stream,
-                    dir: Direction::ClientToServer,
-                    how,
-                    leg: Leg::Client,
-                    bytes: buf.len() as u64,
-                    detail: Some(detail),
-                });
-                return Err(ProxyError::ClientVanished);
+                return BodyRead::Vanished(how, detail, buf.len() as u64);
             }
+        }
+    }
+}
+
+/// Reads and drops the rest of an oversized body (bounded in bytes and time).
+async fn drain(mut body: Incoming, mut read: usize) {
+    let deadline = tokio::time::Instant::now() + DRAIN_TIME;
+    while read < DRAIN_BYTES {
+        match tokio::time::timeout_at(deadline, body.frame()).await {
+            Ok(Some(Ok(frame))) => read += frame.data_ref().map_or(0, Bytes::len),
+            _ => return,
         }
     }
 }
