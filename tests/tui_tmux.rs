@@ -18,7 +18,9 @@ struct Tmux {
 
 impl Tmux {
     fn start(width: u16, height: u16) -> Self {
-        let name = format!("mcpscope-test-{}", std::process::id());
+        static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let name = format!("mcpscope-test-{}-{n}", std::process::id());
         let status = Command::new("tmux")
             .args([
                 "new-session",
