@@ -40,6 +40,36 @@ fn wait_for_recording(child: &mut Child) -> (PathBuf, String) {
     panic!("mcpscope exited before recording: {seen}");
 }
 
+/// The binary recording `run.jsonl` in `dir` in front of `upstream`, once it listens: the
+/// child, its URL, and its whole stderr when it exits.
+fn record_in_front_of(
+    dir: &Path,
+    upstream: &str,
+) -> (Child, String, std::thread::JoinHandle<String>) {
+    let mut child = mcpscope(dir, &["--upstream", upstream, "--record", "run.jsonl"])
+        .spawn()
+        .expect("spawn");
+    let stderr = child.stderr.take().expect("stderr");
+    let (tx, rx) = std::sync::mpsc::channel();
+    let lines = std::thread::spawn(move || {
+        let mut all = String::new();
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if let Some(url) = line
+                .split("listening on ")
+                .nth(1)
+                .and_then(|rest| rest.split_whitespace().next())
+            {
+                let _ = tx.send(url.to_string());
+            }
+            all.push_str(&line);
+            all.push('\n');
+        }
+        all
+    });
+    let listen = rx.recv_timeout(Duration::from_secs(20)).expect("listening");
+    (child, listen, lines)
+}
+
 fn stop(mut child: Child) {
     let _ = Command::new("kill")
         .args(["-TERM", &child.id().to_string()])
@@ -196,26 +226,7 @@ async fn kill_9_loses_nothing_the_client_had_seen_once_idle() {
         .await
         .expect("test server");
     let upstream = server.url();
-    let mut child = mcpscope(
-        dir.path(),
-        &["--upstream", &upstream, "--record", "run.jsonl"],
-    )
-    .spawn()
-    .expect("spawn");
-    let stderr = child.stderr.take().expect("stderr");
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            if let Some(url) = line
-                .split("listening on ")
-                .nth(1)
-                .and_then(|rest| rest.split_whitespace().next())
-            {
-                let _ = tx.send(url.to_string());
-            }
-        }
-    });
-    let listen = rx.recv_timeout(Duration::from_secs(20)).expect("listening");
+    let (mut child, listen, _stderr) = record_in_front_of(dir.path(), &upstream);
     let mut client = McpClient::new(&format!("{listen}/mcp")).expect("client");
     client.handshake().await.expect("handshake");
     const CALLS: usize = 30;
@@ -275,30 +286,7 @@ async fn sigterm_ends_every_open_exchange_and_completes_the_recording() {
         .await
         .expect("test server");
     let upstream = server.url();
-    let mut child = mcpscope(
-        dir.path(),
-        &["--upstream", &upstream, "--record", "run.jsonl"],
-    )
-    .spawn()
-    .expect("spawn");
-    let stderr = child.stderr.take().expect("stderr");
-    let (tx, rx) = std::sync::mpsc::channel();
-    let lines = std::thread::spawn(move || {
-        let mut all = String::new();
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            if let Some(url) = line
-                .split("listening on ")
-                .nth(1)
-                .and_then(|rest| rest.split_whitespace().next())
-            {
-                let _ = tx.send(url.to_string());
-            }
-            all.push_str(&line);
-            all.push('\n');
-        }
-        all
-    });
-    let listen = rx.recv_timeout(Duration::from_secs(20)).expect("listening");
+    let (child, listen, lines) = record_in_front_of(dir.path(), &upstream);
     let mut client = McpClient::new(&format!("{listen}/mcp")).expect("client");
     client.handshake().await.expect("handshake");
     let session = client.session().expect("session").to_string();
