@@ -10,7 +10,7 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use serde_json::{Value, json};
 
-use crate::client::{Answer, McpClient, Outcome};
+use crate::client::{Answer, Background, McpClient, Outcome};
 use crate::testserver::{self, Options};
 use mcpscope_engine::event::EndHow;
 use mcpscope_engine::fault::{Fault, Plan, Planner, RequestInfo, Trigger};
@@ -110,14 +110,7 @@ pub async fn record(name: &str, out: &Path) -> anyhow::Result<(Model, Vec<Notice
     expect("initialize", &c.handshake().await?, answered)?;
     match name {
         "healthy" => {
-            let mut get = c.open_get().await?;
-            expect(
-                "tools/list",
-                &c.request("tools/list", json!({})).await?,
-                answered,
-            )?;
-            let echo = c.call("echo", json!({"text": "hello"}), false).await?;
-            expect("echo", &echo, answered)?;
+            let mut get = warm_up(&mut c).await?;
             let slow = json!({"steps": 3, "interval_ms": 100});
             expect("slow", &c.call("slow", slow, true).await?, answered)?;
             expect("poke", &c.call("poke", json!({}), false).await?, answered)?;
@@ -133,14 +126,7 @@ pub async fn record(name: &str, out: &Path) -> anyhow::Result<(Model, Vec<Notice
                 Trigger::After(Duration::from_millis(100)),
                 "server-dies after 100ms when tool=poke",
             ));
-            let mut get = c.open_get().await?;
-            expect(
-                "tools/list",
-                &c.request("tools/list", json!({})).await?,
-                answered,
-            )?;
-            let echo = c.call("echo", json!({"text": "hello"}), false).await?;
-            expect("echo", &echo, answered)?;
+            let mut get = warm_up(&mut c).await?;
             let poke = c.call("poke", json!({}), true).await?;
             expect("poke", &poke, |o| o.died() == Some(EndHow::Reset))?;
             let dead = get.ended(Duration::from_secs(5)).await;
@@ -217,4 +203,17 @@ pub async fn record(name: &str, out: &Path) -> anyhow::Result<(Model, Vec<Notice
     server.shutdown().await;
     eprintln!("  → {} ({events} events)", path.display());
     Ok(live.await?)
+}
+
+/// What every session does first: a GET stream, `tools/list`, one `echo`.
+async fn warm_up(c: &mut McpClient) -> anyhow::Result<Background> {
+    let get = c.open_get().await?;
+    expect(
+        "tools/list",
+        &c.request("tools/list", json!({})).await?,
+        answered,
+    )?;
+    let echo = c.call("echo", json!({"text": "hello"}), false).await?;
+    expect("echo", &echo, answered)?;
+    Ok(get)
 }
