@@ -196,6 +196,7 @@ pub async fn run_proxy(args: ProxyArgs) -> anyhow::Result<()> {
             recording: running.hub.recording.clone(),
             theme: args.theme.clone(),
             speed: None,
+            retention: mcpscope_engine::model::Retention::window(args.keep),
             telemetry: telemetry
                 .as_ref()
                 .map(|t| mcpscope_tui::StatusText(t.status_text())),

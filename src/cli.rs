@@ -111,6 +111,11 @@ pub struct ProxyArgs {
     /// Do not record.
     #[arg(long)]
     pub no_record: bool,
+    /// Calls the view holds in full in memory; older answered calls become compact rows whose
+    /// detail is read back from the recording when opened (pending, orphaned and failed calls
+    /// are always held).
+    #[arg(long, value_name = "N", default_value_t = mcpscope_engine::model::Retention::DEFAULT_KEEP_CALLS)]
+    pub keep: usize,
     /// Keep secrets (credentials, tokens, keys) in recordings and on screen.
     #[arg(long)]
     pub no_redact: bool,
@@ -201,6 +206,11 @@ pub struct DemoArgs {
     /// Colour theme.
     #[arg(long, value_name = "NAME|PATH")]
     pub theme: Option<String>,
+    /// Calls the view holds in full in memory; older answered calls become compact rows whose
+    /// detail is read back from the recording when opened (pending, orphaned and failed calls
+    /// are always held).
+    #[arg(long, value_name = "N", default_value_t = mcpscope_engine::model::Retention::DEFAULT_KEEP_CALLS)]
+    pub keep: usize,
 }
 
 /// Options of `replay`.
@@ -227,6 +237,11 @@ pub struct ReplayArgs {
     /// Colour theme.
     #[arg(long, value_name = "NAME|PATH")]
     pub theme: Option<String>,
+    /// Calls the view holds in full in memory; older answered calls become compact rows whose
+    /// detail is read back from the recording when opened (pending, orphaned and failed calls
+    /// are always held).
+    #[arg(long, value_name = "N", default_value_t = mcpscope_engine::model::Retention::DEFAULT_KEEP_CALLS)]
+    pub keep: usize,
 }
 
 /// Options of `check`.

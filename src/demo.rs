@@ -102,6 +102,7 @@ pub async fn run(args: &DemoArgs) -> anyhow::Result<()> {
             theme: args.theme.clone(),
             speed: None,
             telemetry: None,
+            retention: mcpscope_engine::model::Retention::window(args.keep),
         };
         let control = fault::controller(&running.proxy, engine);
         tokio::select! {

@@ -7,7 +7,7 @@ use chrono::Utc;
 use tokio::sync::mpsc::UnboundedReceiver;
 
 use mcpscope_engine::event::Event;
-use mcpscope_engine::model::{Model, Notice};
+use mcpscope_engine::model::{Model, Notice, Retention};
 
 /// Output style.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -29,7 +29,8 @@ pub fn format(notice: &Notice, style: Style) -> String {
 
 /// Folds events as they come and prints the notices until the feed closes; returns the model.
 pub async fn run(mut feed: UnboundedReceiver<Event>, style: Style) -> Model {
-    let mut model = Model::new();
+    // Each fact is printed as it happens: the model holds only what is still open.
+    let mut model = Model::with_retention(Retention::none());
     let mut tick = tokio::time::interval(Duration::from_millis(250));
     let stdout = std::io::stdout();
     loop {

@@ -119,6 +119,7 @@ pub async fn run(args: &ReplayArgs) -> anyhow::Result<()> {
             theme: args.theme.clone(),
             speed: args.speed,
             telemetry: None,
+            retention: mcpscope_engine::model::Retention::window(args.keep),
         };
         return mcpscope_tui::run_replay(recording.events, info)
             .await

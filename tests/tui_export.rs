@@ -1,6 +1,7 @@
 //! `e` on a selected call: the effect, then the file with its diagram and row.
 
 use chrono::{Offset, Utc};
+use mcpscope_engine::model::Retention;
 use mcpscope_testkit::fixtures::{scenario, scenario_now};
 use mcpscope_tui::app::{App, Effect};
 use mcpscope_tui::run::{self, Flow, LiveSource, Source};
@@ -18,7 +19,7 @@ fn live() -> (App, LiveSource) {
     for event in scenario() {
         feed.send(event).expect("send");
     }
-    let mut source = LiveSource::new(rx);
+    let mut source = LiveSource::new(rx, Retention::default());
     let mut app = App::new(Info::default(), Theme::dark(), Utc.fix());
     source.pump(&mut app);
     app.sync(source.model());
@@ -42,7 +43,7 @@ fn e_on_a_selected_call_yields_the_export_effect() {
 #[test]
 fn e_without_a_call_explains() {
     let (_feed, rx) = tokio::sync::mpsc::unbounded_channel();
-    let source = LiveSource::new(rx);
+    let source = LiveSource::new(rx, Retention::default());
     let mut app = App::new(Info::default(), Theme::dark(), Utc.fix());
     assert!(app.handle_key(key('e'), source.model()).is_empty());
     assert!(
@@ -91,7 +92,7 @@ fn export_writes_the_diagram_to_a_new_private_file_each_time() {
 #[test]
 fn the_status_bar_shows_what_the_exporter_dropped() {
     let (_feed, rx) = tokio::sync::mpsc::unbounded_channel();
-    let source = LiveSource::new(rx);
+    let source = LiveSource::new(rx, Retention::default());
     let info = Info {
         telemetry: Some(mcpscope_tui::StatusText(std::sync::Arc::new(|| {
             Some("OTLP dropped: 1 events, 2 spans".to_string())

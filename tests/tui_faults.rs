@@ -66,7 +66,7 @@ impl FaultControl for Fake {
 /// Presses a key and carries out its effects, as the live loop does.
 fn press(app: &mut App, model: &Model, code: KeyCode) {
     let (_feed, rx) = tokio::sync::mpsc::unbounded_channel();
-    let mut source = LiveSource::new(rx);
+    let mut source = LiveSource::new(rx, mcpscope_engine::model::Retention::default());
     for effect in app.handle_key(KeyEvent::new(code, KeyModifiers::NONE), model) {
         let flow = run::perform(app, effect, &mut source, &mut |_| Ok(())).expect("perform");
         assert_eq!(flow, Flow::Continue);

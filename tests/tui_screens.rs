@@ -17,6 +17,7 @@ fn app() -> App {
         theme: None,
         speed: None,
         telemetry: None,
+        retention: Default::default(),
     };
     App::new(info, Theme::dark(), Utc.fix())
 }

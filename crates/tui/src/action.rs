@@ -3,7 +3,7 @@
 
 use ratatui::layout::{Position, Rect};
 
-use super::app::{App, Effect, FaultMenu, Input, InputKind, Pane, ReplayCmd};
+use super::app::{App, Effect, FaultMenu, Input, InputKind, Pane, ReplayCmd, Selected};
 use super::filter::Filter;
 use mcpscope_engine::model::Model;
 
@@ -127,7 +127,7 @@ impl App {
                 }
                 None => self.flash = Some("nothing to copy: select a call or message".into()),
             },
-            Action::Export => match self.call.filter(|&c| c < model.calls.len()) {
+            Action::Export => match self.call.filter(|&c| model.calls.contains(c)) {
                 Some(call) => return vec![Effect::Export { call }],
                 None => self.flash = Some("nothing to export: select a call".into()),
             },
@@ -146,7 +146,12 @@ impl App {
                     }];
                 }
             },
-            Action::DrillIn => self.drill_in(),
+            Action::DrillIn => {
+                self.drill_in();
+                if let Some(effect) = self.recall(model) {
+                    return vec![effect];
+                }
+            }
             Action::Back => self.back(),
             Action::Move(delta) => self.move_by(model, delta),
             Action::PageUp => self.move_by(model, -(self.page.max(1) as i64)),
@@ -229,6 +234,18 @@ impl App {
                 self.filter = Filter::parse(&input.text);
             }
         }
+    }
+
+    /// Asks for the selected call's detail from the recording when the model evicted it.
+    fn recall(&self, model: &Model) -> Option<Effect> {
+        let Selected::Call(call) = self.selected else {
+            return None;
+        };
+        let span = model.calls.get(call)?.evicted?;
+        if self.recalled.as_ref().is_some_and(|r| r.call == call) {
+            return None;
+        }
+        Some(Effect::Recall { call, span })
     }
 
     fn drill_in(&mut self) {

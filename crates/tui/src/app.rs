@@ -154,6 +154,13 @@ pub enum Effect {
         /// The fault, as the menu names it.
         spec: String,
     },
+    /// Read an evicted call's detail back from the recording.
+    Recall {
+        /// The call's index in the model.
+        call: usize,
+        /// Its event span ([`mcpscope_engine::model::Call::seq`]).
+        span: (u64, u64),
+    },
     /// Write a call's Mermaid diagram and Markdown row to `mcpscope-call-<N>.md`.
     Export {
         /// The call's index in the model.
@@ -271,6 +278,8 @@ pub struct App {
     pub page: usize,
     /// The folder `e` writes call files into (the working directory by default).
     pub export_dir: PathBuf,
+    /// The last evicted call whose detail was read back from the recording.
+    pub recalled: Option<crate::recall::Recalled>,
 }
 
 impl App {
@@ -321,6 +330,7 @@ impl App {
             areas: Areas::default(),
             page: 10,
             export_dir: PathBuf::from("."),
+            recalled: None,
         }
     }
 
@@ -387,7 +397,7 @@ impl App {
     pub fn link_stream(&mut self, model: &Model, stream: StreamId) {
         if let Some(pos) = model.stream_pos(stream) {
             self.wf_stream = pos;
-            let session = model.streams[pos].session;
+            let session = model.streams.as_slice()[pos].session;
             self.tree.open(vec![Node::Session(session)]);
             self.tree
                 .select(vec![Node::Session(session), Node::Stream(stream)]);
@@ -399,7 +409,7 @@ impl App {
         let Some(pos) = model.stream_pos(stream) else {
             return;
         };
-        let calls = &model.streams[pos].calls;
+        let calls = &model.streams.as_slice()[pos].calls;
         if let Some(row) = self.rows.iter().position(|c| calls.contains(c)) {
             self.row = row;
             self.call = self.rows.get(row).copied();
@@ -425,7 +435,7 @@ impl App {
 
     /// Sets the selection from the waterfall's highlighted stream.
     pub fn selection_from_waterfall(&mut self, model: &Model) {
-        if let Some(stream) = model.streams.get(self.wf_stream) {
+        if let Some(stream) = model.streams.as_slice().get(self.wf_stream) {
             let id = stream.id;
             self.selected = Selected::Stream(id);
             self.detail_scroll = 0;

@@ -11,6 +11,7 @@ pub mod app;
 pub mod filter;
 pub mod keys;
 pub mod layout;
+pub mod recall;
 pub mod replay;
 pub mod rows;
 pub mod run;
@@ -34,7 +35,7 @@ pub use theme::{Theme, ThemeError};
 
 use mcpscope_engine::event::Event;
 use mcpscope_engine::fault::FaultControl;
-use mcpscope_engine::model::Model;
+use mcpscope_engine::model::{Model, Retention};
 
 /// Where the session runs, for the status bar.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -51,6 +52,9 @@ pub struct Info {
     pub speed: Option<f64>,
     /// Live: a line about the OTLP exporter for the status bar, when it has something to say.
     pub telemetry: Option<StatusText>,
+    /// What the view's model holds in memory (`--keep`); older detail is read back from the
+    /// recording when asked for.
+    pub retention: Retention,
 }
 
 /// A status bar item read each frame (`None`: nothing to show).
@@ -87,16 +91,19 @@ pub async fn run_live(
     info: Info,
     faults: Option<Arc<dyn FaultControl>>,
 ) -> anyhow::Result<()> {
+    let retention = info.retention;
     let mut app = app_for(info)?;
     app.faults = faults;
-    run::run(app, run::LiveSource::new(feed)).await
+    run::run(app, run::LiveSource::new(feed, retention)).await
 }
 
 /// Replay viewer: the whole recording, with a time cursor.
 pub async fn run_replay(events: Vec<Event>, info: Info) -> anyhow::Result<()> {
     let speed = replay::Speed::nearest(info.speed.unwrap_or(1.0));
+    let retention = info.retention;
     let app = app_for(info)?;
-    run::run(app, run::ReplaySource::with_speed(events, speed)).await
+    let source = run::ReplaySource::with_speed(events, speed).with_retention(retention);
+    run::run(app, source).await
 }
 
 /// Draws one frame of `app` over `model` at `now` off-screen, on a `width` × `height`

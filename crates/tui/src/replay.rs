@@ -4,7 +4,7 @@
 use chrono::{DateTime, Utc};
 
 use mcpscope_engine::event::{Direction, Event, EventKind};
-use mcpscope_engine::model::Model;
+use mcpscope_engine::model::{Model, Retention};
 
 /// The least distance between checkpoints, in events.
 pub const CHECKPOINT_EVERY: usize = 10_000;
@@ -93,6 +93,15 @@ impl ReplayCursor {
             checkpoints: vec![Model::new()],
             deaths: Vec::new(),
         }
+    }
+
+    /// Folds with `retention` from now on: the cursor goes back to the start (seek again).
+    pub fn set_retention(&mut self, retention: Retention) {
+        self.model = Model::with_retention(retention);
+        self.checkpoints = vec![self.model.clone()];
+        self.pos = 0;
+        self.frontier = 0;
+        self.deaths.clear();
     }
 
     /// Events in the recording.

@@ -19,7 +19,7 @@ use super::save;
 use super::term::Term;
 use super::view;
 use mcpscope_engine::event::Event;
-use mcpscope_engine::model::Model;
+use mcpscope_engine::model::{Model, Retention};
 
 /// Events folded per frame at most (the rest wait in the channel for the next frame).
 const MAX_PER_FRAME: usize = 200_000;
@@ -50,10 +50,10 @@ pub struct LiveSource {
 }
 
 impl LiveSource {
-    /// A live source reading `feed`.
-    pub fn new(feed: UnboundedReceiver<Event>) -> Self {
+    /// A live source reading `feed`, its model holding the past by `retention`.
+    pub fn new(feed: UnboundedReceiver<Event>, retention: Retention) -> Self {
         Self {
-            model: Model::new(),
+            model: Model::with_retention(retention),
             feed,
             held: Vec::new(),
             paused: false,
@@ -137,6 +137,14 @@ impl ReplaySource {
             speed,
             ..Self::new(events)
         }
+    }
+
+    /// The same replay, its model holding the past by `retention`.
+    pub fn with_retention(mut self, retention: Retention) -> Self {
+        let position = self.cursor.position();
+        self.cursor.set_retention(retention);
+        self.cursor.seek(position);
+        self
     }
 
     /// A replay of `events`, at its first event.
@@ -283,6 +291,15 @@ pub fn perform(
         Effect::Quit => return Ok(Flow::Quit),
         Effect::Copy(text) => copy(&text)?,
         Effect::TogglePause | Effect::Replay(_) => source.effect(&effect, app),
+        Effect::Recall { call, span } => {
+            let recording = app.info.recording.clone();
+            app.recalled = Some(crate::recall::recall(
+                recording.as_deref(),
+                source.model(),
+                call,
+                span,
+            ));
+        }
         Effect::Export { call } => {
             app.flash = Some(
                 match save::export_call(source.model(), call, &app.export_dir) {

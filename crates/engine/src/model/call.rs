@@ -93,11 +93,17 @@ pub struct Call {
     pub input_required: bool,
     /// The earlier round of the same logical call that this request continues (MRTR), if any.
     pub continues: Option<usize>,
+    /// Event sequence numbers (0-based, in recording order) of its request stream's opening
+    /// and of the last event that changed its fate: its detail lies between them.
+    pub seq: (u64, u64),
+    /// Set when the retention policy collapsed it to a compact row (params, response and
+    /// progress dropped); holds [`Call::seq`] to find the detail in the recording.
+    pub evicted: Option<(u64, u64)>,
 }
 
 impl Call {
     /// Which round of its logical call this request is (1 for the first).
-    pub fn round(&self, calls: &[Call]) -> u32 {
+    pub fn round(&self, calls: &super::Store<Call>) -> u32 {
         let mut round = 1;
         let mut at = self.continues;
         while let Some(prev) = at {

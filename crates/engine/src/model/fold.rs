@@ -23,7 +23,7 @@ fn is_stateless(revision: Option<&str>) -> bool {
     revision.is_some_and(|r| r >= STATELESS_REVISION)
 }
 
-fn retry_key(method: &str, params: &Value) -> String {
+pub(super) fn retry_key(method: &str, params: &Value) -> String {
     let mut params = params.clone();
     if let Some(obj) = params.as_object_mut() {
         obj.remove("_meta");
@@ -104,8 +104,9 @@ impl Model {
                 raw,
             } => {
                 if let Some(si) = self.stream_index.get(stream).copied() {
-                    let index = self.messages.len();
-                    self.messages.push(MessageRec {
+                    let size = raw.len() + 2;
+                    self.detail_bytes += size;
+                    let index = self.messages.push(MessageRec {
                         at: t,
                         stream: *stream,
                         dir: *dir,
@@ -113,11 +114,13 @@ impl Model {
                         invalid: Some(reason.clone()),
                         sse_id: None,
                         call: None,
+                        size,
                     });
                     let s = &mut self.streams[si];
                     s.messages.push(index);
                     s.invalid += 1;
                     self.link_mark(si, index, false);
+                    self.trim_stream(si);
                 }
                 out.push(Notice {
                     t,
@@ -190,6 +193,7 @@ impl Model {
             }
             EventKind::Note { stream, text } => self.notes.push((t, *stream, text.clone())),
         }
+        self.enforce_retention();
         out
     }
 
@@ -255,8 +259,7 @@ impl Model {
             Some(sid) => self.session_for_id(t, sid, revision, true, out),
             None => 0,
         };
-        let si = self.streams.len();
-        self.streams.push(Stream {
+        let si = self.streams.push(Stream {
             id,
             conn,
             method: method.to_string(),
@@ -279,6 +282,8 @@ impl Model {
             unreachable: None,
             faults: Vec::new(),
             invalid: 0,
+            opened_seq: self.seq(),
+            dropped_marks: 0,
         });
         self.stream_index.insert(id, si);
         self.sessions[session].streams.push(id);
@@ -487,6 +492,7 @@ impl Model {
             s.last_event_id = Some(event_id.to_string());
             self.event_owner.insert((session, event_id.to_string()), id);
         }
+        self.trim_stream(si);
     }
 
     /// Links a message to the SSE event that carried it, or adds a mark for a JSON body.
@@ -522,8 +528,9 @@ impl Model {
         };
         let batch = body.is_array();
         for msg in messages(body) {
-            let index = self.messages.len();
-            self.messages.push(MessageRec {
+            let size = super::retention::approx_size(msg);
+            self.detail_bytes += size;
+            let index = self.messages.push(MessageRec {
                 at: t,
                 stream: id,
                 dir,
@@ -531,6 +538,7 @@ impl Model {
                 invalid: None,
                 sse_id: None,
                 call: None,
+                size,
             });
             self.streams[si].messages.push(index);
             let kind = classify(msg);
@@ -565,6 +573,7 @@ impl Model {
                 Kind::Invalid(_) => {}
             }
         }
+        self.trim_stream(si);
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -609,7 +618,7 @@ impl Model {
                     .map(str::to_string)
             })
             .flatten();
-        let index = self.calls.len();
+        let index = self.calls.next_index();
         let mut call = Call {
             index,
             session,
@@ -633,6 +642,8 @@ impl Model {
             injected: !stream.faults.is_empty(),
             input_required: false,
             continues: None,
+            seq: (stream.opened_seq, self.seq()),
+            evicted: None,
         };
         if dir == Direction::ClientToServer && method == "initialize" {
             if let Some(info) = params.get("clientInfo") {
@@ -668,7 +679,10 @@ impl Model {
                 call.arrival = self.calls[prev].arrival + 1;
                 call.retry_of = Some(prev);
                 let mut root = prev;
-                while let Some(up) = self.calls[root].retry_of {
+                while let Some(up) = self.calls.get(root).and_then(|c| c.retry_of) {
+                    if !self.calls.contains(up) {
+                        break;
+                    }
                     root = up;
                 }
                 self.calls[root].reaction.retries += 1;
@@ -687,6 +701,7 @@ impl Model {
             .or_default()
             .push(index);
         self.calls.push(call);
+        self.full_calls += 1;
         self.streams[si].calls.push(index);
         self.counts.pending += 1;
         let stream_id = self.streams[si].id;
@@ -823,8 +838,12 @@ impl Model {
         let was_open = self.calls[index].verdict.is_open();
         let late = matches!(self.calls[index].verdict, Verdict::Orphaned { .. });
         if !was_open && !late {
-            self.calls[index].response =
-                Some(Arc::new(response.map_or_else(Clone::clone, Clone::clone)));
+            let seq = self.seq();
+            let call = &mut self.calls[index];
+            if call.evicted.is_none() {
+                call.response = Some(Arc::new(response.map_or_else(Clone::clone, Clone::clone)));
+                call.seq.1 = seq;
+            }
             return;
         }
         if self.calls[index].owner != stream_id {
@@ -1088,6 +1107,7 @@ impl Model {
         );
         call.verdict = verdict;
         call.ended_at = ended_at;
+        call.seq.1 = self.events_applied.saturating_sub(1);
         let counts = &mut self.counts;
         match (before.0, after.0) {
             (true, false) => counts.pending -= 1,

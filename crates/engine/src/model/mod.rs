@@ -8,7 +8,9 @@ mod fate;
 mod fold;
 pub mod notice;
 mod query;
+pub mod retention;
 pub mod session;
+pub mod store;
 pub mod stream;
 pub mod verdict;
 
@@ -21,7 +23,9 @@ use serde_json::Value;
 pub use call::{Call, Reaction};
 pub use fate::Fate;
 pub use notice::{CallRef, Notice, What};
+pub use retention::{Evicted, Retention};
 pub use session::{Session, SessionEnd, ToolInfo};
+pub use store::Store;
 pub use stream::{End, Mark, Stream};
 pub use verdict::{Death, OrphanCause, RESUME_GRACE_MS, Verdict};
 
@@ -45,6 +49,8 @@ pub struct MessageRec {
     pub sse_id: Option<String>,
     /// The call it belongs to.
     pub call: Option<usize>,
+    /// Its rough size as JSON text, for the retention policy's byte budget.
+    pub size: usize,
 }
 
 impl MessageRec {
@@ -97,12 +103,12 @@ pub struct Counts {
 pub struct Model {
     /// Sessions; index 0 is the session-less traffic.
     pub sessions: Vec<Session>,
-    /// Streams in the order they opened.
-    pub streams: Vec<Stream>,
-    /// Calls in the order they started.
-    pub calls: Vec<Call>,
-    /// Every message, in order.
-    pub messages: Vec<MessageRec>,
+    /// Streams in the order they opened (those the retention policy keeps).
+    pub streams: Store<Stream>,
+    /// Calls in the order they started (those the retention policy keeps).
+    pub calls: Store<Call>,
+    /// Messages, in order (those the retention policy keeps).
+    pub messages: Store<MessageRec>,
     /// The proxy's own description, if the recording has it.
     pub proxy: Option<ProxyInfo>,
     /// Notes and faults, in order: (time, stream, text).
@@ -122,10 +128,19 @@ pub struct Model {
     calls_by_key: HashMap<String, Vec<usize>>,
     tools: HashMap<String, ToolInfo>,
     counts: Counts,
+    retention: Retention,
+    evicted: Evicted,
+    floor: retention::Floor,
+    /// Bytes of message detail held ([`MessageRec::size`] summed).
+    detail_bytes: usize,
+    /// Calls held in full (not collapsed to compact rows).
+    full_calls: usize,
+    /// The shared empty value that evicted calls point their params at.
+    empty: Arc<Value>,
 }
 
 impl Model {
-    /// An empty model.
+    /// An empty model, with the default [`Retention`].
     pub fn new() -> Self {
         Self::default()
     }
@@ -168,6 +183,11 @@ impl Model {
             .get(session)
             .and_then(|s| s.tools.get(tool))
             .or_else(|| self.tools.get(tool))
+    }
+
+    /// The 0-based sequence number of the event being folded (the recording's event order).
+    pub(crate) fn seq(&self) -> u64 {
+        self.events_applied.saturating_sub(1)
     }
 
     /// The latest time the model has reached: the last event's, or a later [`Model::advance`].

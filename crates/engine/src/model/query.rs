@@ -4,9 +4,11 @@ use super::{Call, MessageRec, Model};
 use crate::event::StreamId;
 
 impl Model {
-    /// The position of a stream in [`Model::streams`].
+    /// The position of a stream among the retained streams ([`super::Store::as_slice`]).
     pub fn stream_pos(&self, id: StreamId) -> Option<usize> {
-        self.stream_index.get(&id).copied()
+        self.stream_index
+            .get(&id)
+            .and_then(|&index| self.streams.rank_of(index))
     }
 
     /// The request message of a call.

@@ -82,6 +82,10 @@ pub struct Stream {
     pub faults: Vec<String>,
     /// Invalid messages seen on it.
     pub invalid: u32,
+    /// The event sequence number (0-based, in recording order) of its `stream_opened`.
+    pub opened_seq: u64,
+    /// SSE events no longer held in [`Stream::marks`] (the retention policy keeps the newest).
+    pub dropped_marks: u64,
 }
 
 impl Stream {

@@ -2,9 +2,11 @@
 //! The format is documented in `docs/recording-format.md`.
 
 pub mod reader;
+pub mod span;
 pub mod writer;
 
 pub use reader::{ReadError, Recording, read_file, read_from};
+pub use span::read_span;
 pub use writer::{Create, Recorder, open_private};
 
 use serde::{Deserialize, Serialize};

@@ -35,6 +35,9 @@ pub fn content(app: &App, model: &Model, now: DateTime<Utc>) -> (&'static str, V
     let theme = &app.theme;
     match app.selected {
         Selected::Call(c) => match model.calls.get(c) {
+            Some(call) if call.evicted.is_some() => {
+                (" Call ", evicted_lines(app, model, call, now))
+            }
             Some(call) => (" Call ", call_lines(app, model, call, now)),
             None => (" Detail ", Vec::new()),
         },
@@ -67,6 +70,39 @@ fn head(theme: &Theme, text: &str) -> Line<'static> {
 
 fn since(t: DateTime<Utc>, from: DateTime<Utc>) -> String {
     format!("+{}", duration_ms((t - from).num_milliseconds()))
+}
+
+/// An evicted call: its detail read back from the recording, or its compact row and why the
+/// rest is not shown.
+fn evicted_lines(app: &App, model: &Model, call: &Call, now: DateTime<Utc>) -> Vec<Line<'static>> {
+    let theme = &app.theme;
+    let (from, to) = call.evicted.unwrap_or(call.seq);
+    let recalled = app.recalled.as_ref().filter(|r| r.call == call.index);
+    let (note, mut lines) = match recalled.map(|r| &r.detail) {
+        Some(Ok((scratch, index))) => match scratch.calls.get(*index) {
+            Some(found) => (
+                format!("read back from the recording (events {from}–{to})"),
+                call_lines(app, scratch, found, now),
+            ),
+            None => (String::new(), call_lines(app, model, call, now)),
+        },
+        Some(Err(reason)) => (reason.clone(), call_lines(app, model, call, now)),
+        None => (
+            match &app.info.recording {
+                Some(_) => format!(
+                    "evicted (past --keep {}): Enter reads it back from the recording",
+                    model.retention().keep_calls
+                ),
+                None => format!(
+                    "evicted (past --keep {}); not recorded (--no-record)",
+                    model.retention().keep_calls
+                ),
+            },
+            call_lines(app, model, call, now),
+        ),
+    };
+    lines.insert(1, Line::from(Span::styled(note, theme.dim())));
+    lines
 }
 
 fn call_lines(app: &App, model: &Model, call: &Call, now: DateTime<Utc>) -> Vec<Line<'static>> {

@@ -20,9 +20,9 @@ pub fn render(frame: &mut Frame, app: &App, model: &Model, now: DateTime<Utc>, a
     let theme = &app.theme;
     let focused = app.focus == Pane::Waterfall;
     let inner_h = usize::from(area.height.saturating_sub(2));
-    let first = waterfall_first(app.wf_stream, inner_h, model.streams.len());
-    let shown =
-        &model.streams[first.min(model.streams.len())..(first + inner_h).min(model.streams.len())];
+    let streams = model.streams.as_slice();
+    let first = waterfall_first(app.wf_stream, inner_h, streams.len());
+    let shown = &streams[first.min(streams.len())..(first + inner_h).min(streams.len())];
     let t0 = shown.iter().map(|s| s.opened_at).min();
     let t1 = shown.iter().map(|s| end_of(s, now)).max();
     let span_ms = match (t0, t1) {

@@ -1,0 +1,426 @@
+//! The retention policy: what the model keeps in memory, in one place.
+//!
+//! Held in full, always: calls still waiting (pending, resumable, or asked for input), and up
+//! to ten times [`Retention::keep_calls`] calls that went wrong (orphaned, failed, cancelled,
+//! hit by a fault), the newest. Held in full while they are recent: everything of the last
+//! [`Retention::keep_calls`] calls and streams, within [`Retention::keep_bytes`] of message
+//! detail. Older answered calls collapse to a compact row (method, tool, timings, verdict and
+//! the event sequence numbers that find their detail in the recording, [`Call::seq`]); past
+//! [`Retention::max_rows`] rows they are only counted ([`Evicted`]). An open stream keeps its
+//! last [`Retention::stream_detail`] SSE events and messages. Every view, live or replayed,
+//! folds through the same policy, so they agree.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use super::{Call, Model, Verdict};
+use crate::event::Direction;
+use crate::wire::jsonrpc::id_text;
+
+/// How much of the past the model holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Retention {
+    /// Recent calls (and streams) held in full; ten times as many calls that went wrong are.
+    pub keep_calls: usize,
+    /// Bytes of message detail held, at most (roughly: the size of the JSON text).
+    pub keep_bytes: usize,
+    /// Compact rows kept for evicted calls; older ones are only counted.
+    pub max_rows: usize,
+    /// SSE events and messages kept per stream (the newest).
+    pub stream_detail: usize,
+    /// Notes and fault records kept (the newest).
+    pub max_notes: usize,
+}
+
+impl Retention {
+    /// The default number of recent calls held in full.
+    pub const DEFAULT_KEEP_CALLS: usize = 10_000;
+    /// The default bytes of message detail held.
+    pub const DEFAULT_KEEP_BYTES: usize = 64 << 20;
+
+    /// The policy of the live and replay views: the last `keep_calls` calls, at most 64 MiB of
+    /// detail, ten times as many compact rows.
+    pub fn window(keep_calls: usize) -> Self {
+        Self {
+            keep_calls,
+            keep_bytes: Self::DEFAULT_KEEP_BYTES,
+            max_rows: keep_calls.saturating_mul(10).max(1_000),
+            stream_detail: 2_048,
+            max_notes: 10_000,
+        }
+    }
+
+    /// Holds no history: only what is still open (headless and JSON output, which print each
+    /// fact as it happens and never look back).
+    pub fn none() -> Self {
+        Self {
+            keep_calls: 0,
+            keep_bytes: 0,
+            max_rows: 0,
+            stream_detail: 64,
+            max_notes: 0,
+        }
+    }
+
+    /// Holds everything (tests and small exports that need the whole history).
+    pub fn unbounded() -> Self {
+        Self {
+            keep_calls: usize::MAX,
+            keep_bytes: usize::MAX,
+            max_rows: usize::MAX,
+            stream_detail: usize::MAX,
+            max_notes: usize::MAX,
+        }
+    }
+
+    /// Calls that went wrong held in full, at most (the newest): ten times the window.
+    fn keep_wrong(&self) -> usize {
+        self.keep_calls.saturating_mul(10)
+    }
+
+    /// Messages held, at most: sixteen per recent call, and room for one stream's detail.
+    fn max_messages(&self) -> usize {
+        self.keep_calls
+            .saturating_mul(16)
+            .max(self.stream_detail.saturating_mul(2))
+    }
+
+    /// How far past a limit the model may go before it evicts (eviction works in batches).
+    fn slack(limit: usize) -> usize {
+        (limit / 8).max(256)
+    }
+}
+
+impl Default for Retention {
+    fn default() -> Self {
+        Self::window(Self::DEFAULT_KEEP_CALLS)
+    }
+}
+
+/// What the retention policy has taken out of memory so far.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Evicted {
+    /// Answered calls collapsed to compact rows.
+    pub compacted: usize,
+    /// Calls removed entirely (past the compact rows); only counted.
+    pub dropped: usize,
+    /// Streams removed.
+    pub streams: usize,
+    /// Messages removed.
+    pub messages: usize,
+}
+
+/// The sizes the model had after its last eviction pass: what the policy could not evict.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(super) struct Floor {
+    full_calls: usize,
+    calls: usize,
+    streams: usize,
+    detail_bytes: usize,
+    messages: usize,
+}
+
+/// A rough size of a JSON value as text, cheap enough to take for every message.
+pub(super) fn approx_size(value: &Value) -> usize {
+    match value {
+        Value::Null | Value::Bool(_) | Value::Number(_) => 8,
+        Value::String(s) => s.len() + 2,
+        Value::Array(items) => 2 + items.iter().map(|v| approx_size(v) + 1).sum::<usize>(),
+        Value::Object(map) => {
+            2 + map
+                .iter()
+                .map(|(k, v)| k.len() + 4 + approx_size(v))
+                .sum::<usize>()
+        }
+    }
+}
+
+impl Call {
+    /// Whether the call must be held in full whatever its age: it is still waiting, or its
+    /// logical call goes on in a later round.
+    fn is_live(&self) -> bool {
+        self.verdict.is_open() || self.input_required
+    }
+
+    /// Whether the call went wrong (held in full up to ten times [`Retention::keep_calls`]).
+    fn went_wrong(&self) -> bool {
+        !matches!(self.verdict, Verdict::Answered) || self.injected
+    }
+}
+
+impl Model {
+    /// A model that holds the past by `retention`.
+    pub fn with_retention(retention: Retention) -> Self {
+        Self {
+            retention,
+            ..Self::default()
+        }
+    }
+
+    /// The policy in force.
+    pub fn retention(&self) -> Retention {
+        self.retention
+    }
+
+    /// What the policy has taken out of memory so far.
+    pub fn evicted(&self) -> Evicted {
+        self.evicted
+    }
+
+    /// Bytes of message detail held (roughly).
+    pub fn detail_bytes(&self) -> usize {
+        self.detail_bytes
+    }
+
+    /// Evicts what the policy no longer holds, when a limit is passed by its slack (so that the
+    /// work is done in batches, not per event).
+    pub(super) fn enforce_retention(&mut self) {
+        let r = self.retention;
+        let floor = self.floor;
+        let over = |n: usize, limit: usize, floor: usize| {
+            n > limit.max(floor).saturating_add(Retention::slack(limit))
+        };
+        if over(self.full_calls, r.keep_calls, floor.full_calls)
+            || over(
+                self.calls.len(),
+                r.keep_calls.saturating_add(r.max_rows),
+                floor.calls,
+            )
+            || over(self.streams.len(), r.keep_calls, floor.streams)
+            || over(self.detail_bytes, r.keep_bytes, floor.detail_bytes)
+            || over(self.messages.len(), r.max_messages(), floor.messages)
+        {
+            self.evict();
+            // What could not be evicted (calls still waiting, open streams) is the new floor,
+            // so that the next pass waits for the model to grow by the slack again.
+            self.floor = Floor {
+                full_calls: self.full_calls,
+                calls: self.calls.len(),
+                streams: self.streams.len(),
+                detail_bytes: self.detail_bytes,
+                messages: self.messages.len(),
+            };
+        }
+        if self.notes.len() > r.max_notes.saturating_add(Retention::slack(r.max_notes)) {
+            let excess = self.notes.len() - r.max_notes;
+            self.notes.drain(..excess);
+        }
+    }
+
+    /// One eviction pass: compact old answered calls, drop rows past the cap, then the
+    /// streams and messages nothing held needs.
+    fn evict(&mut self) {
+        let r = self.retention;
+        let next = self.calls.next_index();
+        let mut window_start = next.saturating_sub(r.keep_calls);
+        // Calls that went wrong are held beyond the window, the newest `keep_wrong()` of them.
+        let mut wrong_budget = r.keep_wrong();
+        let mut hold_wrong = HashSet::new();
+        for (index, call) in self.calls.indexed().rev() {
+            if call.evicted.is_none() && !call.is_live() && call.went_wrong() {
+                if wrong_budget == 0 {
+                    break;
+                }
+                wrong_budget -= 1;
+                hold_wrong.insert(index);
+            }
+        }
+        let next_stream = self.streams.next_index();
+        let mut stream_start = next_stream.saturating_sub(r.keep_calls);
+        loop {
+            self.compact_before(window_start, &hold_wrong);
+            self.drop_unneeded(stream_start);
+            let over = self.detail_bytes > r.keep_bytes || self.messages.len() > r.max_messages();
+            if !over || (window_start >= next && stream_start >= next_stream) {
+                break;
+            }
+            // Over the byte or message budget: narrow the windows by half of what is left.
+            window_start += (next - window_start).div_ceil(2);
+            stream_start += (next_stream - stream_start).div_ceil(2);
+        }
+    }
+
+    /// Collapses every answered call before `window_start` (except those held) to a compact row.
+    fn compact_before(&mut self, window_start: usize, hold: &HashSet<usize>) {
+        let candidates: Vec<usize> = self
+            .calls
+            .indexed()
+            .take_while(|&(index, _)| index < window_start)
+            .filter(|&(index, call)| {
+                call.evicted.is_none() && !call.is_live() && !hold.contains(&index)
+            })
+            .map(|(index, _)| index)
+            .collect();
+        for index in candidates {
+            self.compact(index);
+        }
+    }
+
+    /// Collapses one call to its compact row.
+    fn compact(&mut self, index: usize) {
+        let empty = Arc::clone(&self.empty);
+        let call = &mut self.calls[index];
+        let key = (call.dir == Direction::ClientToServer)
+            .then(|| super::fold::retry_key(&call.method, &call.params));
+        let id_key = (call.session, call.dir, id_text(&call.id));
+        call.evicted = Some(call.seq);
+        call.params = empty;
+        call.response = None;
+        call.progress = Vec::new();
+        self.full_calls -= 1;
+        self.evicted.compacted += 1;
+        // A later identical request looks only at the last call with its key: when that one
+        // is answered, it is no retry of anything, exactly as when the key is unknown.
+        if let Some(key) = key
+            && let Some(list) = self.calls_by_key.get_mut(&key)
+        {
+            if list.last() == Some(&index) {
+                self.calls_by_key.remove(&key);
+            } else {
+                list.retain(|&i| i != index);
+            }
+        }
+        if let Some(list) = self.calls_by_id.get_mut(&id_key) {
+            list.retain(|&i| i != index);
+            if list.is_empty() {
+                self.calls_by_id.remove(&id_key);
+            }
+        }
+    }
+
+    /// Drops compact rows past the cap, streams that hold nothing needed, and messages whose
+    /// stream or call is gone.
+    fn drop_unneeded(&mut self, stream_window: usize) {
+        let r = self.retention;
+        // Compact rows past the cap, oldest first.
+        let rows = self.calls.iter().filter(|c| c.evicted.is_some()).count();
+        let mut excess = rows.saturating_sub(r.max_rows);
+        if excess > 0 {
+            let dropped = self.calls.retain(|_, call| {
+                if excess > 0 && call.evicted.is_some() {
+                    excess -= 1;
+                    false
+                } else {
+                    true
+                }
+            });
+            self.evicted.dropped += dropped;
+        }
+        // Streams: kept while open, recent, or carrying a call held in full.
+        let calls = &self.calls;
+        let needed = |index: usize, stream: &super::Stream| {
+            stream.is_open()
+                || index >= stream_window
+                || stream
+                    .calls
+                    .iter()
+                    .any(|&c| calls.get(c).is_some_and(|c| c.evicted.is_none()))
+        };
+        let mut gone = Vec::new();
+        for (index, stream) in self.streams.indexed() {
+            if !needed(index, stream) {
+                gone.push(index);
+            }
+        }
+        if !gone.is_empty() {
+            let gone_ids: HashSet<_> = gone.iter().map(|&i| self.streams[i].id).collect();
+            for &index in &gone {
+                let stream = &self.streams[index];
+                let session = stream.session;
+                for mark in &stream.marks {
+                    if let Some(id) = &mark.id {
+                        self.event_owner.remove(&(session, id.clone()));
+                    }
+                }
+                self.stream_index.remove(&stream.id);
+            }
+            let gone_set: HashSet<usize> = gone.into_iter().collect();
+            self.evicted.streams += self.streams.retain(|i, _| !gone_set.contains(&i));
+            for session in &mut self.sessions {
+                session.streams.retain(|id| !gone_ids.contains(id));
+                session.streams.shrink_to_fit();
+            }
+        }
+        // Calls keep only the streams that are still there.
+        for stream in self.streams.iter_mut() {
+            let calls = &self.calls;
+            stream.calls.retain(|&c| calls.contains(c));
+        }
+        // Messages: those listed by a kept stream, whose call (if any) is held in full.
+        let mut keep: Vec<usize> = Vec::new();
+        for stream in self.streams.iter() {
+            keep.extend(stream.messages.iter().copied());
+        }
+        keep.sort_unstable();
+        let calls = &self.calls;
+        let mut freed = 0;
+        let removed = self.messages.retain(|index, message| {
+            let call_held = message
+                .call
+                .is_none_or(|c| calls.get(c).is_some_and(|c| c.evicted.is_none()));
+            let kept = call_held && keep.binary_search(&index).is_ok();
+            if !kept {
+                freed += message.size;
+            }
+            kept
+        });
+        self.detail_bytes -= freed;
+        self.evicted.messages += removed;
+        let messages = &self.messages;
+        for stream in self.streams.iter_mut() {
+            stream.messages.retain(|&m| messages.contains(m));
+        }
+    }
+
+    /// Trims a stream's SSE events and messages to the newest [`Retention::stream_detail`]
+    /// (messages of calls held in full stay), once it has twice as many.
+    pub(super) fn trim_stream(&mut self, si: usize) {
+        let cap = self.retention.stream_detail;
+        let limit = cap.saturating_mul(2);
+        let stream = &mut self.streams[si];
+        if stream.marks.len() > limit {
+            let session = stream.session;
+            let excess = stream.marks.len() - cap;
+            for mark in stream.marks.drain(..excess) {
+                if let Some(id) = mark.id {
+                    self.event_owner.remove(&(session, id));
+                }
+            }
+            stream.dropped_marks += excess as u64;
+        }
+        if stream.messages.len() <= limit {
+            return;
+        }
+        let excess = stream.messages.len() - cap;
+        let (calls, messages) = (&self.calls, &self.messages);
+        let held = |m: usize| {
+            messages
+                .get(m)
+                .and_then(|rec| rec.call)
+                .and_then(|c| calls.get(c))
+                .is_some_and(|c| c.evicted.is_none())
+        };
+        let mut trimmed: Vec<usize> = Vec::new();
+        let mut position = 0;
+        stream.messages.retain(|&m| {
+            position += 1;
+            if position > excess || held(m) {
+                return true;
+            }
+            trimmed.push(m);
+            false
+        });
+        let mut freed = 0;
+        let removed = self.messages.retain(|index, message| {
+            let gone = trimmed.binary_search(&index).is_ok();
+            if gone {
+                freed += message.size;
+            }
+            !gone
+        });
+        self.detail_bytes -= freed;
+        self.evicted.messages += removed;
+    }
+}

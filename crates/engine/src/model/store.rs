@@ -1,0 +1,181 @@
+//! [`Store`]: the model's collections. Each item keeps the index it was given when it was added
+//! (its *global* index, stable for the life of the model), while the retention policy may remove
+//! old items from the middle. Lookups by global index are binary searches; the retained items
+//! are also a plain slice in order, for views that page through them.
+
+use std::ops::{Index, IndexMut};
+
+/// Items in the order they were added, addressed by their global index.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Store<T> {
+    keys: Vec<usize>,
+    items: Vec<T>,
+    next: usize,
+}
+
+impl<T> Default for Store<T> {
+    fn default() -> Self {
+        Self {
+            keys: Vec::new(),
+            items: Vec::new(),
+            next: 0,
+        }
+    }
+}
+
+impl<T> Store<T> {
+    /// Adds an item; returns its global index.
+    pub fn push(&mut self, item: T) -> usize {
+        let index = self.next;
+        self.keys.push(index);
+        self.items.push(item);
+        self.next += 1;
+        index
+    }
+
+    /// The global index the next item will get: how many were ever added.
+    pub fn next_index(&self) -> usize {
+        self.next
+    }
+
+    /// How many items are retained.
+    pub fn len(&self) -> usize {
+        self.items.len()
+    }
+
+    /// Whether no item is retained.
+    pub fn is_empty(&self) -> bool {
+        self.items.is_empty()
+    }
+
+    /// How many items were removed by the retention policy.
+    pub fn evicted(&self) -> usize {
+        self.next - self.items.len()
+    }
+
+    /// The position among the retained items of the item with this global index.
+    pub fn rank_of(&self, index: usize) -> Option<usize> {
+        self.keys.binary_search(&index).ok()
+    }
+
+    /// The global index of the retained item at `rank`.
+    pub fn index_at(&self, rank: usize) -> Option<usize> {
+        self.keys.get(rank).copied()
+    }
+
+    /// The item with this global index, if it is retained.
+    pub fn get(&self, index: usize) -> Option<&T> {
+        self.rank_of(index).map(|rank| &self.items[rank])
+    }
+
+    /// The item with this global index, if it is retained, mutably.
+    pub fn get_mut(&mut self, index: usize) -> Option<&mut T> {
+        self.rank_of(index).map(move |rank| &mut self.items[rank])
+    }
+
+    /// Whether the item with this global index is retained.
+    pub fn contains(&self, index: usize) -> bool {
+        self.rank_of(index).is_some()
+    }
+
+    /// The retained items, in order.
+    pub fn as_slice(&self) -> &[T] {
+        &self.items
+    }
+
+    /// The retained items, in order.
+    pub fn iter(&self) -> std::slice::Iter<'_, T> {
+        self.items.iter()
+    }
+
+    /// The retained items, in order, mutably.
+    pub fn iter_mut(&mut self) -> std::slice::IterMut<'_, T> {
+        self.items.iter_mut()
+    }
+
+    /// The retained items with their global indices, in order.
+    pub fn indexed(&self) -> impl DoubleEndedIterator<Item = (usize, &T)> {
+        self.keys.iter().copied().zip(self.items.iter())
+    }
+
+    /// The last retained item.
+    pub fn last(&self) -> Option<&T> {
+        self.items.last()
+    }
+
+    /// Removes every item for which `keep` says false; returns how many were removed.
+    pub fn retain(&mut self, mut keep: impl FnMut(usize, &T) -> bool) -> usize {
+        let before = self.items.len();
+        let mut write = 0;
+        for read in 0..self.items.len() {
+            if keep(self.keys[read], &self.items[read]) {
+                self.keys.swap(write, read);
+                self.items.swap(write, read);
+                write += 1;
+            }
+        }
+        self.keys.truncate(write);
+        self.items.truncate(write);
+        if self.items.capacity() > 2 * write + 64 {
+            self.items.shrink_to(write + write / 4);
+            self.keys.shrink_to(write + write / 4);
+        }
+        before - write
+    }
+}
+
+impl<T> Index<usize> for Store<T> {
+    type Output = T;
+
+    /// The item with this global index. Panics if it is not retained: the model's own code
+    /// indexes only items it knows are there; views use [`Store::get`].
+    fn index(&self, index: usize) -> &T {
+        match self.rank_of(index) {
+            Some(rank) => &self.items[rank],
+            None => panic!("model store: item {index} is not retained"),
+        }
+    }
+}
+
+impl<T> IndexMut<usize> for Store<T> {
+    fn index_mut(&mut self, index: usize) -> &mut T {
+        match self.rank_of(index) {
+            Some(rank) => &mut self.items[rank],
+            None => panic!("model store: item {index} is not retained"),
+        }
+    }
+}
+
+impl<'a, T> IntoIterator for &'a Store<T> {
+    type Item = &'a T;
+    type IntoIter = std::slice::Iter<'a, T>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.items.iter()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn global_indices_survive_removal_from_the_middle() {
+        let mut store = Store::default();
+        for i in 0..10 {
+            assert_eq!(store.push(i * 10), i);
+        }
+        assert_eq!(store.retain(|i, _| i % 3 == 0), 6);
+        assert_eq!(store.len(), 4);
+        assert_eq!(store.next_index(), 10);
+        assert_eq!(store.evicted(), 6);
+        assert_eq!(store.get(3), Some(&30));
+        assert_eq!(store.get(4), None);
+        assert_eq!(store[9], 90);
+        assert_eq!(store.rank_of(6), Some(2));
+        assert_eq!(store.index_at(2), Some(6));
+        assert_eq!(store.as_slice(), &[0, 30, 60, 90]);
+        assert_eq!(store.push(100), 10);
+        assert_eq!(store.last(), Some(&100));
+    }
+}

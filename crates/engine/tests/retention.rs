@@ -1,0 +1,276 @@
+//! The retention policy: a model fed a long session keeps every call that matters and evicts
+//! only answered calls past its window, with memory bounded by the policy, not by the traffic.
+
+use chrono::{DateTime, Duration, Utc};
+use serde_json::{Value, json};
+
+use mcpscope_engine::event::{Direction, EndHow, Event, EventKind, Leg, StreamId};
+use mcpscope_engine::model::{Model, Retention, Verdict};
+use mcpscope_testkit::fixtures::t0;
+
+/// Feeds events to a model as they are made, so that a million calls need no event list.
+struct Feed {
+    model: Model,
+    t: DateTime<Utc>,
+    events: u64,
+}
+
+impl Feed {
+    fn new(retention: Retention) -> Self {
+        Self {
+            model: Model::with_retention(retention),
+            t: t0(),
+            events: 0,
+        }
+    }
+
+    fn push(&mut self, kind: EventKind) {
+        self.t += Duration::microseconds(100);
+        self.events += 1;
+        self.model.apply(&Event::at(self.t, kind));
+    }
+
+    fn open(&mut self, stream: StreamId, method: &str) {
+        self.push(EventKind::StreamOpened {
+            stream,
+            conn: stream,
+            method: method.into(),
+            path: "/mcp".into(),
+            headers: vec![
+                ("mcp-session-id".into(), "s1".into()),
+                (
+                    "accept".into(),
+                    "application/json, text/event-stream".into(),
+                ),
+            ],
+        });
+    }
+
+    fn head(&mut self, stream: StreamId, content_type: &str) {
+        self.push(EventKind::ResponseHead {
+            stream,
+            status: 200,
+            headers: vec![("content-type".into(), content_type.into())],
+        });
+    }
+
+    fn message(&mut self, stream: StreamId, dir: Direction, body: Value) {
+        self.push(EventKind::Message { stream, dir, body });
+    }
+
+    fn end(&mut self, stream: StreamId, how: EndHow) {
+        self.push(EventKind::StreamEnded {
+            stream,
+            dir: Direction::ServerToClient,
+            how,
+            leg: Leg::Upstream,
+            bytes: 100,
+            detail: None,
+        });
+    }
+
+    fn sse(&mut self, stream: StreamId, id: u64, body: Value) {
+        let data = body.to_string();
+        self.push(EventKind::SseEvent {
+            stream,
+            id: Some(id.to_string()),
+            event: None,
+            retry: None,
+            data,
+            start: 0,
+            end: 0,
+        });
+        self.message(stream, Direction::ServerToClient, body);
+    }
+
+    /// One `tools/call` on its own POST stream: answered with JSON, or (with `fate`) an SSE
+    /// stream that dies or stays open before its result.
+    fn call(&mut self, stream: StreamId, fate: Fate) {
+        let id = stream as i64;
+        let request = json!({"jsonrpc":"2.0","id":id,"method":"tools/call",
+            "params":{"name":"work","arguments":{"n":id,"pad":"x".repeat(200)}}});
+        self.open(stream, "POST");
+        self.message(stream, Direction::ClientToServer, request);
+        match fate {
+            Fate::Answered => {
+                self.head(stream, "application/json");
+                self.message(
+                    stream,
+                    Direction::ServerToClient,
+                    json!({"jsonrpc":"2.0","id":id,"result":{"content":[{"type":"text","text":"y".repeat(300)}]}}),
+                );
+                self.end(stream, EndHow::Eof);
+            }
+            Fate::Dies => {
+                self.head(stream, "text/event-stream");
+                self.end(stream, EndHow::Reset);
+            }
+            Fate::Pending => self.head(stream, "text/event-stream"),
+        }
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Fate {
+    Answered,
+    Dies,
+    Pending,
+}
+
+#[test]
+fn a_million_calls_keep_every_orphan_and_pending_call_and_evict_only_old_answered_ones() {
+    let keep = 1_000;
+    let mut feed = Feed::new(Retention::window(keep));
+    let total: u64 = 1_000_000;
+    let mut orphans = Vec::new();
+    let mut pending = Vec::new();
+    for stream in 1..=total {
+        let fate = match stream {
+            s if s % 99_991 == 0 => Fate::Dies,
+            s if s % 250_013 == 0 => Fate::Pending,
+            _ => Fate::Answered,
+        };
+        match fate {
+            Fate::Dies => orphans.push(stream as i64),
+            Fate::Pending => pending.push(stream as i64),
+            Fate::Answered => {}
+        }
+        feed.call(stream, fate);
+    }
+    let model = &feed.model;
+    let r = model.retention();
+    assert_eq!(model.calls.next_index(), total as usize);
+    // Bounded by the policy: full calls within the window, compact rows within their cap.
+    let full = model.calls.iter().filter(|c| c.evicted.is_none()).count();
+    assert!(
+        full <= keep + keep / 8 + 256 + orphans.len() + pending.len(),
+        "{full} full calls"
+    );
+    assert!(model.calls.len() <= keep + r.max_rows + (keep + r.max_rows) / 8 + 256);
+    assert!(
+        model.streams.len() <= 2 * keep + 256,
+        "{} streams",
+        model.streams.len()
+    );
+    assert!(
+        model.messages.len() <= 4 * keep + 512,
+        "{} messages",
+        model.messages.len()
+    );
+    assert!(model.detail_bytes() <= r.keep_bytes + r.keep_bytes / 8);
+    let evicted = model.evicted();
+    assert!(evicted.compacted > 900_000, "{evicted:?}");
+    assert!(evicted.dropped > 900_000, "{evicted:?}");
+    // Nothing that matters is forgotten: every orphan and every pending call, in full.
+    for id in orphans.iter().chain(&pending) {
+        let call = model
+            .calls
+            .iter()
+            .find(|c| c.id == json!(id))
+            .unwrap_or_else(|| panic!("call {id} was evicted"));
+        assert!(call.evicted.is_none(), "call {id} was compacted");
+        assert!(
+            model.request_message(call).is_some(),
+            "call {id} lost its request"
+        );
+        assert!(model.stream(call.request_stream).is_some());
+    }
+    for id in &orphans {
+        let call = model
+            .calls
+            .iter()
+            .find(|c| c.id == json!(id))
+            .expect("kept");
+        assert!(matches!(call.verdict, Verdict::Orphaned { .. }), "{id}");
+    }
+    assert_eq!(model.counts().orphaned, orphans.len());
+    assert_eq!(model.counts().pending, pending.len());
+    // Only answered calls were collapsed, and they kept their facts and their way back.
+    for call in model.calls.iter().filter(|c| c.evicted.is_some()) {
+        assert_eq!(call.verdict, Verdict::Answered);
+        assert!(call.ended_at.is_some());
+        assert_eq!(call.tool.as_deref(), Some("work"));
+        assert!(call.response.is_none());
+        let (from, to) = call.evicted.expect("compacted");
+        assert!(from < to && to < feed.events);
+    }
+    // The newest calls are all held in full.
+    let newest = model.calls.as_slice().iter().rev().take(keep);
+    assert!(newest.clone().all(|c| c.evicted.is_none()));
+    for call in newest.filter(|c| c.verdict == Verdict::Answered) {
+        let stream = model.stream(call.owner).expect("stream kept");
+        assert!(
+            model.response_message(call).is_some(),
+            "call {} lost its response: stream messages {:?}, evicted {:?}",
+            call.index,
+            stream.messages,
+            model.evicted()
+        );
+    }
+}
+
+#[test]
+fn a_long_sse_stream_keeps_its_newest_events_and_its_pending_call() {
+    let retention = Retention::window(100);
+    let mut feed = Feed::new(retention);
+    feed.call(1, Fate::Pending);
+    for n in 0..200_000u64 {
+        feed.sse(
+            1,
+            n,
+            json!({"jsonrpc":"2.0","method":"notifications/progress","params":{"progress":n}}),
+        );
+    }
+    let model = &feed.model;
+    let stream = model.stream(1).expect("open stream kept");
+    assert!(stream.marks.len() <= 2 * retention.stream_detail);
+    assert!(stream.dropped_marks >= 200_000 - 2 * retention.stream_detail as u64);
+    assert!(model.messages.len() <= 2 * retention.stream_detail + 1);
+    assert_eq!(stream.last_event_id.as_deref(), Some("199999"));
+    let call = model.calls.iter().next().expect("the call");
+    assert!(call.verdict.is_open());
+    assert!(model.request_message(call).is_some());
+    // Resumption still finds the stream by its newest event id.
+    let mut feed = feed;
+    feed.end(1, EndHow::Reset);
+    feed.push(EventKind::StreamOpened {
+        stream: 2,
+        conn: 2,
+        method: "GET".into(),
+        path: "/mcp".into(),
+        headers: vec![
+            ("mcp-session-id".into(), "s1".into()),
+            ("last-event-id".into(), "199999".into()),
+        ],
+    });
+    let call = feed.model.calls.iter().next().expect("the call");
+    assert_eq!(call.owner, 2, "resumed on the GET");
+}
+
+#[test]
+fn headless_retention_holds_nothing_answered() {
+    let mut feed = Feed::new(Retention::none());
+    for stream in 1..=20_000 {
+        feed.call(stream, Fate::Answered);
+    }
+    feed.call(20_001, Fate::Dies);
+    let model = &feed.model;
+    assert!(model.calls.len() <= 300, "{} calls", model.calls.len());
+    assert!(
+        model.streams.len() <= 300,
+        "{} streams",
+        model.streams.len()
+    );
+    let orphan = model.calls.last().expect("the orphan");
+    assert!(matches!(orphan.verdict, Verdict::Orphaned { .. }));
+}
+
+#[test]
+fn unbounded_retention_evicts_nothing() {
+    let mut feed = Feed::new(Retention::unbounded());
+    for stream in 1..=5_000 {
+        feed.call(stream, Fate::Answered);
+    }
+    assert_eq!(feed.model.calls.len(), 5_000);
+    assert_eq!(feed.model.evicted().compacted, 0);
+}
