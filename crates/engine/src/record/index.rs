@@ -6,18 +6,18 @@ use std::io::{BufReader, Seek, SeekFrom};
 use std::ops::Range;
 use std::path::Path;
 
-use super::line::SseMemory;
+use super::line::Context;
 use super::reader::{Events, Position, ReadError, read_header};
-use crate::event::{Event, StreamId};
+use crate::event::Event;
 
-/// One indexed place: the position of an event's line and the SSE data a back-reference after
-/// it may need (usually none), so reading can start there.
+/// One indexed place: the position of an event's line and what the lines after it may refer to
+/// (the previous time and heads, SSE data not yet referred to), so reading can start there.
 #[derive(Debug, Clone, PartialEq)]
 pub struct IndexPoint {
     /// Where the event's line starts.
     pub at: Position,
-    /// Each stream's SSE data not yet referred to at that point.
-    pub pending: Vec<(StreamId, String)>,
+    /// What the following lines may refer to.
+    pub context: Context,
 }
 
 /// The index of one recording.
@@ -47,13 +47,13 @@ pub fn index_file(path: &Path, every: u64) -> Result<Index, ReadError> {
     let mut points = Vec::new();
     loop {
         let at = events.position();
-        let pending = (at.seq % every == 0).then(|| events.memory().pending());
+        let context = (at.seq % every == 0).then(|| events.context().clone());
         match events.next() {
             None => break,
             Some(Err(e)) => return Err(e),
             Some(Ok(_)) => {
-                if let Some(pending) = pending {
-                    points.push(IndexPoint { at, pending });
+                if let Some(context) = context {
+                    points.push(IndexPoint { at, context });
                 }
             }
         }
@@ -82,8 +82,8 @@ pub fn read_range(
         Some(point) => {
             file.seek(SeekFrom::Start(point.at.offset))
                 .map_err(io_err)?;
-            let memory = SseMemory::from_pending(&point.pending);
-            Events::resume(BufReader::new(file), path, header, point.at, memory)
+            let context = point.context.clone();
+            Events::resume(BufReader::new(file), path, header, point.at, context)
         }
         None => Events::new(BufReader::new(file), path)?,
     };
@@ -158,7 +158,7 @@ mod tests {
             let pending = index
                 .points
                 .iter()
-                .filter(|p| !p.pending.is_empty())
+                .filter(|p| p.context.pending_sse() > 0)
                 .count();
             assert!(
                 pending > 0 || every > 3,

@@ -4,67 +4,161 @@
 //! object or an array) embeds it verbatim; any other data is a JSON string. The `message` or
 //! `invalid_message` that live parsing derived from that data is written as a back-reference
 //! (`"from_sse":true`, no body) when parsing the recorded data gives exactly that event; the
-//! reader parses the data again with the same code. Every other event is written as in
-//! version 1.
+//! reader parses the data again with the same code. Two more things are written relative to
+//! what came before: `t`, after the first event, as microseconds since the previous event; and a
+//! head's header that equals one of the previous head's (requests and responses apart) as that
+//! header's index. Every other field is written as in version 1.
 
 use std::collections::HashMap;
 
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, TimeDelta, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
-use crate::event::{Direction, Event, EventKind, StreamId, rfc3339_micros};
+use crate::event::{Direction, Event, EventKind, Header, StreamId, rfc3339_micros};
 use crate::wire::observe;
 
-/// The last SSE data seen on each stream that no message has referred to yet. Writer and reader
-/// keep the same one, so a back-reference means the same data on both sides.
+/// What a line may refer to: the previous event's time, the previous request and response
+/// heads' headers, and the last SSE data of each stream that no message has referred to yet.
+/// Writer and reader keep the same one, so a reference means the same thing on both sides.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct SseMemory {
-    last: HashMap<StreamId, String>,
+pub struct Context {
+    sse: HashMap<StreamId, String>,
+    t: Option<DateTime<Utc>>,
+    request_headers: Vec<Header>,
+    response_headers: Vec<Header>,
 }
 
-impl SseMemory {
-    /// Notes what an event does to the memory (before a message is resolved against it).
-    fn remember(&mut self, kind: &EventKind) {
-        match kind {
+impl Context {
+    /// Notes what an event does to the context (after the event's line is written or read).
+    fn remember(&mut self, event: &Event) {
+        self.t = Some(event.t);
+        match &event.kind {
             EventKind::SseEvent { stream, data, .. } if data.is_empty() => {
-                self.last.remove(stream);
+                self.sse.remove(stream);
             }
             EventKind::SseEvent { stream, data, .. } => {
-                self.last.insert(*stream, data.clone());
+                self.sse.insert(*stream, data.clone());
             }
             EventKind::StreamEnded { stream, .. } => {
-                self.last.remove(stream);
+                self.sse.remove(stream);
             }
+            EventKind::StreamOpened { headers, .. } => self.request_headers.clone_from(headers),
+            EventKind::ResponseHead { headers, .. } => self.response_headers.clone_from(headers),
             _ => {}
         }
     }
 
     /// Takes a stream's pending data (a message on a stream consumes it, whatever it is).
     fn take(&mut self, stream: StreamId) -> Option<String> {
-        self.last.remove(&stream)
+        self.sse.remove(&stream)
     }
 
-    /// The pending data of every stream, sorted by stream (to restart reading mid-file).
-    pub fn pending(&self) -> Vec<(StreamId, String)> {
-        let mut pending: Vec<_> = self.last.iter().map(|(s, d)| (*s, d.clone())).collect();
-        pending.sort_by_key(|(s, _)| *s);
-        pending
+    /// How many streams have SSE data a back-reference may still refer to.
+    pub fn pending_sse(&self) -> usize {
+        self.sse.len()
     }
+}
 
-    /// A memory holding exactly `pending`.
-    pub fn from_pending(pending: &[(StreamId, String)]) -> Self {
-        Self {
-            last: pending.iter().cloned().collect(),
+/// An event's time as written: absolute (the first event, or a time finer than microseconds),
+/// or microseconds since the previous event.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+#[serde(untagged)]
+enum Stamp {
+    Delta(i64),
+    Absolute(#[serde(with = "rfc3339_micros")] DateTime<Utc>),
+}
+
+/// One header as written: an index into the previous head's headers, or the pair.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(untagged)]
+enum HeaderItem {
+    Same(usize),
+    Pair(String, String),
+}
+
+/// Headers written against the previous head's.
+struct HeadersOut<'a> {
+    headers: &'a [Header],
+    previous: &'a [Header],
+}
+
+impl Serialize for HeadersOut<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeSeq;
+        let mut seq = s.serialize_seq(Some(self.headers.len()))?;
+        for pair in self.headers {
+            match self.previous.iter().position(|p| p == pair) {
+                Some(index) => seq.serialize_element(&index)?,
+                None => seq.serialize_element(pair)?,
+            }
         }
+        seq.end()
     }
+}
+
+/// Any event but the ones below, as written.
+#[derive(Serialize)]
+struct PlainOut<'a> {
+    t: Stamp,
+    #[serde(flatten)]
+    kind: &'a EventKind,
+}
+
+/// Any event but the ones below, as read.
+#[derive(Deserialize)]
+struct PlainIn {
+    t: Stamp,
+    #[serde(flatten)]
+    kind: EventKind,
+}
+
+/// A `stream_opened` line.
+#[derive(Serialize)]
+struct OpenedOut<'a> {
+    t: Stamp,
+    kind: &'static str,
+    stream: StreamId,
+    conn: u64,
+    method: &'a str,
+    path: &'a str,
+    headers: HeadersOut<'a>,
+}
+
+/// A `stream_opened` line as read (`kind` is known already).
+#[derive(Deserialize)]
+struct OpenedIn {
+    t: Stamp,
+    stream: StreamId,
+    conn: u64,
+    method: String,
+    path: String,
+    headers: Vec<HeaderItem>,
+}
+
+/// A `response_head` line.
+#[derive(Serialize)]
+struct HeadOut<'a> {
+    t: Stamp,
+    kind: &'static str,
+    stream: StreamId,
+    status: u16,
+    headers: HeadersOut<'a>,
+}
+
+/// A `response_head` line as read.
+#[derive(Deserialize)]
+struct HeadIn {
+    t: Stamp,
+    stream: StreamId,
+    status: u16,
+    headers: Vec<HeaderItem>,
 }
 
 /// An `sse_event` line as written.
 #[derive(Serialize)]
 struct SseOut<'a> {
-    #[serde(serialize_with = "micros")]
-    t: &'a DateTime<Utc>,
+    t: Stamp,
     kind: &'static str,
     stream: StreamId,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -89,8 +183,7 @@ enum Data<'a> {
 /// An `sse_event` line as read (`kind` is known already).
 #[derive(Deserialize)]
 struct SseIn<'a> {
-    #[serde(with = "rfc3339_micros")]
-    t: DateTime<Utc>,
+    t: Stamp,
     stream: StreamId,
     #[serde(default)]
     id: Option<String>,
@@ -116,16 +209,11 @@ enum RefKind {
 #[derive(Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct BackRef {
-    #[serde(with = "rfc3339_micros")]
-    t: DateTime<Utc>,
+    t: Stamp,
     kind: RefKind,
     stream: StreamId,
     dir: Direction,
     from_sse: bool,
-}
-
-fn micros<S: serde::Serializer>(t: &&DateTime<Utc>, s: S) -> Result<S::Ok, S::Error> {
-    rfc3339_micros::serialize(t, s)
 }
 
 /// The data as a raw JSON value, when writing it verbatim reads back the same text: an object
@@ -152,12 +240,24 @@ fn derived(stream: StreamId, dir: Direction, data: &str) -> EventKind {
 /// Writes events as version 2 lines.
 #[derive(Debug, Default)]
 pub struct Encoder {
-    memory: SseMemory,
+    context: Context,
 }
 
 impl Encoder {
+    fn stamp(&self, t: DateTime<Utc>) -> Stamp {
+        let whole_micros = t.timestamp_subsec_nanos() % 1000 == 0;
+        match self.context.t {
+            Some(previous) if whole_micros => (t - previous)
+                .num_microseconds()
+                .map_or(Stamp::Absolute(t), Stamp::Delta),
+            _ => Stamp::Absolute(t),
+        }
+    }
+
     /// Appends `event` as one line (without its newline) to `out`.
     pub fn encode(&mut self, event: &Event, out: &mut Vec<u8>) -> serde_json::Result<()> {
+        let t = self.stamp(event.t);
+        let context = &mut self.context;
         match &event.kind {
             EventKind::SseEvent {
                 stream,
@@ -169,7 +269,7 @@ impl Encoder {
                 end,
             } => {
                 let line = SseOut {
-                    t: &event.t,
+                    t,
                     kind: "sse_event",
                     stream: *stream,
                     id,
@@ -181,10 +281,47 @@ impl Encoder {
                 };
                 serde_json::to_writer(&mut *out, &line)?;
             }
+            EventKind::StreamOpened {
+                stream,
+                conn,
+                method,
+                path,
+                headers,
+            } => {
+                let line = OpenedOut {
+                    t,
+                    kind: "stream_opened",
+                    stream: *stream,
+                    conn: *conn,
+                    method,
+                    path,
+                    headers: HeadersOut {
+                        headers,
+                        previous: &context.request_headers,
+                    },
+                };
+                serde_json::to_writer(&mut *out, &line)?;
+            }
+            EventKind::ResponseHead {
+                stream,
+                status,
+                headers,
+            } => {
+                let line = HeadOut {
+                    t,
+                    kind: "response_head",
+                    stream: *stream,
+                    status: *status,
+                    headers: HeadersOut {
+                        headers,
+                        previous: &context.response_headers,
+                    },
+                };
+                serde_json::to_writer(&mut *out, &line)?;
+            }
             EventKind::Message { stream, dir, .. }
             | EventKind::InvalidMessage { stream, dir, .. } => {
-                let from_sse = self
-                    .memory
+                let from_sse = context
                     .take(*stream)
                     .is_some_and(|data| derived(*stream, *dir, &data) == event.kind);
                 if from_sse {
@@ -193,7 +330,7 @@ impl Encoder {
                         _ => RefKind::InvalidMessage,
                     };
                     let line = BackRef {
-                        t: event.t,
+                        t,
                         kind,
                         stream: *stream,
                         dir: *dir,
@@ -201,12 +338,13 @@ impl Encoder {
                     };
                     serde_json::to_writer(&mut *out, &line)?;
                 } else {
-                    serde_json::to_writer(&mut *out, event)?;
+                    let kind = &event.kind;
+                    serde_json::to_writer(&mut *out, &PlainOut { t, kind })?;
                 }
             }
-            _ => serde_json::to_writer(&mut *out, event)?,
+            kind => serde_json::to_writer(&mut *out, &PlainOut { t, kind })?,
         }
-        self.memory.remember(&event.kind);
+        self.context.remember(event);
         Ok(())
     }
 }
@@ -218,63 +356,125 @@ pub enum DecodeError {
     Json(serde_json::Error),
     /// A back-reference with nothing to refer to.
     Dangling(StreamId),
-    /// A back-reference in a version 1 recording.
+    /// A reference (to SSE data, a header, a time) in a version 1 recording.
     BackRefInV1,
+    /// A header index past the previous head's headers.
+    NoSuchHeader(usize),
+    /// A relative time before any absolute one.
+    NoTimeBase,
 }
 
 /// Reads version 1 and 2 lines back into events.
 #[derive(Debug, Clone)]
 pub struct Decoder {
-    back_refs: bool,
-    memory: SseMemory,
+    references: bool,
+    context: Context,
 }
 
 impl Decoder {
     /// A decoder for a recording of this format version, at its start.
     pub fn new(version: u32) -> Self {
-        Self::resume(version, SseMemory::default())
+        Self::resume(version, Context::default())
     }
 
-    /// A decoder restarted mid-file with the memory saved there.
-    pub fn resume(version: u32, memory: SseMemory) -> Self {
+    /// A decoder restarted mid-file with the context saved there.
+    pub fn resume(version: u32, context: Context) -> Self {
         Self {
-            back_refs: version >= 2,
-            memory,
+            references: version >= 2,
+            context,
         }
     }
 
-    /// Its memory (to save with an index point).
-    pub fn memory(&self) -> &SseMemory {
-        &self.memory
+    /// Its context (to save with an index point).
+    pub fn context(&self) -> &Context {
+        &self.context
+    }
+
+    fn time(&self, stamp: Stamp) -> Result<DateTime<Utc>, DecodeError> {
+        match stamp {
+            Stamp::Absolute(t) => Ok(t),
+            Stamp::Delta(_) if !self.references => Err(DecodeError::BackRefInV1),
+            Stamp::Delta(micros) => self
+                .context
+                .t
+                .and_then(|t| t.checked_add_signed(TimeDelta::microseconds(micros)))
+                .ok_or(DecodeError::NoTimeBase),
+        }
+    }
+
+    fn headers(&self, items: Vec<HeaderItem>, request: bool) -> Result<Vec<Header>, DecodeError> {
+        let previous = if request {
+            &self.context.request_headers
+        } else {
+            &self.context.response_headers
+        };
+        items
+            .into_iter()
+            .map(|item| match item {
+                HeaderItem::Pair(name, value) => Ok((name, value)),
+                HeaderItem::Same(_) if !self.references => Err(DecodeError::BackRefInV1),
+                HeaderItem::Same(index) => previous
+                    .get(index)
+                    .cloned()
+                    .ok_or(DecodeError::NoSuchHeader(index)),
+            })
+            .collect()
     }
 
     /// Decodes one line (without its newline).
     pub fn decode(&mut self, line: &[u8]) -> Result<Event, DecodeError> {
+        let json = |e| DecodeError::Json(e);
         let event = match kind_of(line).as_deref() {
-            Some("sse_event") => sse_event(line)?,
+            Some("sse_event") => self.sse_event(line)?,
+            Some("stream_opened") => {
+                let o: OpenedIn = serde_json::from_slice(line).map_err(json)?;
+                let kind = EventKind::StreamOpened {
+                    stream: o.stream,
+                    conn: o.conn,
+                    method: o.method,
+                    path: o.path,
+                    headers: self.headers(o.headers, true)?,
+                };
+                Event::at(self.time(o.t)?, kind)
+            }
+            Some("response_head") => {
+                let h: HeadIn = serde_json::from_slice(line).map_err(json)?;
+                let kind = EventKind::ResponseHead {
+                    stream: h.stream,
+                    status: h.status,
+                    headers: self.headers(h.headers, false)?,
+                };
+                Event::at(self.time(h.t)?, kind)
+            }
             Some("message" | "invalid_message") if contains(line, b"\"from_sse\"") => {
                 match serde_json::from_slice::<BackRef>(line) {
                     Ok(back) => self.resolve(back)?,
-                    Err(_) => serde_json::from_slice(line).map_err(DecodeError::Json)?,
+                    Err(_) => self.plain(line)?,
                 }
             }
-            _ => serde_json::from_slice::<Event>(line).map_err(DecodeError::Json)?,
+            _ => self.plain(line)?,
         };
         if let EventKind::Message { stream, .. } | EventKind::InvalidMessage { stream, .. } =
             &event.kind
         {
-            self.memory.take(*stream);
+            self.context.take(*stream);
         }
-        self.memory.remember(&event.kind);
+        self.context.remember(&event);
         Ok(event)
     }
 
+    fn plain(&self, line: &[u8]) -> Result<Event, DecodeError> {
+        let plain: PlainIn = serde_json::from_slice(line).map_err(DecodeError::Json)?;
+        Ok(Event::at(self.time(plain.t)?, plain.kind))
+    }
+
     fn resolve(&mut self, back: BackRef) -> Result<Event, DecodeError> {
-        if !self.back_refs || !back.from_sse {
+        if !self.references || !back.from_sse {
             return Err(DecodeError::BackRefInV1);
         }
+        let t = self.time(back.t)?;
         let data = self
-            .memory
+            .context
             .take(back.stream)
             .ok_or(DecodeError::Dangling(back.stream))?;
         let kind = derived(back.stream, back.dir, &data);
@@ -288,21 +488,18 @@ impl Decoder {
             // yield an event that was never observed.
             return Err(DecodeError::Dangling(back.stream));
         }
-        Ok(Event { t: back.t, kind })
+        Ok(Event { t, kind })
     }
-}
 
-fn sse_event(line: &[u8]) -> Result<Event, DecodeError> {
-    let sse: SseIn<'_> = serde_json::from_slice(line).map_err(DecodeError::Json)?;
-    let raw = sse.data.get();
-    let data = if raw.starts_with('"') {
-        serde_json::from_str::<String>(raw).map_err(DecodeError::Json)?
-    } else {
-        raw.to_string()
-    };
-    Ok(Event {
-        t: sse.t,
-        kind: EventKind::SseEvent {
+    fn sse_event(&self, line: &[u8]) -> Result<Event, DecodeError> {
+        let sse: SseIn<'_> = serde_json::from_slice(line).map_err(DecodeError::Json)?;
+        let raw = sse.data.get();
+        let data = if raw.starts_with('"') {
+            serde_json::from_str::<String>(raw).map_err(DecodeError::Json)?
+        } else {
+            raw.to_string()
+        };
+        let kind = EventKind::SseEvent {
             stream: sse.stream,
             id: sse.id,
             event: sse.event,
@@ -310,26 +507,31 @@ fn sse_event(line: &[u8]) -> Result<Event, DecodeError> {
             data,
             start: sse.start,
             end: sse.end,
-        },
-    })
+        };
+        Ok(Event::at(self.time(sse.t)?, kind))
+    }
 }
 
 fn contains(haystack: &[u8], needle: &[u8]) -> bool {
     haystack.windows(needle.len()).any(|w| w == needle)
 }
 
-/// The line's `kind`: read from the writer's layout (`{"t":"…","kind":"…"`) without parsing,
-/// or, for any other layout, by parsing the line for it alone.
+/// The line's `kind`: read from the writer's layout (`{"t":…,"kind":"…"`, `t` a string or a
+/// number) without parsing, or, for any other layout, by parsing the line for it alone.
 fn kind_of(line: &[u8]) -> Option<std::borrow::Cow<'_, str>> {
-    const T: &[u8] = b"{\"t\":\"";
-    const KIND: &[u8] = b"\",\"kind\":\"";
-    if let Some(rest) = line.strip_prefix(T)
-        && let Some(quote) = rest.iter().position(|b| *b == b'"')
-        && let Some(after) = rest[quote..].strip_prefix(KIND)
-        && let Some(len) = after.iter().position(|b| *b == b'"')
-        && let Ok(kind) = std::str::from_utf8(&after[..len])
-    {
-        return Some(std::borrow::Cow::Borrowed(kind));
+    const T: &[u8] = b"{\"t\":";
+    const KIND: &[u8] = b",\"kind\":\"";
+    if let Some(rest) = line.strip_prefix(T) {
+        let t_len = match rest.first() {
+            Some(b'"') => rest[1..].iter().position(|b| *b == b'"').map(|q| q + 2),
+            _ => rest.iter().position(|b| *b == b','),
+        };
+        if let Some(after) = t_len.and_then(|len| rest[len..].strip_prefix(KIND))
+            && let Some(len) = after.iter().position(|b| *b == b'"')
+            && let Ok(kind) = std::str::from_utf8(&after[..len])
+        {
+            return Some(std::borrow::Cow::Borrowed(kind));
+        }
     }
     #[derive(Deserialize)]
     struct Probe {
@@ -478,8 +680,67 @@ mod tests {
             Decoder::new(1).decode(line),
             Err(DecodeError::BackRefInV1)
         ));
-        let memory = SseMemory::from_pending(&[(9, r#"{"jsonrpc":"2.0","method":"n"}"#.into())]);
-        assert!(Decoder::resume(2, memory).decode(line).is_ok());
+        let mut context = Context::default();
+        context
+            .sse
+            .insert(9, r#"{"jsonrpc":"2.0","method":"n"}"#.into());
+        assert!(Decoder::resume(2, context).decode(line).is_ok());
+    }
+
+    #[test]
+    fn times_and_repeated_headers_refer_to_the_previous_lines() {
+        let pair = |k: &str, v: &str| (k.to_string(), v.to_string());
+        let opened = |stream, headers: Vec<Header>| {
+            at(EventKind::StreamOpened {
+                stream,
+                conn: 1,
+                method: "POST".into(),
+                path: "/mcp".into(),
+                headers,
+            })
+        };
+        let first = vec![pair("accept", "*/*"), pair("content-length", "10")];
+        let second = vec![
+            pair("content-length", "12"),
+            pair("accept", "*/*"),
+            pair("x", "1"),
+        ];
+        let mut events = vec![opened(1, first), opened(2, second.clone())];
+        events.push(at(EventKind::ResponseHead {
+            stream: 2,
+            status: 200,
+            headers: second,
+        }));
+        events[1].t = events[0].t + TimeDelta::microseconds(1234);
+        events[2].t = events[0].t - TimeDelta::microseconds(5);
+        let (lines, back) = round_trip(&events);
+        assert_eq!(back, events);
+        assert!(lines[0].starts_with(r#"{"t":"20"#), "{}", lines[0]);
+        assert!(
+            lines[1].starts_with(r#"{"t":1234,"kind":"stream_opened""#),
+            "{}",
+            lines[1]
+        );
+        assert!(
+            lines[1].ends_with(r#""headers":[["content-length","12"],0,["x","1"]]}"#),
+            "{}",
+            lines[1]
+        );
+        assert!(lines[2].starts_with(r#"{"t":-1239,"#), "{}", lines[2]);
+        assert!(
+            lines[2].contains(r#""headers":[["content-length","12"]"#),
+            "responses apart"
+        );
+        let mut decoder = Decoder::new(2);
+        assert!(matches!(
+            decoder.decode(lines[1].as_bytes()),
+            Err(DecodeError::NoSuchHeader(0))
+        ));
+        let no_base = br#"{"t":5,"kind":"note","text":"x"}"#;
+        assert!(matches!(
+            decoder.decode(no_base),
+            Err(DecodeError::NoTimeBase)
+        ));
     }
 
     #[test]

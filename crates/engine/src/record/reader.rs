@@ -5,7 +5,7 @@ use std::fs::File;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 
-use super::line::{DecodeError, Decoder, SseMemory};
+use super::line::{Context, DecodeError, Decoder};
 use super::{FORMAT_NAME, Header};
 use crate::event::{Event, FORMAT_VERSION};
 
@@ -122,15 +122,15 @@ impl<R: BufRead> Events<R> {
     }
 
     /// Continues a file from a saved position (`source` must stand at `at.offset`), with the
-    /// SSE memory saved there (see [`super::index`]).
+    /// context saved there (see [`super::index`]).
     pub(crate) fn resume(
         source: R,
         path: &Path,
         header: Header,
         at: Position,
-        memory: SseMemory,
+        context: Context,
     ) -> Self {
-        let decoder = Decoder::resume(header.version, memory);
+        let decoder = Decoder::resume(header.version, context);
         Self {
             source,
             path: path.to_path_buf(),
@@ -158,9 +158,9 @@ impl<R: BufRead> Events<R> {
         self.position
     }
 
-    /// The SSE data the next back-reference may refer to.
-    pub(crate) fn memory(&self) -> &SseMemory {
-        self.decoder.memory()
+    /// What the next line may refer to.
+    pub(crate) fn context(&self) -> &Context {
+        self.decoder.context()
     }
 
     fn line_error(&self, reason: String) -> ReadError {
@@ -229,7 +229,13 @@ impl<R: BufRead> Iterator for Events<R> {
                      and there is none before it"
                 ),
                 DecodeError::BackRefInV1 => {
-                    "bad event: a back-reference (`from_sse`) needs format version 2".into()
+                    "bad event: a reference to an earlier line needs format version 2".into()
+                }
+                DecodeError::NoSuchHeader(index) => {
+                    format!("bad event: header {index} of the previous head does not exist")
+                }
+                DecodeError::NoTimeBase => {
+                    "bad event: a relative time (`t` a number) before any absolute one".into()
                 }
             };
             return Some(Err(self.line_error(reason)));
