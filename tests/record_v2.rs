@@ -4,8 +4,6 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use mcpscope::app;
@@ -15,9 +13,7 @@ use mcpscope_engine::record::{self, Create, Recorder};
 use mcpscope_engine::redact::Redactor;
 use mcpscope_proxy::Config;
 use mcpscope_testkit::client::McpClient;
-use mcpscope_testkit::testserver;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use mcpscope_testkit::{testserver, wirecount};
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -253,72 +249,6 @@ async fn the_recording_gives_back_exactly_what_the_live_view_saw_with_redaction(
     assert_eq!(record::read_file(&out).expect("out").events, cut.events);
 }
 
-/// Bytes that cross a relay, both ways, summed over its connections.
-#[derive(Clone, Default)]
-struct Counted(Arc<AtomicU64>);
-
-/// A TCP relay in front of `target` that counts every byte it passes.
-async fn counting_relay(target: std::net::SocketAddr) -> (std::net::SocketAddr, Counted) {
-    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let addr = listener.local_addr().expect("addr");
-    let counted = Counted::default();
-    let total = counted.clone();
-    tokio::spawn(async move {
-        while let Ok((mut client, _)) = listener.accept().await {
-            let total = total.clone();
-            tokio::spawn(async move {
-                let Ok(mut server) = TcpStream::connect(target).await else {
-                    return;
-                };
-                if let Ok((up, down)) =
-                    tokio::io::copy_bidirectional(&mut client, &mut server).await
-                {
-                    total.0.fetch_add(up + down, Ordering::SeqCst);
-                }
-            });
-        }
-    });
-    (addr, counted)
-}
-
-/// An upstream that answers every POST with `events` SSE events of about 1 KB, then the result.
-async fn flooding_upstream(events: usize) -> std::net::SocketAddr {
-    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let addr = listener.local_addr().expect("addr");
-    tokio::spawn(async move {
-        while let Ok((mut socket, _)) = listener.accept().await {
-            tokio::spawn(async move {
-                let mut request = Vec::new();
-                let mut buf = [0u8; 4096];
-                while !request.windows(4).any(|w| w == b"\r\n\r\n") {
-                    match socket.read(&mut buf).await {
-                        Ok(0) | Err(_) => return,
-                        Ok(n) => request.extend_from_slice(&buf[..n]),
-                    }
-                }
-                let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n\
-                            cache-control: no-cache\r\nconnection: close\r\n\r\n";
-                if socket.write_all(head.as_bytes()).await.is_err() {
-                    return;
-                }
-                for n in 0..events {
-                    let pad = "x".repeat(900);
-                    let event = format!(
-                        "id: {n}\ndata: {{\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{{\"progressToken\":\"p1\",\"progress\":{n},\"message\":\"{pad}\"}}}}\n\n"
-                    );
-                    if socket.write_all(event.as_bytes()).await.is_err() {
-                        return;
-                    }
-                }
-                let result = "data: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"content\":[]}}\n\n";
-                let _ = socket.write_all(result.as_bytes()).await;
-                let _ = socket.shutdown().await;
-            });
-        }
-    });
-    addr
-}
-
 /// Recording bytes (the header aside) per byte that crossed the client's side of the proxy.
 fn ratio(recording: &Path, wire: u64) -> f64 {
     let text = std::fs::read(recording).expect("recording");
@@ -330,30 +260,19 @@ fn ratio(recording: &Path, wire: u64) -> f64 {
 async fn an_sse_flood_records_in_at_most_1_3_times_its_wire_bytes() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("flood.jsonl");
-    let upstream = flooding_upstream(3000).await;
+    let upstream = wirecount::flooding_upstream(3000).await.expect("upstream");
     let running = recorded_proxy(&format!("http://{upstream}/mcp"), &path, Redactor::new()).await;
-    let (relay, wire) = counting_relay(running.proxy.addr).await;
-    let body = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"flood","arguments":{},"_meta":{"progressToken":"p1"}}}"#;
-    let request = format!(
-        "POST /mcp HTTP/1.1\r\nhost: {relay}\r\ncontent-type: application/json\r\n\
-         accept: application/json, text/event-stream\r\ncontent-length: {}\r\n\
-         connection: close\r\n\r\n{body}",
-        body.len()
-    );
-    let exchange = async {
-        let mut socket = TcpStream::connect(relay).await.expect("connect");
-        socket.write_all(request.as_bytes()).await.expect("send");
-        let mut response = Vec::new();
-        socket.read_to_end(&mut response).await.expect("read");
-        response
-    };
-    let response = tokio::time::timeout(Duration::from_secs(60), exchange)
+    let (relay, wire) = wirecount::counting_relay(running.proxy.addr)
         .await
-        .expect("the flood ends in time");
+        .expect("relay");
+    let response = tokio::time::timeout(Duration::from_secs(60), wirecount::post_once(relay))
+        .await
+        .expect("the flood ends in time")
+        .expect("the flood");
     assert!(response.starts_with(b"HTTP/1.1 200"));
     tokio::time::sleep(Duration::from_millis(100)).await;
     let live = stop(running).await;
-    let wire = wire.0.load(Ordering::SeqCst);
+    let wire = wire.bytes();
     assert!(wire > 3_000_000, "{wire} bytes crossed");
     let recording = record::read_file(&path).expect("read back");
     assert_eq!(recording.events, live);
@@ -374,7 +293,9 @@ async fn a_call_heavy_session_records_close_to_its_wire_bytes() {
         .await
         .expect("test server");
         let running = recorded_proxy(&server.url(), &path, Redactor::new()).await;
-        let (relay, wire) = counting_relay(running.proxy.addr).await;
+        let (relay, wire) = wirecount::counting_relay(running.proxy.addr)
+            .await
+            .expect("relay");
         let mut client = McpClient::new(&format!("http://{relay}/mcp")).expect("client");
         let calls = async {
             client.handshake().await.expect("handshake");
@@ -392,7 +313,7 @@ async fn a_call_heavy_session_records_close_to_its_wire_bytes() {
         drop(client);
         tokio::time::sleep(Duration::from_millis(200)).await;
         let live = stop(running).await;
-        let wire = wire.0.load(Ordering::SeqCst);
+        let wire = wire.bytes();
         let recording = record::read_file(&path).expect("read back");
         assert_eq!(recording.events, live);
         let ratio = ratio(&path, wire);

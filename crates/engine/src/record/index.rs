@@ -47,7 +47,7 @@ pub fn index_file(path: &Path, every: u64) -> Result<Index, ReadError> {
     let mut points = Vec::new();
     loop {
         let at = events.position();
-        let context = (at.seq % every == 0).then(|| events.context().clone());
+        let context = (at.seq.is_multiple_of(every)).then(|| events.context().clone());
         match events.next() {
             None => break,
             Some(Err(e)) => return Err(e),

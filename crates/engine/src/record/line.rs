@@ -245,7 +245,7 @@ pub struct Encoder {
 
 impl Encoder {
     fn stamp(&self, t: DateTime<Utc>) -> Stamp {
-        let whole_micros = t.timestamp_subsec_nanos() % 1000 == 0;
+        let whole_micros = t.timestamp_subsec_nanos().is_multiple_of(1000);
         match self.context.t {
             Some(previous) if whole_micros => (t - previous)
                 .num_microseconds()
