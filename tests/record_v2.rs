@@ -323,3 +323,49 @@ async fn a_call_heavy_session_records_close_to_its_wire_bytes() {
         assert!(ratio <= 1.3, "{ratio:.3} recording bytes per wire byte");
     }
 }
+
+#[test]
+fn a_reference_with_nothing_to_refer_to_is_an_error_with_its_line() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let text = std::fs::read_to_string(root().join("recordings/healthy.jsonl")).expect("shipped");
+    let lines: Vec<&str> = text.lines().collect();
+    let back_ref = lines
+        .iter()
+        .position(|l| l.contains("\"from_sse\":true"))
+        .expect("a back-reference");
+    assert!(lines[back_ref - 1].contains("\"kind\":\"sse_event\""));
+    // Without the SSE event it refers to, the message cannot be restored: a clear error naming
+    // the line (which moved up by one), never a made-up event.
+    let mut cut = lines.clone();
+    cut.remove(back_ref - 1);
+    let path = dir.path().join("cut.jsonl");
+    std::fs::write(&path, cut.join("\n") + "\n").expect("write");
+    let error = record::read_file(&path).expect_err("refused").to_string();
+    assert!(
+        error.starts_with(&format!(
+            "{}:{}: bad event: refers to the data of an SSE event",
+            path.display(),
+            back_ref
+        )),
+        "{error}"
+    );
+    // A header index past the previous head's headers, in the middle of the file.
+    let head = lines
+        .iter()
+        .skip(2)
+        .position(|l| l.contains("\"kind\":\"stream_opened\"") && l.contains("\"headers\":[0"))
+        .expect("a head with a repeated header")
+        + 2;
+    let mut broken: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
+    broken[head] = broken[head].replace("\"headers\":[0", "\"headers\":[99");
+    std::fs::write(&path, broken.join("\n") + "\n").expect("write");
+    let error = record::read_file(&path).expect_err("refused").to_string();
+    assert_eq!(
+        error,
+        format!(
+            "{}:{}: bad event: header 99 of the previous head does not exist",
+            path.display(),
+            head + 1
+        )
+    );
+}
