@@ -403,3 +403,26 @@ fn a_reference_with_nothing_to_refer_to_is_an_error_with_its_line() {
         )
     );
 }
+
+#[test]
+fn any_event_of_a_shipped_recording_reads_alone_through_the_index() {
+    for entry in std::fs::read_dir(root().join("recordings")).expect("recordings/") {
+        let path = entry.expect("entry").path();
+        if path.extension().is_none_or(|e| e != "jsonl") {
+            continue;
+        }
+        let all = record::read_file(&path).expect("reads").events;
+        for every in [1, 4, 4096] {
+            let index = record::index_file(&path, every).expect("index");
+            assert_eq!(index.events, all.len() as u64);
+            for (seq, event) in all.iter().enumerate() {
+                let seq = seq as u64;
+                let one: Vec<Event> = record::read_range(&path, &index, seq..seq + 1)
+                    .expect("opens")
+                    .collect::<Result<_, _>>()
+                    .expect("reads");
+                assert_eq!(one, [event.clone()], "{} event {seq}", path.display());
+            }
+        }
+    }
+}
