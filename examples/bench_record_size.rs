@@ -8,7 +8,7 @@
 use std::fmt::Write as _;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use mcpscope::app;
@@ -55,6 +55,42 @@ struct Row {
     v1: u64,
 }
 
+/// Reading the flood's recording back: every event in order, the index, a range at its end.
+struct Reading {
+    events: u64,
+    read_all: Duration,
+    index: Duration,
+    last_100: Duration,
+}
+
+fn reading(path: &Path) -> anyhow::Result<Reading> {
+    let start = Instant::now();
+    let mut events = 0u64;
+    for event in record::Events::open(path)? {
+        event?;
+        events += 1;
+    }
+    let read_all = start.elapsed();
+    let start = Instant::now();
+    let index = record::index_file(path, 4096)?;
+    let index_time = start.elapsed();
+    let start = Instant::now();
+    let tail: Vec<Event> = record::read_range(path, &index, events.saturating_sub(100)..events)?
+        .collect::<Result<_, _>>()?;
+    let last_100 = start.elapsed();
+    anyhow::ensure!(
+        tail.len() as u64 == events.min(100),
+        "read_range gave {}",
+        tail.len()
+    );
+    Ok(Reading {
+        events,
+        read_all,
+        index: index_time,
+        last_100,
+    })
+}
+
 /// Event lines' bytes in version 2 (the file, header aside) and in version 1.
 fn sizes(path: &Path) -> anyhow::Result<(u64, u64)> {
     let text = std::fs::read(path)?;
@@ -90,7 +126,7 @@ async fn finish(running: app::Running) -> anyhow::Result<()> {
     Ok(())
 }
 
-async fn flood(args: &Args) -> anyhow::Result<Row> {
+async fn flood(args: &Args) -> anyhow::Result<(Row, Reading)> {
     let path = args.work.join("size-flood.jsonl");
     let upstream = wirecount::flooding_upstream(args.events).await?;
     let running = proxy(&format!("http://{upstream}/mcp"), &path).await?;
@@ -99,13 +135,15 @@ async fn flood(args: &Args) -> anyhow::Result<Row> {
     tokio::time::sleep(Duration::from_millis(100)).await;
     finish(running).await?;
     let (v2, v1) = sizes(&path)?;
+    let read = reading(&path)?;
     std::fs::remove_file(&path).ok();
-    Ok(Row {
+    let row = Row {
         what: format!("SSE flood: {} events of 1 KB on one stream", args.events),
         wire: wire.bytes(),
         v2,
         v1,
-    })
+    };
+    Ok((row, read))
 }
 
 async fn calls(args: &Args, json_responses: bool) -> anyhow::Result<Row> {
@@ -150,12 +188,14 @@ fn main() -> anyhow::Result<()> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
-    let rows = runtime.block_on(async {
-        anyhow::Ok(vec![
-            flood(&args).await?,
+    let (rows, read) = runtime.block_on(async {
+        let (flooded, read) = flood(&args).await?;
+        let rows = vec![
+            flooded,
             calls(&args, false).await?,
             calls(&args, true).await?,
-        ])
+        ];
+        anyhow::Ok((rows, read))
     })?;
     let mut md = String::from(
         "## Recording size: bytes per byte on the wire\n\n\
@@ -180,6 +220,16 @@ fn main() -> anyhow::Result<()> {
             if ratio <= 1.3 { "met" } else { "MISSED" }
         );
     }
+    let _ = write!(
+        md,
+        "\nReading the flood's recording back ({} events): every event in order with \
+         `record::Events` {:.2} s; `record::index_file(path, 4096)` {:.2} s; then \
+         `read_range` of the last 100 events {:.1} ms.\n",
+        read.events,
+        read.read_all.as_secs_f64(),
+        read.index.as_secs_f64(),
+        read.last_100.as_secs_f64() * 1000.0
+    );
     std::fs::File::create(&args.out)?.write_all(md.as_bytes())?;
     print!("{md}");
     Ok(())
