@@ -66,7 +66,22 @@ impl Context {
 #[serde(untagged)]
 enum Stamp {
     Delta(i64),
-    Absolute(#[serde(with = "rfc3339_micros")] DateTime<Utc>),
+    Absolute(
+        #[serde(
+            serialize_with = "exact_time",
+            deserialize_with = "rfc3339_micros::deserialize"
+        )]
+        DateTime<Utc>,
+    ),
+}
+
+/// RFC 3339 with microseconds, or with as many digits as the time has when it is finer.
+fn exact_time<S: serde::Serializer>(t: &DateTime<Utc>, s: S) -> Result<S::Ok, S::Error> {
+    if t.timestamp_subsec_nanos().is_multiple_of(1000) {
+        rfc3339_micros::serialize(t, s)
+    } else {
+        s.serialize_str(&t.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true))
+    }
 }
 
 /// One header as written: an index into the previous head's headers, or the pair.
@@ -245,9 +260,9 @@ pub struct Encoder {
 
 impl Encoder {
     fn stamp(&self, t: DateTime<Utc>) -> Stamp {
-        let whole_micros = t.timestamp_subsec_nanos().is_multiple_of(1000);
+        let whole_micros = |t: DateTime<Utc>| t.timestamp_subsec_nanos().is_multiple_of(1000);
         match self.context.t {
-            Some(previous) if whole_micros => (t - previous)
+            Some(previous) if whole_micros(t) && whole_micros(previous) => (t - previous)
                 .num_microseconds()
                 .map_or(Stamp::Absolute(t), Stamp::Delta),
             _ => Stamp::Absolute(t),
@@ -741,6 +756,16 @@ mod tests {
             decoder.decode(no_base),
             Err(DecodeError::NoTimeBase)
         ));
+    }
+
+    #[test]
+    fn a_time_finer_than_microseconds_is_kept() {
+        let mut events = vec![at(sse(1, "")), at(sse(1, "")), at(sse(1, ""))];
+        events[1].t = events[0].t + TimeDelta::nanoseconds(1_500);
+        events[2].t = events[1].t + TimeDelta::nanoseconds(500);
+        let (lines, back) = round_trip(&events);
+        assert_eq!(back, events);
+        assert!(lines[1].starts_with(r#"{"t":"20"#), "{}", lines[1]);
     }
 
     #[test]
