@@ -421,7 +421,12 @@ fn any_event_of_a_shipped_recording_reads_alone_through_the_index() {
                     .expect("opens")
                     .collect::<Result<_, _>>()
                     .expect("reads");
-                assert_eq!(one, [event.clone()], "{} event {seq}", path.display());
+                assert_eq!(
+                    one,
+                    std::slice::from_ref(event),
+                    "{} event {seq}",
+                    path.display()
+                );
             }
         }
     }

@@ -372,7 +372,7 @@ pub enum DecodeError {
     /// A back-reference with nothing to refer to.
     Dangling(StreamId),
     /// A reference (to SSE data, a header, a time) in a version 1 recording.
-    BackRefInV1,
+    ReferenceInV1,
     /// A header index past the previous head's headers.
     NoSuchHeader(usize),
     /// A relative time before any absolute one.
@@ -408,7 +408,7 @@ impl Decoder {
     fn time(&self, stamp: Stamp) -> Result<DateTime<Utc>, DecodeError> {
         match stamp {
             Stamp::Absolute(t) => Ok(t),
-            Stamp::Delta(_) if !self.references => Err(DecodeError::BackRefInV1),
+            Stamp::Delta(_) if !self.references => Err(DecodeError::ReferenceInV1),
             Stamp::Delta(micros) => self
                 .context
                 .t
@@ -427,7 +427,7 @@ impl Decoder {
             .into_iter()
             .map(|item| match item {
                 HeaderItem::Pair(name, value) => Ok((name, value)),
-                HeaderItem::Same(_) if !self.references => Err(DecodeError::BackRefInV1),
+                HeaderItem::Same(_) if !self.references => Err(DecodeError::ReferenceInV1),
                 HeaderItem::Same(index) => previous
                     .get(index)
                     .cloned()
@@ -485,7 +485,7 @@ impl Decoder {
 
     fn resolve(&mut self, back: BackRef) -> Result<Event, DecodeError> {
         if !self.references || !back.from_sse {
-            return Err(DecodeError::BackRefInV1);
+            return Err(DecodeError::ReferenceInV1);
         }
         let t = self.time(back.t)?;
         let data = self
@@ -693,7 +693,7 @@ mod tests {
         ));
         assert!(matches!(
             Decoder::new(1).decode(line),
-            Err(DecodeError::BackRefInV1)
+            Err(DecodeError::ReferenceInV1)
         ));
         let mut context = Context::default();
         context

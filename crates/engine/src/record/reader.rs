@@ -228,7 +228,7 @@ impl<R: BufRead> Iterator for Events<R> {
                     "bad event: refers to the data of an SSE event on stream {stream}, \
                      and there is none before it"
                 ),
-                DecodeError::BackRefInV1 => {
+                DecodeError::ReferenceInV1 => {
                     "bad event: a reference to an earlier line needs format version 2".into()
                 }
                 DecodeError::NoSuchHeader(index) => {
