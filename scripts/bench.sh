@@ -48,7 +48,8 @@ fi
 
 # --- build ------------------------------------------------------------------------------------
 say "building (release)"
-cargo build --release --quiet --bin mcpscope --example bench_e2e --example bench_scale
+cargo build --release --quiet --bin mcpscope --example bench_e2e --example bench_scale \
+    --example bench_record_size
 cargo bench --quiet --bench wire --no-run >/dev/null 2>&1 || cargo bench --bench wire --no-run
 
 # --- run (one at a time: the machine is small) ------------------------------------------------
@@ -62,12 +63,18 @@ if [ -n "$QUICK" ]; then
 else
     "$TARGET/release/examples/bench_scale" --work "$OUT" --out "$OUT/scale.md"
 fi
+say "recording size: bytes per byte on the wire (SSE flood, small calls)"
+if [ -n "$QUICK" ]; then
+    "$TARGET/release/examples/bench_record_size" --events 10000 --calls 300 --work "$OUT" --out "$OUT/size.md"
+else
+    "$TARGET/release/examples/bench_record_size" --work "$OUT" --out "$OUT/size.md"
+fi
 say "criterion: SSE parsing, JSON-RPC, model fold"
 rm -rf "$TARGET/criterion/sse_parse" "$TARGET/criterion/jsonrpc" "$TARGET/criterion/model"
 cargo bench --quiet --bench wire -- --noplot > "$OUT/criterion.txt" 2>&1
 
 # --- report -----------------------------------------------------------------------------------
-python3 "$ROOT/bench/report.py" --out "$REPORT" --e2e "$OUT/e2e.md" --scale "$OUT/scale.md" \
+python3 "$ROOT/bench/report.py" --out "$REPORT" --e2e "$OUT/e2e.md" --scale "$OUT/scale.md" --size "$OUT/size.md" \
     --criterion "$TARGET/criterion" --seconds "$(( $(date +%s) - START ))" \
     --mitm "$MITM_VERSION" --socat "$( ($SOCAT -V 2>/dev/null || true) | grep -m1 'socat version' || echo '?')" \
     --command "scripts/bench.sh${QUICK:+ --quick}"

@@ -37,6 +37,8 @@ pub enum Command {
     Check(CheckArgs),
     /// Write a recording as HAR, OTLP/JSON traces, a Mermaid diagram or a Markdown table.
     Export(ExportArgs),
+    /// Rewrite a recording (version 1 or 2) in the current format, version 2.
+    Convert(ConvertArgs),
 }
 
 /// Where to listen: a port, or host:port.
@@ -274,6 +276,18 @@ pub struct ExportArgs {
     /// With --format mermaid: only the call with this number (as the calls table numbers them).
     #[arg(long, value_name = "N")]
     pub call: Option<usize>,
+}
+
+/// `mcpscope convert`.
+#[derive(Debug, Args)]
+pub struct ConvertArgs {
+    /// The recording to read.
+    pub input: PathBuf,
+    /// The file to write (created 0600; refused if it exists, unless --overwrite).
+    pub output: PathBuf,
+    /// Replace OUTPUT if it exists (never through a symbolic link).
+    #[arg(long)]
+    pub overwrite: bool,
 }
 
 #[cfg(test)]

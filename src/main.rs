@@ -59,6 +59,7 @@ fn main() -> ExitCode {
     match &cli.command {
         Some(Command::Check(args)) => return check(args),
         Some(Command::Export(args)) => return export(args),
+        Some(Command::Convert(args)) => return convert(args),
         _ => {}
     }
     init_tracing();
@@ -78,7 +79,7 @@ fn main() -> ExitCode {
             Some(Command::ServeTest(args)) => app::serve_test(&args).await,
             Some(Command::Replay(args)) => mcpscope::replay::run(&args).await,
             Some(Command::Demo(args)) => mcpscope::demo::run(&args).await,
-            Some(Command::Check(_) | Command::Export(_)) => Ok(()),
+            Some(Command::Check(_) | Command::Export(_) | Command::Convert(_)) => Ok(()),
         }
     });
     runtime.shutdown_timeout(std::time::Duration::from_millis(200));
@@ -129,6 +130,38 @@ fn export(args: &mcpscope::cli::ExportArgs) -> ExitCode {
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => export_error(&e),
+    }
+}
+
+/// `mcpscope convert`: 0 when the recording was rewritten, 1 when it could not be.
+fn convert(args: &mcpscope::cli::ConvertArgs) -> ExitCode {
+    use mcpscope_engine::record::{self, Create};
+    let how = if args.overwrite {
+        Create::Replace
+    } else {
+        Create::New
+    };
+    match record::convert(&args.input, &args.output, how) {
+        Ok(done) => {
+            for warning in &done.warnings {
+                eprintln!("mcpscope: warning: {warning}");
+            }
+            println!(
+                "converted {} events (version {} → {}): {} bytes → {} bytes ({:.2}×), {}",
+                done.events,
+                done.from_version,
+                mcpscope_engine::event::FORMAT_VERSION,
+                done.bytes_in,
+                done.bytes_out,
+                done.bytes_out as f64 / done.bytes_in.max(1) as f64,
+                args.output.display()
+            );
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("mcpscope: {e}");
+            ExitCode::FAILURE
+        }
     }
 }
 

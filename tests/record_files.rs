@@ -246,14 +246,22 @@ async fn kill_9_loses_nothing_the_client_had_seen_once_idle() {
         .skip(1)
         .map(|l| serde_json::from_str(l).expect("whole lines only"))
         .collect();
-    let answered = events
+    // Answers came as SSE: their messages refer to the events' data, so read them through the
+    // reader.
+    let recording =
+        mcpscope_engine::record::read_file(&dir.path().join("run.jsonl")).expect("readable");
+    assert!(recording.warnings.is_empty(), "{:?}", recording.warnings);
+    let answered = recording
+        .events
         .iter()
-        .filter(|e| {
-            e["kind"] == "message"
-                && e["dir"] == "server_to_client"
-                && e["body"]["result"]["content"][0]["text"]
-                    .as_str()
-                    .is_some_and(|t| t.starts_with('n'))
+        .filter(|e| match &e.kind {
+            mcpscope_engine::event::EventKind::Message { dir, body, .. } => {
+                *dir == mcpscope_engine::event::Direction::ServerToClient
+                    && body["result"]["content"][0]["text"]
+                        .as_str()
+                        .is_some_and(|t| t.starts_with('n'))
+            }
+            _ => false,
         })
         .count();
     assert_eq!(answered, CALLS, "every answer the client saw is recorded");

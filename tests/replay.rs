@@ -319,7 +319,7 @@ fn bad_unknown_format_version() {
     assert_eq!(
         error_of(&path),
         format!(
-            "{}:1: unknown format version 7 (this mcpscope reads version 1)",
+            "{}:1: unknown format version 7 (this mcpscope reads versions 1 to 2)",
             path.display()
         )
     );

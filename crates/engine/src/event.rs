@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// Version of the recording format written in a recording's first line.
-pub const FORMAT_VERSION: u32 = 1;
+pub const FORMAT_VERSION: u32 = 2;
 
 /// Identifies one HTTP exchange (a request and its response stream), numbered from 1 per run.
 pub type StreamId = u64;

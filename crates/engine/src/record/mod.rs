@@ -1,11 +1,16 @@
 //! Recordings: every event of a run as JSON Lines, after a header line with the format version.
 //! The format is documented in `docs/recording-format.md`.
 
+pub mod convert;
+pub mod index;
+pub mod line;
 pub mod reader;
 pub mod span;
 pub mod writer;
 
-pub use reader::{ReadError, Recording, read_file, read_from};
+pub use convert::{ConvertError, Converted, convert};
+pub use index::{Index, IndexPoint, index_file, read_range};
+pub use reader::{Events, Position, ReadError, Recording, read_file, read_from};
 pub use span::read_span;
 pub use writer::{Create, Recorder, open_private};
 
@@ -19,7 +24,7 @@ pub const FORMAT_NAME: &str = "mcpscope-recording";
 pub struct Header {
     /// Always [`FORMAT_NAME`].
     pub format: String,
-    /// The format version ([`crate::event::FORMAT_VERSION`]).
+    /// The format version ([`crate::event::FORMAT_VERSION`] when written by this mcpscope).
     pub version: u32,
     /// When recording began (RFC 3339).
     pub created: String,

@@ -1,8 +1,11 @@
-//! Reads a recording back, with exact errors for bad files.
+//! Reads a recording back, with exact errors for bad files: all at once ([`read_file`]), or one
+//! event at a time without holding the file in memory ([`Events`]).
 
+use std::fs::File;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 
+use super::line::{Context, DecodeError, Decoder};
 use super::{FORMAT_NAME, Header};
 use crate::event::{Event, FORMAT_VERSION};
 
@@ -42,90 +45,248 @@ pub struct Recording {
 
 /// Reads a recording; a truncated last line is dropped with a warning.
 pub fn read_file(path: &Path) -> Result<Recording, ReadError> {
-    let io_err = |source| ReadError::Io {
-        path: path.to_path_buf(),
-        source,
-    };
-    let file = std::fs::File::open(path).map_err(io_err)?;
-    read_from(file, path)
+    collect(Events::open(path)?)
 }
 
 /// Reads a recording from any source; `path` names it in errors and warnings.
 pub fn read_from(source: impl std::io::Read, path: &Path) -> Result<Recording, ReadError> {
-    let io_err = |source| ReadError::Io {
-        path: path.to_path_buf(),
-        source,
-    };
-    let line_err = |line: usize, reason: String| ReadError::Line {
-        path: path.to_path_buf(),
-        line,
-        reason,
-    };
-    let mut lines = BufReader::new(source).split(b'\n').enumerate().peekable();
-    let header: Header = match lines.next() {
-        None => return Err(line_err(1, "empty file: not an mcpscope recording".into())),
-        Some((_, line)) => {
-            let line = line.map_err(io_err)?;
-            let value: serde_json::Value = serde_json::from_slice(&line)
-                .map_err(|e| line_err(1, format!("not JSON Lines: {}", json_reason(&e))))?;
-            if value.get("format").and_then(|f| f.as_str()) != Some(FORMAT_NAME) {
-                return Err(line_err(
-                    1,
-                    format!("not an mcpscope recording (no \"format\": \"{FORMAT_NAME}\" header)"),
-                ));
-            }
-            let header: Header = serde_json::from_value(value)
-                .map_err(|e| line_err(1, format!("bad header: {}", json_reason(&e))))?;
-            if header.version != FORMAT_VERSION {
-                return Err(line_err(
-                    1,
-                    format!(
-                        "unknown format version {} (this mcpscope reads version {FORMAT_VERSION})",
-                        header.version
-                    ),
-                ));
-            }
-            header
-        }
-    };
-    let mut events = Vec::new();
-    let mut warnings = Vec::new();
-    while let Some((index, line)) = lines.next() {
-        let line = line.map_err(io_err)?;
-        let number = index + 1;
-        if line.iter().all(u8::is_ascii_whitespace) {
-            continue;
-        }
-        match serde_json::from_slice::<Event>(&line) {
-            Ok(event) => events.push(event),
-            Err(e) if lines.peek().is_none() && e.is_eof() => {
-                warnings.push(format!(
-                    "{}:{number}: the last line is truncated (the recording was cut off); ignored",
-                    path.display()
-                ));
-            }
-            Err(e) if e.is_syntax() || e.is_eof() => {
-                return Err(line_err(
-                    number,
-                    format!("not JSON Lines: {}", json_reason(&e)),
-                ));
-            }
-            Err(_) if is_header(&line) => {
-                return Err(line_err(
-                    number,
-                    "a second recording header: concatenated recordings are not supported \
-                     (record several sessions through one proxy run instead)"
-                        .into(),
-                ));
-            }
-            Err(e) => return Err(line_err(number, format!("bad event: {}", json_reason(&e)))),
+    collect(Events::new(BufReader::new(source), path)?)
+}
+
+fn collect<R: BufRead>(mut events: Events<R>) -> Result<Recording, ReadError> {
+    let list = events.by_ref().collect::<Result<Vec<_>, _>>()?;
+    Ok(Recording {
+        header: events.header.clone(),
+        events: list,
+        warnings: events.warnings,
+    })
+}
+
+/// Where reading stands in a file: the next line's byte offset and number, and how many events
+/// came before it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Position {
+    /// Byte offset of the next line.
+    pub offset: u64,
+    /// Lines before it (the header included).
+    pub lines: usize,
+    /// Events before it: the sequence number of the next event, from 0.
+    pub seq: u64,
+}
+
+/// The events of a recording, read one line at a time: memory holds one line, not the file.
+/// Yields `Err` once for a bad line, then ends; a truncated last line ends it with a warning.
+#[derive(Debug)]
+pub struct Events<R> {
+    source: R,
+    path: PathBuf,
+    header: Header,
+    decoder: Decoder,
+    position: Position,
+    line: Vec<u8>,
+    warnings: Vec<String>,
+    done: bool,
+}
+
+impl Events<BufReader<File>> {
+    /// Opens a file and reads its header.
+    pub fn open(path: &Path) -> Result<Self, ReadError> {
+        let file = File::open(path).map_err(|source| io_error(path, source))?;
+        Self::new(BufReader::with_capacity(256 * 1024, file), path)
+    }
+}
+
+impl<R: BufRead> Events<R> {
+    /// Reads the header from `source`; `path` names it in errors and warnings.
+    pub fn new(mut source: R, path: &Path) -> Result<Self, ReadError> {
+        let mut line = Vec::new();
+        let read = source
+            .read_until(b'\n', &mut line)
+            .map_err(|e| io_error(path, e))?;
+        let header = parse_header(trim_newline(&line), read == 0, path)?;
+        let decoder = Decoder::new(header.version);
+        Ok(Self {
+            source,
+            path: path.to_path_buf(),
+            header,
+            decoder,
+            position: Position {
+                offset: read as u64,
+                lines: 1,
+                seq: 0,
+            },
+            line,
+            warnings: Vec::new(),
+            done: false,
+        })
+    }
+
+    /// Continues a file from a saved position (`source` must stand at `at.offset`), with the
+    /// context saved there (see [`super::index`]).
+    pub(crate) fn resume(
+        source: R,
+        path: &Path,
+        header: Header,
+        at: Position,
+        context: Context,
+    ) -> Self {
+        let decoder = Decoder::resume(header.version, context);
+        Self {
+            source,
+            path: path.to_path_buf(),
+            header,
+            decoder,
+            position: at,
+            line: Vec::new(),
+            warnings: Vec::new(),
+            done: false,
         }
     }
-    Ok(Recording {
-        header,
-        events,
-        warnings,
-    })
+
+    /// The header.
+    pub fn header(&self) -> &Header {
+        &self.header
+    }
+
+    /// Warnings so far (a truncated last line).
+    pub fn warnings(&self) -> &[String] {
+        &self.warnings
+    }
+
+    /// Where the next event's line starts.
+    pub fn position(&self) -> Position {
+        self.position
+    }
+
+    /// What the next line may refer to.
+    pub(crate) fn context(&self) -> &Context {
+        self.decoder.context()
+    }
+
+    fn line_error(&self, reason: String) -> ReadError {
+        ReadError::Line {
+            path: self.path.clone(),
+            line: self.position.lines,
+            reason,
+        }
+    }
+
+    /// Whether nothing follows the line just read.
+    fn at_end(&mut self, had_newline: bool) -> bool {
+        !had_newline || self.source.fill_buf().is_ok_and(|rest| rest.is_empty())
+    }
+}
+
+impl<R: BufRead> Iterator for Events<R> {
+    type Item = Result<Event, ReadError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        while !self.done {
+            self.line.clear();
+            let read = match self.source.read_until(b'\n', &mut self.line) {
+                Ok(0) => break,
+                Ok(read) => read,
+                Err(e) => {
+                    self.done = true;
+                    return Some(Err(io_error(&self.path, e)));
+                }
+            };
+            self.position.offset += read as u64;
+            self.position.lines += 1;
+            let had_newline = self.line.ends_with(b"\n");
+            let text = trim_newline(&self.line);
+            if text.iter().all(u8::is_ascii_whitespace) {
+                continue;
+            }
+            let error = match self.decoder.decode(text) {
+                Ok(event) => {
+                    self.position.seq += 1;
+                    return Some(Ok(event));
+                }
+                Err(error) => error,
+            };
+            self.done = true;
+            let reason = match error {
+                DecodeError::Json(e) if e.is_eof() && self.at_end(had_newline) => {
+                    self.warnings.push(format!(
+                        "{}:{}: the last line is truncated (the recording was cut off); ignored",
+                        self.path.display(),
+                        self.position.lines
+                    ));
+                    return None;
+                }
+                DecodeError::Json(e) if e.is_syntax() || e.is_eof() => {
+                    format!("not JSON Lines: {}", json_reason(&e))
+                }
+                DecodeError::Json(_) if is_header(trim_newline(&self.line)) => {
+                    "a second recording header: concatenated recordings are not supported \
+                     (record several sessions through one proxy run instead)"
+                        .into()
+                }
+                DecodeError::Json(e) => format!("bad event: {}", json_reason(&e)),
+                DecodeError::Dangling(stream) => format!(
+                    "bad event: refers to the data of an SSE event on stream {stream}, \
+                     and there is none before it"
+                ),
+                DecodeError::ReferenceInV1 => {
+                    "bad event: a reference to an earlier line needs format version 2".into()
+                }
+                DecodeError::NoSuchHeader(index) => {
+                    format!("bad event: header {index} of the previous head does not exist")
+                }
+                DecodeError::NoTimeBase => {
+                    "bad event: a relative time (`t` a number) before any absolute one".into()
+                }
+            };
+            return Some(Err(self.line_error(reason)));
+        }
+        self.done = true;
+        None
+    }
+}
+
+fn io_error(path: &Path, source: std::io::Error) -> ReadError {
+    ReadError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+fn trim_newline(line: &[u8]) -> &[u8] {
+    line.strip_suffix(b"\n").unwrap_or(line)
+}
+
+/// Reads and checks the header line (the 1st).
+fn parse_header(line: &[u8], empty: bool, path: &Path) -> Result<Header, ReadError> {
+    let line_err = |reason: String| ReadError::Line {
+        path: path.to_path_buf(),
+        line: 1,
+        reason,
+    };
+    if empty {
+        return Err(line_err("empty file: not an mcpscope recording".into()));
+    }
+    let value: serde_json::Value = serde_json::from_slice(line)
+        .map_err(|e| line_err(format!("not JSON Lines: {}", json_reason(&e))))?;
+    if value.get("format").and_then(|f| f.as_str()) != Some(FORMAT_NAME) {
+        return Err(line_err(format!(
+            "not an mcpscope recording (no \"format\": \"{FORMAT_NAME}\" header)"
+        )));
+    }
+    let header: Header = serde_json::from_value(value)
+        .map_err(|e| line_err(format!("bad header: {}", json_reason(&e))))?;
+    if !(1..=FORMAT_VERSION).contains(&header.version) {
+        return Err(line_err(format!(
+            "unknown format version {} (this mcpscope reads versions 1 to {FORMAT_VERSION})",
+            header.version
+        )));
+    }
+    Ok(header)
+}
+
+/// Reads only the header of a file.
+pub(crate) fn read_header(path: &Path) -> Result<Header, ReadError> {
+    Events::open(path).map(|events| events.header)
 }
 
 /// A serde error without its "at line 1 column N" (every line is one JSON text): the column

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 
 use chrono::{SecondsFormat, Utc};
 
+use super::line::Encoder;
 use super::{FORMAT_NAME, Header};
 use crate::event::{Event, FORMAT_VERSION};
 
@@ -17,6 +18,7 @@ pub struct Recorder {
     path: PathBuf,
     out: BufWriter<File>,
     line: Vec<u8>,
+    encoder: Encoder,
     events: u64,
 }
 
@@ -63,17 +65,30 @@ impl Recorder {
         }
     }
 
+    /// Creates the file like [`Recorder::create`], for the events of another recording: the
+    /// header keeps `source`'s creation time and redaction flag.
+    pub fn create_like(path: &Path, how: Create, source: &Header) -> io::Result<Self> {
+        let file = open_private(path, how)?;
+        Self::start_with(path, file, source.redacted, source.created.clone())
+    }
+
     fn start(path: &Path, file: File, redacted: bool) -> io::Result<Self> {
+        let created = Utc::now().to_rfc3339_opts(SecondsFormat::Millis, true);
+        Self::start_with(path, file, redacted, created)
+    }
+
+    fn start_with(path: &Path, file: File, redacted: bool, created: String) -> io::Result<Self> {
         let mut recorder = Self {
             path: path.to_path_buf(),
             out: BufWriter::with_capacity(256 * 1024, file),
             line: Vec::with_capacity(1024),
+            encoder: Encoder::default(),
             events: 0,
         };
         let header = Header {
             format: FORMAT_NAME.to_string(),
             version: FORMAT_VERSION,
-            created: Utc::now().to_rfc3339_opts(SecondsFormat::Millis, true),
+            created,
             tool_version: env!("CARGO_PKG_VERSION").to_string(),
             redacted,
         };
@@ -99,7 +114,9 @@ impl Recorder {
     /// Appends one event as one whole line (buffered: call [`Recorder::flush`] to write it out).
     pub fn write(&mut self, event: &Event) -> io::Result<()> {
         self.line.clear();
-        serde_json::to_writer(&mut self.line, event).map_err(io::Error::other)?;
+        self.encoder
+            .encode(event, &mut self.line)
+            .map_err(io::Error::other)?;
         self.line.push(b'\n');
         self.out.write_all(&self.line)?;
         self.events += 1;

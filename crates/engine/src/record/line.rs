@@ -1,0 +1,777 @@
+//! One event as one line of a version 2 recording, and back.
+//!
+//! Version 2 stores an SSE event's data once. An `sse_event` whose data is one line of JSON (an
+//! object or an array) embeds it verbatim; any other data is a JSON string. The `message` or
+//! `invalid_message` that live parsing derived from that data is written as a back-reference
+//! (`"from_sse":true`, no body) when parsing the recorded data gives exactly that event; the
+//! reader parses the data again with the same code. Two more things are written relative to
+//! what came before: `t`, after the first event, as microseconds since the previous event; and a
+//! head's header that equals one of the previous head's (requests and responses apart) as that
+//! header's index. Every other field is written as in version 1.
+
+use std::collections::HashMap;
+
+use chrono::{DateTime, TimeDelta, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+
+use crate::event::{Direction, Event, EventKind, Header, StreamId, rfc3339_micros};
+use crate::wire::observe;
+
+/// What a line may refer to: the previous event's time, the previous request and response
+/// heads' headers, and the last SSE data of each stream that no message has referred to yet.
+/// Writer and reader keep the same one, so a reference means the same thing on both sides.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Context {
+    sse: HashMap<StreamId, String>,
+    t: Option<DateTime<Utc>>,
+    request_headers: Vec<Header>,
+    response_headers: Vec<Header>,
+}
+
+impl Context {
+    /// Notes what an event does to the context (after the event's line is written or read).
+    fn remember(&mut self, event: &Event) {
+        self.t = Some(event.t);
+        match &event.kind {
+            EventKind::SseEvent { stream, data, .. } if data.is_empty() => {
+                self.sse.remove(stream);
+            }
+            EventKind::SseEvent { stream, data, .. } => {
+                self.sse.insert(*stream, data.clone());
+            }
+            EventKind::StreamEnded { stream, .. } => {
+                self.sse.remove(stream);
+            }
+            EventKind::StreamOpened { headers, .. } => self.request_headers.clone_from(headers),
+            EventKind::ResponseHead { headers, .. } => self.response_headers.clone_from(headers),
+            _ => {}
+        }
+    }
+
+    /// Takes a stream's pending data (a message on a stream consumes it, whatever it is).
+    fn take(&mut self, stream: StreamId) -> Option<String> {
+        self.sse.remove(&stream)
+    }
+
+    /// How many streams have SSE data a back-reference may still refer to.
+    pub fn pending_sse(&self) -> usize {
+        self.sse.len()
+    }
+}
+
+/// An event's time as written: absolute (the first event, or a time finer than microseconds),
+/// or microseconds since the previous event.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+#[serde(untagged)]
+enum Stamp {
+    Delta(i64),
+    Absolute(
+        #[serde(
+            serialize_with = "exact_time",
+            deserialize_with = "rfc3339_micros::deserialize"
+        )]
+        DateTime<Utc>,
+    ),
+}
+
+/// RFC 3339 with microseconds, or with as many digits as the time has when it is finer.
+fn exact_time<S: serde::Serializer>(t: &DateTime<Utc>, s: S) -> Result<S::Ok, S::Error> {
+    if t.timestamp_subsec_nanos().is_multiple_of(1000) {
+        rfc3339_micros::serialize(t, s)
+    } else {
+        s.serialize_str(&t.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true))
+    }
+}
+
+/// One header as written: an index into the previous head's headers, or the pair.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(untagged)]
+enum HeaderItem {
+    Same(usize),
+    Pair(String, String),
+}
+
+/// Headers written against the previous head's.
+struct HeadersOut<'a> {
+    headers: &'a [Header],
+    previous: &'a [Header],
+}
+
+impl Serialize for HeadersOut<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeSeq;
+        let mut seq = s.serialize_seq(Some(self.headers.len()))?;
+        for pair in self.headers {
+            match self.previous.iter().position(|p| p == pair) {
+                Some(index) => seq.serialize_element(&index)?,
+                None => seq.serialize_element(pair)?,
+            }
+        }
+        seq.end()
+    }
+}
+
+/// Any event but the ones below, as written.
+#[derive(Serialize)]
+struct PlainOut<'a> {
+    t: Stamp,
+    #[serde(flatten)]
+    kind: &'a EventKind,
+}
+
+/// Any event but the ones below, as read.
+#[derive(Deserialize)]
+struct PlainIn {
+    t: Stamp,
+    #[serde(flatten)]
+    kind: EventKind,
+}
+
+/// A `stream_opened` line.
+#[derive(Serialize)]
+struct OpenedOut<'a> {
+    t: Stamp,
+    kind: &'static str,
+    stream: StreamId,
+    conn: u64,
+    method: &'a str,
+    path: &'a str,
+    headers: HeadersOut<'a>,
+}
+
+/// A `stream_opened` line as read (`kind` is known already).
+#[derive(Deserialize)]
+struct OpenedIn {
+    t: Stamp,
+    stream: StreamId,
+    conn: u64,
+    method: String,
+    path: String,
+    headers: Vec<HeaderItem>,
+}
+
+/// A `response_head` line.
+#[derive(Serialize)]
+struct HeadOut<'a> {
+    t: Stamp,
+    kind: &'static str,
+    stream: StreamId,
+    status: u16,
+    headers: HeadersOut<'a>,
+}
+
+/// A `response_head` line as read.
+#[derive(Deserialize)]
+struct HeadIn {
+    t: Stamp,
+    stream: StreamId,
+    status: u16,
+    headers: Vec<HeaderItem>,
+}
+
+/// An `sse_event` line as written.
+#[derive(Serialize)]
+struct SseOut<'a> {
+    t: Stamp,
+    kind: &'static str,
+    stream: StreamId,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    id: &'a Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    event: &'a Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    retry: &'a Option<u64>,
+    data: Data<'a>,
+    start: u64,
+    end: u64,
+}
+
+/// SSE data as written: verbatim JSON, or a string.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum Data<'a> {
+    Raw(&'a RawValue),
+    Text(&'a str),
+}
+
+/// An `sse_event` line as read (`kind` is known already).
+#[derive(Deserialize)]
+struct SseIn<'a> {
+    t: Stamp,
+    stream: StreamId,
+    #[serde(default)]
+    id: Option<String>,
+    #[serde(default)]
+    event: Option<String>,
+    #[serde(default)]
+    retry: Option<u64>,
+    #[serde(borrow)]
+    data: &'a RawValue,
+    start: u64,
+    end: u64,
+}
+
+/// Which report a back-reference stands for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum RefKind {
+    Message,
+    InvalidMessage,
+}
+
+/// A `message` or `invalid_message` derived from the stream's last SSE data.
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct BackRef {
+    t: Stamp,
+    kind: RefKind,
+    stream: StreamId,
+    dir: Direction,
+    from_sse: bool,
+}
+
+/// The data as a raw JSON value, when writing it verbatim reads back the same text: an object
+/// or array on one line, with nothing around it.
+fn raw_json(data: &str) -> Option<&RawValue> {
+    let bytes = data.as_bytes();
+    let framed = matches!(
+        (bytes.first(), bytes.last()),
+        (Some(b'{'), Some(b'}')) | (Some(b'['), Some(b']'))
+    );
+    if !framed || bytes.contains(&b'\n') {
+        return None;
+    }
+    serde_json::from_str::<&RawValue>(data)
+        .ok()
+        .filter(|raw| raw.get().len() == data.len())
+}
+
+/// The report live parsing gives for SSE data (the tap's own code).
+fn derived(stream: StreamId, dir: Direction, data: &str) -> EventKind {
+    observe::message(stream, dir, data.as_bytes())
+}
+
+/// Writes events as version 2 lines.
+#[derive(Debug, Default)]
+pub struct Encoder {
+    context: Context,
+}
+
+impl Encoder {
+    fn stamp(&self, t: DateTime<Utc>) -> Stamp {
+        let whole_micros = |t: DateTime<Utc>| t.timestamp_subsec_nanos().is_multiple_of(1000);
+        match self.context.t {
+            Some(previous) if whole_micros(t) && whole_micros(previous) => (t - previous)
+                .num_microseconds()
+                .map_or(Stamp::Absolute(t), Stamp::Delta),
+            _ => Stamp::Absolute(t),
+        }
+    }
+
+    /// Appends `event` as one line (without its newline) to `out`.
+    pub fn encode(&mut self, event: &Event, out: &mut Vec<u8>) -> serde_json::Result<()> {
+        let t = self.stamp(event.t);
+        let context = &mut self.context;
+        match &event.kind {
+            EventKind::SseEvent {
+                stream,
+                id,
+                event: name,
+                retry,
+                data,
+                start,
+                end,
+            } => {
+                let line = SseOut {
+                    t,
+                    kind: "sse_event",
+                    stream: *stream,
+                    id,
+                    event: name,
+                    retry,
+                    data: raw_json(data).map_or(Data::Text(data), Data::Raw),
+                    start: *start,
+                    end: *end,
+                };
+                serde_json::to_writer(&mut *out, &line)?;
+            }
+            EventKind::StreamOpened {
+                stream,
+                conn,
+                method,
+                path,
+                headers,
+            } => {
+                let line = OpenedOut {
+                    t,
+                    kind: "stream_opened",
+                    stream: *stream,
+                    conn: *conn,
+                    method,
+                    path,
+                    headers: HeadersOut {
+                        headers,
+                        previous: &context.request_headers,
+                    },
+                };
+                serde_json::to_writer(&mut *out, &line)?;
+            }
+            EventKind::ResponseHead {
+                stream,
+                status,
+                headers,
+            } => {
+                let line = HeadOut {
+                    t,
+                    kind: "response_head",
+                    stream: *stream,
+                    status: *status,
+                    headers: HeadersOut {
+                        headers,
+                        previous: &context.response_headers,
+                    },
+                };
+                serde_json::to_writer(&mut *out, &line)?;
+            }
+            EventKind::Message { stream, dir, .. }
+            | EventKind::InvalidMessage { stream, dir, .. } => {
+                let from_sse = context
+                    .take(*stream)
+                    .is_some_and(|data| derived(*stream, *dir, &data) == event.kind);
+                if from_sse {
+                    let kind = match event.kind {
+                        EventKind::Message { .. } => RefKind::Message,
+                        _ => RefKind::InvalidMessage,
+                    };
+                    let line = BackRef {
+                        t,
+                        kind,
+                        stream: *stream,
+                        dir: *dir,
+                        from_sse,
+                    };
+                    serde_json::to_writer(&mut *out, &line)?;
+                } else {
+                    let kind = &event.kind;
+                    serde_json::to_writer(&mut *out, &PlainOut { t, kind })?;
+                }
+            }
+            kind => serde_json::to_writer(&mut *out, &PlainOut { t, kind })?,
+        }
+        self.context.remember(event);
+        Ok(())
+    }
+}
+
+/// Why a line is not an event.
+#[derive(Debug)]
+pub enum DecodeError {
+    /// Not JSON, or JSON that is not an event.
+    Json(serde_json::Error),
+    /// A back-reference with nothing to refer to.
+    Dangling(StreamId),
+    /// A reference (to SSE data, a header, a time) in a version 1 recording.
+    ReferenceInV1,
+    /// A header index past the previous head's headers.
+    NoSuchHeader(usize),
+    /// A relative time before any absolute one.
+    NoTimeBase,
+}
+
+/// Reads version 1 and 2 lines back into events.
+#[derive(Debug, Clone)]
+pub struct Decoder {
+    references: bool,
+    context: Context,
+}
+
+impl Decoder {
+    /// A decoder for a recording of this format version, at its start.
+    pub fn new(version: u32) -> Self {
+        Self::resume(version, Context::default())
+    }
+
+    /// A decoder restarted mid-file with the context saved there.
+    pub fn resume(version: u32, context: Context) -> Self {
+        Self {
+            references: version >= 2,
+            context,
+        }
+    }
+
+    /// Its context (to save with an index point).
+    pub fn context(&self) -> &Context {
+        &self.context
+    }
+
+    fn time(&self, stamp: Stamp) -> Result<DateTime<Utc>, DecodeError> {
+        match stamp {
+            Stamp::Absolute(t) => Ok(t),
+            Stamp::Delta(_) if !self.references => Err(DecodeError::ReferenceInV1),
+            Stamp::Delta(micros) => self
+                .context
+                .t
+                .and_then(|t| t.checked_add_signed(TimeDelta::microseconds(micros)))
+                .ok_or(DecodeError::NoTimeBase),
+        }
+    }
+
+    fn headers(&self, items: Vec<HeaderItem>, request: bool) -> Result<Vec<Header>, DecodeError> {
+        let previous = if request {
+            &self.context.request_headers
+        } else {
+            &self.context.response_headers
+        };
+        items
+            .into_iter()
+            .map(|item| match item {
+                HeaderItem::Pair(name, value) => Ok((name, value)),
+                HeaderItem::Same(_) if !self.references => Err(DecodeError::ReferenceInV1),
+                HeaderItem::Same(index) => previous
+                    .get(index)
+                    .cloned()
+                    .ok_or(DecodeError::NoSuchHeader(index)),
+            })
+            .collect()
+    }
+
+    /// Decodes one line (without its newline).
+    pub fn decode(&mut self, line: &[u8]) -> Result<Event, DecodeError> {
+        let json = |e| DecodeError::Json(e);
+        let event = match kind_of(line).as_deref() {
+            Some("sse_event") => self.sse_event(line)?,
+            Some("stream_opened") => {
+                let o: OpenedIn = serde_json::from_slice(line).map_err(json)?;
+                let kind = EventKind::StreamOpened {
+                    stream: o.stream,
+                    conn: o.conn,
+                    method: o.method,
+                    path: o.path,
+                    headers: self.headers(o.headers, true)?,
+                };
+                Event::at(self.time(o.t)?, kind)
+            }
+            Some("response_head") => {
+                let h: HeadIn = serde_json::from_slice(line).map_err(json)?;
+                let kind = EventKind::ResponseHead {
+                    stream: h.stream,
+                    status: h.status,
+                    headers: self.headers(h.headers, false)?,
+                };
+                Event::at(self.time(h.t)?, kind)
+            }
+            Some("message" | "invalid_message") if contains(line, b"\"from_sse\"") => {
+                match serde_json::from_slice::<BackRef>(line) {
+                    Ok(back) => self.resolve(back)?,
+                    Err(_) => self.plain(line)?,
+                }
+            }
+            _ => self.plain(line)?,
+        };
+        if let EventKind::Message { stream, .. } | EventKind::InvalidMessage { stream, .. } =
+            &event.kind
+        {
+            self.context.take(*stream);
+        }
+        self.context.remember(&event);
+        Ok(event)
+    }
+
+    fn plain(&self, line: &[u8]) -> Result<Event, DecodeError> {
+        let plain: PlainIn = serde_json::from_slice(line).map_err(DecodeError::Json)?;
+        Ok(Event::at(self.time(plain.t)?, plain.kind))
+    }
+
+    fn resolve(&mut self, back: BackRef) -> Result<Event, DecodeError> {
+        if !self.references || !back.from_sse {
+            return Err(DecodeError::ReferenceInV1);
+        }
+        let t = self.time(back.t)?;
+        let data = self
+            .context
+            .take(back.stream)
+            .ok_or(DecodeError::Dangling(back.stream))?;
+        let kind = derived(back.stream, back.dir, &data);
+        let matches = matches!(
+            (&kind, back.kind),
+            (EventKind::Message { .. }, RefKind::Message)
+                | (EventKind::InvalidMessage { .. }, RefKind::InvalidMessage)
+        );
+        if !matches {
+            // The data no longer parses the way the writer saw it parse: refuse rather than
+            // yield an event that was never observed.
+            return Err(DecodeError::Dangling(back.stream));
+        }
+        Ok(Event { t, kind })
+    }
+
+    fn sse_event(&self, line: &[u8]) -> Result<Event, DecodeError> {
+        let sse: SseIn<'_> = serde_json::from_slice(line).map_err(DecodeError::Json)?;
+        let raw = sse.data.get();
+        let data = if raw.starts_with('"') {
+            serde_json::from_str::<String>(raw).map_err(DecodeError::Json)?
+        } else {
+            raw.to_string()
+        };
+        let kind = EventKind::SseEvent {
+            stream: sse.stream,
+            id: sse.id,
+            event: sse.event,
+            retry: sse.retry,
+            data,
+            start: sse.start,
+            end: sse.end,
+        };
+        Ok(Event::at(self.time(sse.t)?, kind))
+    }
+}
+
+fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+    haystack.windows(needle.len()).any(|w| w == needle)
+}
+
+/// The line's `kind`: read from the writer's layout (`{"t":…,"kind":"…"`, `t` a string or a
+/// number) without parsing, or, for any other layout, by parsing the line for it alone.
+fn kind_of(line: &[u8]) -> Option<std::borrow::Cow<'_, str>> {
+    const T: &[u8] = b"{\"t\":";
+    const KIND: &[u8] = b",\"kind\":\"";
+    if let Some(rest) = line.strip_prefix(T) {
+        let t_len = match rest.first() {
+            Some(b'"') => rest[1..].iter().position(|b| *b == b'"').map(|q| q + 2),
+            _ => rest.iter().position(|b| *b == b','),
+        };
+        if let Some(after) = t_len.and_then(|len| rest[len..].strip_prefix(KIND))
+            && let Some(len) = after.iter().position(|b| *b == b'"')
+            && let Ok(kind) = std::str::from_utf8(&after[..len])
+        {
+            return Some(std::borrow::Cow::Borrowed(kind));
+        }
+    }
+    #[derive(Deserialize)]
+    struct Probe {
+        kind: String,
+    }
+    serde_json::from_slice::<Probe>(line)
+        .ok()
+        .map(|p| std::borrow::Cow::Owned(p.kind))
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::redact::Redactor;
+
+    fn at(kind: EventKind) -> Event {
+        Event::now(kind)
+    }
+
+    fn sse(stream: StreamId, data: &str) -> EventKind {
+        EventKind::SseEvent {
+            stream,
+            id: Some("7".into()),
+            event: None,
+            retry: None,
+            data: data.into(),
+            start: 10,
+            end: 20,
+        }
+    }
+
+    fn round_trip(events: &[Event]) -> (Vec<String>, Vec<Event>) {
+        let mut encoder = Encoder::default();
+        let mut decoder = Decoder::new(2);
+        let mut lines = Vec::new();
+        let mut back = Vec::new();
+        for event in events {
+            let mut line = Vec::new();
+            encoder.encode(event, &mut line).expect("encode");
+            back.push(decoder.decode(&line).unwrap_or_else(|e| panic!("{e:?}")));
+            lines.push(String::from_utf8(line).expect("utf-8"));
+        }
+        (lines, back)
+    }
+
+    /// The live pair for SSE data: the event and what the tap derives from it.
+    fn live_pair(stream: StreamId, data: &str) -> [Event; 2] {
+        [
+            at(sse(stream, data)),
+            at(derived(stream, Direction::ServerToClient, data)),
+        ]
+    }
+
+    #[test]
+    fn sse_data_is_stored_once_and_read_back_exactly() {
+        let data = r#"{"jsonrpc":"2.0","id":1,"result":{"z":1,"a":[1.5,"\u00e9\n"]}}"#;
+        let mut events = live_pair(3, data).to_vec();
+        events.extend(live_pair(3, "not json"));
+        events.extend(live_pair(4, "\"a string\""));
+        events.extend(live_pair(4, "{\"two\":\ndata}"));
+        events.push(at(sse(4, "")));
+        let (lines, back) = round_trip(&events);
+        assert_eq!(back, events);
+        assert!(
+            lines[0].contains(&format!("\"data\":{data},")),
+            "{}",
+            lines[0]
+        );
+        assert!(lines[1].ends_with("\"from_sse\":true}"), "{}", lines[1]);
+        assert!(!lines[1].contains("body"));
+        assert!(
+            lines[3].contains("from_sse"),
+            "an invalid message refers too"
+        );
+        assert!(
+            lines[4].contains(r#""data":"\"a string\"""#),
+            "{}",
+            lines[4]
+        );
+        assert!(
+            lines[6].contains(r#""data":"{\"two\":\ndata}""#),
+            "{}",
+            lines[6]
+        );
+        // The key order of the restored body is the wire's.
+        let restored = serde_json::to_string(&back[1].kind).expect("json");
+        assert!(restored.contains(r#"{"z":1,"a""#), "{restored}");
+    }
+
+    #[test]
+    fn a_body_that_is_not_the_data_is_written_whole() {
+        let data = r#"{"jsonrpc":"2.0","method":"n"}"#;
+        let other = EventKind::Message {
+            stream: 3,
+            dir: Direction::ServerToClient,
+            body: json!({"jsonrpc":"2.0","method":"other"}),
+        };
+        let events = [
+            at(sse(3, data)),
+            at(other),
+            at(derived(3, Direction::ServerToClient, data)),
+        ];
+        let (lines, back) = round_trip(&events);
+        assert_eq!(back, events);
+        assert!(lines[1].contains("\"body\""));
+        assert!(
+            lines[2].contains("\"body\""),
+            "the data was consumed by the first"
+        );
+    }
+
+    #[test]
+    fn redacted_data_and_body_still_refer_when_they_agree() {
+        let redactor = Redactor::new();
+        let data = r#"{"jsonrpc":"2.0","id":2,"result":{"apiKey":"LEAK","text":"x"}}"#;
+        let mut events = live_pair(5, data).to_vec();
+        for event in &mut events {
+            redactor.event(&mut event.kind);
+        }
+        let (lines, back) = round_trip(&events);
+        assert_eq!(back, events);
+        assert!(lines[1].contains("from_sse"), "{}", lines[1]);
+        assert!(!lines.concat().contains("LEAK"));
+        // A body redacted while its data was not (a key only the body's policy knows) stays
+        // whole.
+        let custom = Redactor::new().with_json_keys(&["text"]);
+        let mut events = live_pair(5, data).to_vec();
+        if let EventKind::Message { body, .. } = &mut events[1].kind {
+            custom.json(body);
+        }
+        let (lines, back) = round_trip(&events);
+        assert_eq!(back, events);
+        assert!(lines[1].contains("\"body\""), "{}", lines[1]);
+    }
+
+    #[test]
+    fn back_references_need_their_data() {
+        let line = br#"{"t":"2025-01-01T00:00:00Z","kind":"message","stream":9,"dir":"server_to_client","from_sse":true}"#;
+        assert!(matches!(
+            Decoder::new(2).decode(line),
+            Err(DecodeError::Dangling(9))
+        ));
+        assert!(matches!(
+            Decoder::new(1).decode(line),
+            Err(DecodeError::ReferenceInV1)
+        ));
+        let mut context = Context::default();
+        context
+            .sse
+            .insert(9, r#"{"jsonrpc":"2.0","method":"n"}"#.into());
+        assert!(Decoder::resume(2, context).decode(line).is_ok());
+    }
+
+    #[test]
+    fn times_and_repeated_headers_refer_to_the_previous_lines() {
+        let pair = |k: &str, v: &str| (k.to_string(), v.to_string());
+        let opened = |stream, headers: Vec<Header>| {
+            at(EventKind::StreamOpened {
+                stream,
+                conn: 1,
+                method: "POST".into(),
+                path: "/mcp".into(),
+                headers,
+            })
+        };
+        let first = vec![pair("accept", "*/*"), pair("content-length", "10")];
+        let second = vec![
+            pair("content-length", "12"),
+            pair("accept", "*/*"),
+            pair("x", "1"),
+        ];
+        let mut events = vec![opened(1, first), opened(2, second.clone())];
+        events.push(at(EventKind::ResponseHead {
+            stream: 2,
+            status: 200,
+            headers: second,
+        }));
+        events[1].t = events[0].t + TimeDelta::microseconds(1234);
+        events[2].t = events[0].t - TimeDelta::microseconds(5);
+        let (lines, back) = round_trip(&events);
+        assert_eq!(back, events);
+        assert!(lines[0].starts_with(r#"{"t":"20"#), "{}", lines[0]);
+        assert!(
+            lines[1].starts_with(r#"{"t":1234,"kind":"stream_opened""#),
+            "{}",
+            lines[1]
+        );
+        assert!(
+            lines[1].ends_with(r#""headers":[["content-length","12"],0,["x","1"]]}"#),
+            "{}",
+            lines[1]
+        );
+        assert!(lines[2].starts_with(r#"{"t":-1239,"#), "{}", lines[2]);
+        assert!(
+            lines[2].contains(r#""headers":[["content-length","12"]"#),
+            "responses apart"
+        );
+        let mut decoder = Decoder::new(2);
+        assert!(matches!(
+            decoder.decode(lines[1].as_bytes()),
+            Err(DecodeError::NoSuchHeader(0))
+        ));
+        let no_base = br#"{"t":5,"kind":"note","text":"x"}"#;
+        assert!(matches!(
+            decoder.decode(no_base),
+            Err(DecodeError::NoTimeBase)
+        ));
+    }
+
+    #[test]
+    fn a_time_finer_than_microseconds_is_kept() {
+        let mut events = vec![at(sse(1, "")), at(sse(1, "")), at(sse(1, ""))];
+        events[1].t = events[0].t + TimeDelta::nanoseconds(1_500);
+        events[2].t = events[1].t + TimeDelta::nanoseconds(500);
+        let (lines, back) = round_trip(&events);
+        assert_eq!(back, events);
+        assert!(lines[1].starts_with(r#"{"t":"20"#), "{}", lines[1]);
+    }
+
+    #[test]
+    fn lines_in_another_key_order_are_read_too() {
+        let line = br#"{"kind":"sse_event","data":{"a":1},"t":"2025-01-01T00:00:00Z","stream":1,"start":0,"end":9}"#;
+        let event = Decoder::new(2).decode(line).expect("decodes");
+        assert!(matches!(event.kind, EventKind::SseEvent { data, .. } if data == r#"{"a":1}"#));
+    }
+}
