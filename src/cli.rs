@@ -37,6 +37,9 @@ pub enum Command {
     Check(CheckArgs),
     /// Write a recording as HAR, OTLP/JSON traces, a Mermaid diagram or a Markdown table.
     Export(ExportArgs),
+    /// Run a client command through every stream death and judge how it reacts; exit 1 if it
+    /// has a defect.
+    Matrix(MatrixArgs),
 }
 
 /// Where to listen: a port, or host:port.
@@ -259,6 +262,47 @@ pub struct ExportArgs {
     /// With --format mermaid: only the call with this number (as the calls table numbers them).
     #[arg(long, value_name = "N")]
     pub call: Option<usize>,
+}
+
+/// Options of `matrix`.
+#[derive(Debug, Clone, Args)]
+pub struct MatrixArgs {
+    /// The client command and its arguments; `{url}` is replaced by the proxy's URL.
+    #[arg(last = true, value_name = "COMMAND")]
+    pub command: Vec<String>,
+    /// Comma-separated cases to run (default: all; see --list).
+    #[arg(long, value_name = "LIST")]
+    pub cases: Option<String>,
+    /// Print the cases and exit.
+    #[arg(long)]
+    pub list: bool,
+    /// How long the client may run per cell before it is killed.
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = duration)]
+    pub timeout: Duration,
+    /// The fault hits the first tools/call of this tool (default: of any tool).
+    #[arg(long, value_name = "NAME", conflicts_with = "method")]
+    pub tool: Option<String>,
+    /// The fault hits the first request of this method.
+    #[arg(long, value_name = "METHOD")]
+    pub method: Option<String>,
+    /// The MCP server to use (default: a built-in test server per cell, set up for its case).
+    #[arg(long, value_name = "URL")]
+    pub upstream: Option<String>,
+    /// Print one JSON object per cell instead of the table.
+    #[arg(long)]
+    pub json: bool,
+    /// Also write JUnit XML here: a test case per cell, a failure per defect.
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<PathBuf>,
+    /// Also write a Markdown table for a bug report here.
+    #[arg(long, value_name = "FILE")]
+    pub markdown: Option<PathBuf>,
+    /// Keep each cell's recording here as CASE.jsonl (open one with `mcpscope replay`).
+    #[arg(long, value_name = "DIR")]
+    pub record_dir: Option<PathBuf>,
+    /// How many cells run at once.
+    #[arg(long, value_name = "N", default_value_t = 6)]
+    pub jobs: usize,
 }
 
 #[cfg(test)]

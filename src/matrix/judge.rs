@@ -1,0 +1,308 @@
+//! One cell's judgement: what the proxy's model saw of the provoked call, plus the client process.
+
+use chrono::{DateTime, Utc};
+use mcpscope_engine::event::Direction;
+use mcpscope_engine::model::{Call, Model, Verdict};
+use mcpscope_export::check::{may_have_executed, non_idempotent};
+
+use super::cases::Expect;
+use super::client::ClientRun;
+
+/// A client that reacts within this long after the death gave up promptly.
+pub const PROMPT_MS: i64 = 2_000;
+
+/// The revision whose calls can never be resumed.
+const SESSIONLESS: &str = "2026-07-28";
+
+/// What the client did with the provoked call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// The call was answered.
+    Ok,
+    /// The client gave up promptly.
+    Failed,
+    /// Nothing until the timeout (or the client's own much later timeout).
+    Hung,
+    /// A resumption GET with `Last-Event-ID` got the result.
+    Resumed,
+    /// The client sent the request again.
+    Retried,
+}
+
+impl Outcome {
+    /// The word shown.
+    pub fn word(self) -> &'static str {
+        match self {
+            Outcome::Ok => "ok",
+            Outcome::Failed => "failed",
+            Outcome::Hung => "hung",
+            Outcome::Resumed => "resumed",
+            Outcome::Retried => "retried",
+        }
+    }
+}
+
+/// Which requests the fault hits.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Target {
+    /// `tools/call` of any tool.
+    AnyTool,
+    /// `tools/call` of this tool.
+    Tool(String),
+    /// Requests of this method.
+    Method(String),
+}
+
+impl Target {
+    /// The rule matchers that select it.
+    pub fn matchers(&self) -> String {
+        match self {
+            Target::AnyTool => "method=tools/call".into(),
+            Target::Tool(tool) => format!("tool={tool}"),
+            Target::Method(method) => format!("method={method}"),
+        }
+    }
+
+    fn matches(&self, call: &Call) -> bool {
+        if call.dir != Direction::ClientToServer {
+            return false;
+        }
+        match self {
+            Target::AnyTool => call.method == "tools/call",
+            Target::Tool(tool) => call.tool.as_deref() == Some(tool.as_str()),
+            Target::Method(method) => &call.method == method,
+        }
+    }
+}
+
+/// The judgement of one cell.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Judgement {
+    /// What the client did.
+    pub outcome: Outcome,
+    /// Milliseconds from the death (or fault) to the client's reaction, if it reacted.
+    pub reaction_ms: Option<i64>,
+    /// `correct`, or the defect.
+    pub verdict: String,
+    /// The defect, if any.
+    pub defect: Option<String>,
+    /// What a correct client does here.
+    pub expected: String,
+    /// The call ran twice upstream and its tool is neither read-only nor idempotent.
+    pub double_execution: bool,
+    /// The provoked call's final state in the proxy's model.
+    pub call_verdict: Option<String>,
+    /// Whether the fault fired on the call.
+    pub provoked: bool,
+}
+
+/// What the model says of the provoked call.
+struct Seen<'a> {
+    call: &'a Call,
+    /// When the call broke: its stream's death, its error, or the fault.
+    broke_at: DateTime<Utc>,
+    /// The client could resume (an event id seen, a revision that resumes).
+    resumable: bool,
+    /// The client tried a resumption.
+    tried_resume: bool,
+    /// The client's later calls repeating it.
+    retries: Vec<&'a Call>,
+}
+
+fn first_target<'a>(model: &'a Model, target: &Target) -> Option<&'a Call> {
+    let mut matching = model.calls.iter().filter(|c| target.matches(c));
+    let first = matching.clone().next();
+    matching.find(|c| c.injected).or(first)
+}
+
+fn seen<'a>(model: &'a Model, call: &'a Call) -> Seen<'a> {
+    let fault_at = model
+        .notes
+        .iter()
+        .find(|(_, stream, text)| *stream == Some(call.request_stream) && text.starts_with("fault"))
+        .map(|(t, _, _)| *t);
+    let broke_at = call
+        .verdict
+        .death()
+        .map(|d| d.at)
+        .or(fault_at)
+        .or(call.ended_at)
+        .unwrap_or(call.started_at);
+    let request_stream = model.stream(call.request_stream);
+    let resumable = call.revision.as_deref() != Some(SESSIONLESS)
+        && request_stream.is_some_and(|s| s.last_event_id.is_some() || has_event_id(s));
+    let tried_resume = model
+        .streams
+        .iter()
+        .any(|s| s.resumes == Some(call.request_stream));
+    let retries = model
+        .calls
+        .iter()
+        .filter(|c| retry_chain_reaches(model, c, call.index))
+        .collect();
+    Seen {
+        call,
+        broke_at,
+        resumable,
+        tried_resume,
+        retries,
+    }
+}
+
+fn has_event_id(stream: &mcpscope_engine::model::Stream) -> bool {
+    stream.marks.iter().any(|m| m.id.is_some())
+}
+
+fn retry_chain_reaches(model: &Model, call: &Call, target: usize) -> bool {
+    let mut at = call.retry_of;
+    let mut hops = 0;
+    while let Some(prev) = at {
+        if prev == target {
+            return true;
+        }
+        hops += 1;
+        if hops > model.calls.len() {
+            return false;
+        }
+        at = model.calls.get(prev).and_then(|c| c.retry_of);
+    }
+    false
+}
+
+fn ms_between(from: DateTime<Utc>, to: DateTime<Utc>) -> i64 {
+    (to - from).num_milliseconds().max(0)
+}
+
+/// The client's first reaction after `broke_at`: its exit, an output line, a cancellation, a
+/// retry or a resumption.
+fn reaction_at(model: &Model, seen: &Seen<'_>, run: &ClientRun) -> Option<DateTime<Utc>> {
+    let after = |t: &DateTime<Utc>| *t >= seen.broke_at;
+    let mut times: Vec<DateTime<Utc>> = Vec::new();
+    times.extend(run.exited_at);
+    times.extend(run.lines.iter().map(|(t, _)| *t).find(after));
+    if let Verdict::Cancelled { at } = seen.call.verdict {
+        times.push(at);
+    }
+    times.extend(seen.retries.iter().map(|c| c.started_at));
+    times.extend(
+        model
+            .streams
+            .iter()
+            .filter(|s| s.resumes == Some(seen.call.request_stream))
+            .map(|s| s.opened_at),
+    );
+    times.into_iter().filter(after).min()
+}
+
+/// Judges one cell.
+pub fn judge(model: &Model, target: &Target, expect: Expect, run: &ClientRun) -> Judgement {
+    let Some(call) = first_target(model, target) else {
+        return no_call(expect, run);
+    };
+    let seen = seen(model, call);
+    let answered = matches!(call.verdict, Verdict::Answered);
+    let resumed = answered
+        && call.owner != call.request_stream
+        && model.stream(call.owner).is_some_and(|s| s.resumes.is_some());
+    let double_execution = seen.retries.iter().any(|retry| {
+        non_idempotent(model, retry)
+            && may_have_executed(model, call)
+            && may_have_executed(model, retry)
+    });
+    let reaction = reaction_at(model, &seen, run);
+    let reaction_ms = reaction.map(|t| ms_between(seen.broke_at, t));
+    let outcome = if resumed {
+        Outcome::Resumed
+    } else if answered {
+        Outcome::Ok
+    } else if !seen.retries.is_empty() {
+        Outcome::Retried
+    } else if reaction_ms.is_some_and(|ms| ms <= PROMPT_MS) || call.reaction.cancelled {
+        Outcome::Failed
+    } else {
+        Outcome::Hung
+    };
+    let (expected, defect) = verdict(expect, &seen, outcome, double_execution);
+    Judgement {
+        outcome,
+        reaction_ms: if matches!(outcome, Outcome::Ok) && !call.injected {
+            None
+        } else {
+            reaction_ms
+        },
+        verdict: defect.clone().unwrap_or_else(|| "correct".into()),
+        defect,
+        expected,
+        double_execution,
+        call_verdict: Some(call.verdict.name().to_string()),
+        provoked: call.injected,
+    }
+}
+
+fn no_call(expect: Expect, run: &ClientRun) -> Judgement {
+    let outcome = if run.killed {
+        Outcome::Hung
+    } else {
+        Outcome::Failed
+    };
+    let defect = match &run.spawn_error {
+        Some(e) => e.clone(),
+        None => "never sent the call".to_string(),
+    };
+    Judgement {
+        outcome,
+        reaction_ms: None,
+        verdict: defect.clone(),
+        defect: Some(defect),
+        expected: expected_text(expect, false).into(),
+        double_execution: false,
+        call_verdict: None,
+        provoked: false,
+    }
+}
+
+fn expected_text(expect: Expect, resumable: bool) -> &'static str {
+    match expect {
+        Expect::Answer => "answered",
+        Expect::Death if resumable => "resumes with Last-Event-ID (or fails if refused)",
+        Expect::Death => "fails at once (no event id to resume from)",
+        Expect::HttpError(_) => "fails at once or starts over",
+        Expect::Stall => "waits or gives up (a stall looks like a slow tool)",
+    }
+}
+
+/// What a correct client does, and the defect if this one did not.
+fn verdict(
+    expect: Expect,
+    seen: &Seen<'_>,
+    outcome: Outcome,
+    double_execution: bool,
+) -> (String, Option<String>) {
+    let expected = expected_text(expect, seen.resumable).to_string();
+    if double_execution {
+        return (expected, Some("double execution".into()));
+    }
+    let defect = match (expect, outcome) {
+        (_, Outcome::Ok | Outcome::Resumed) if expect != Expect::Answer || !seen.call.injected => {
+            None
+        }
+        (Expect::Answer, Outcome::Ok) => None,
+        (Expect::Answer, Outcome::Hung) => Some("hangs on a healthy call"),
+        (Expect::Answer, _) => Some("fails a healthy call"),
+        (Expect::Stall, _) => None,
+        (Expect::HttpError(_), Outcome::Failed | Outcome::Retried) => None,
+        (Expect::HttpError("session expiry"), _) => Some("hangs on session expiry"),
+        (Expect::HttpError(_), _) => Some("hangs on HTTP error"),
+        (Expect::Death, Outcome::Hung) if seen.tried_resume => {
+            Some("hangs after failed resumption")
+        }
+        (Expect::Death, Outcome::Hung) => Some("hangs on stream death"),
+        (Expect::Death, Outcome::Failed | Outcome::Retried)
+            if seen.resumable && !seen.tried_resume =>
+        {
+            Some("no resumption despite event id")
+        }
+        (Expect::Death, _) => None,
+    };
+    (expected, defect.map(str::to_string))
+}
