@@ -173,25 +173,40 @@ fn ms_between(from: DateTime<Utc>, to: DateTime<Utc>) -> i64 {
     (to - from).num_milliseconds().max(0)
 }
 
-/// The client's first reaction after `broke_at`: its exit, an output line, a cancellation, a
-/// retry or a resumption.
-fn reaction_at(model: &Model, seen: &Seen<'_>, run: &ClientRun) -> Option<DateTime<Utc>> {
+/// Whether an output line reports a failure (the client printed its error).
+fn reports_error(line: &str) -> bool {
+    let lower = line.to_ascii_lowercase();
+    ["error", "fail", "exception", "timed out", "timeout"]
+        .iter()
+        .any(|word| lower.contains(word))
+}
+
+/// When the client gave up after `broke_at`: it exited, printed an error or cancelled the call.
+fn gave_up_at(seen: &Seen<'_>, run: &ClientRun) -> Option<DateTime<Utc>> {
     let after = |t: &DateTime<Utc>| *t >= seen.broke_at;
     let mut times: Vec<DateTime<Utc>> = Vec::new();
     times.extend(run.exited_at);
-    times.extend(run.lines.iter().map(|(t, _)| *t).find(after));
+    times.extend(
+        run.lines
+            .iter()
+            .filter(|(t, line)| after(t) && reports_error(line))
+            .map(|(t, _)| *t)
+            .next(),
+    );
     if let Verdict::Cancelled { at } = seen.call.verdict {
         times.push(at);
     }
-    times.extend(seen.retries.iter().map(|c| c.started_at));
-    times.extend(
-        model
-            .streams
-            .iter()
-            .filter(|s| s.resumes == Some(seen.call.request_stream))
-            .map(|s| s.opened_at),
-    );
     times.into_iter().filter(after).min()
+}
+
+/// When the client first tried to resume the call.
+fn resumed_at(model: &Model, seen: &Seen<'_>) -> Option<DateTime<Utc>> {
+    model
+        .streams
+        .iter()
+        .filter(|s| s.resumes == Some(seen.call.request_stream))
+        .map(|s| s.opened_at)
+        .min()
 }
 
 /// Judges one cell.
@@ -209,18 +224,18 @@ pub fn judge(model: &Model, target: &Target, expect: Expect, run: &ClientRun) ->
             && may_have_executed(model, call)
             && may_have_executed(model, retry)
     });
-    let reaction = reaction_at(model, &seen, run);
-    let reaction_ms = reaction.map(|t| ms_between(seen.broke_at, t));
-    let outcome = if resumed {
-        Outcome::Resumed
+    let gave_up_ms = gave_up_at(&seen, run).map(|t| ms_between(seen.broke_at, t));
+    let (outcome, reaction_ms) = if resumed {
+        let at = resumed_at(model, &seen);
+        (Outcome::Resumed, at.map(|t| ms_between(seen.broke_at, t)))
     } else if answered {
-        Outcome::Ok
-    } else if !seen.retries.is_empty() {
-        Outcome::Retried
-    } else if reaction_ms.is_some_and(|ms| ms <= PROMPT_MS) || call.reaction.cancelled {
-        Outcome::Failed
+        (Outcome::Ok, call.ended_at.map(|t| ms_between(seen.broke_at, t)))
+    } else if let Some(retry) = seen.retries.first() {
+        (Outcome::Retried, Some(ms_between(seen.broke_at, retry.started_at)))
+    } else if gave_up_ms.is_some_and(|ms| ms <= PROMPT_MS) {
+        (Outcome::Failed, gave_up_ms)
     } else {
-        Outcome::Hung
+        (Outcome::Hung, gave_up_ms)
     };
     let (expected, defect) = verdict(expect, &seen, outcome, double_execution);
     Judgement {
