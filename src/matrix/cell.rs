@@ -92,11 +92,9 @@ pub async fn run(case: &'static Case, plan: &Plan) -> anyhow::Result<CellResult>
     };
     let mut running = start_proxy(config, recorder, Redactor::new()).await?;
     if let Some(fault) = case.fault {
-        let rule = mcpscope_engine::fault::spec::parse_rule(&cases::rule(
-            fault,
-            &plan.target.matchers(),
-        ))
-        .map_err(|e| mcpscope_engine::UsageError(format!("--tool/--method: {e}")))?;
+        let rule =
+            mcpscope_engine::fault::spec::parse_rule(&cases::rule(fault, &plan.target.matchers()))
+                .map_err(|e| mcpscope_engine::UsageError(format!("--tool/--method: {e}")))?;
         let engine = mcpscope_engine::fault::RuleEngine::new();
         engine.add(rule);
         running.proxy.shared.set_planner(Arc::new(engine));

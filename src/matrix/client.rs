@@ -8,6 +8,9 @@ use chrono::{DateTime, Utc};
 use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
 use tokio::process::Command;
 
+/// Output lines with when each arrived, shared by the readers of stdout and stderr.
+type Lines = Arc<Mutex<Vec<(DateTime<Utc>, String)>>>;
+
 /// Lines of output kept per cell.
 const KEPT_LINES: usize = 200;
 
@@ -32,7 +35,11 @@ impl ClientRun {
     /// The last `n` output lines.
     pub fn last_lines(&self, n: usize) -> Vec<String> {
         let skip = self.lines.len().saturating_sub(n);
-        self.lines.iter().skip(skip).map(|(_, l)| l.clone()).collect()
+        self.lines
+            .iter()
+            .skip(skip)
+            .map(|(_, l)| l.clone())
+            .collect()
     }
 }
 
@@ -66,10 +73,16 @@ pub async fn run(argv: &[String], timeout: Duration) -> ClientRun {
             return out;
         }
     };
-    let lines = Arc::new(Mutex::new(Vec::new()));
+    let lines: Lines = Arc::new(Mutex::new(Vec::new()));
     let readers = [
-        child.stdout.take().map(|s| spawn_reader(s, Arc::clone(&lines))),
-        child.stderr.take().map(|s| spawn_reader(s, Arc::clone(&lines))),
+        child
+            .stdout
+            .take()
+            .map(|s| spawn_reader(s, Arc::clone(&lines))),
+        child
+            .stderr
+            .take()
+            .map(|s| spawn_reader(s, Arc::clone(&lines))),
     ];
     match tokio::time::timeout(timeout, child.wait()).await {
         Ok(Ok(status)) => {
@@ -103,7 +116,7 @@ async fn kill_group(child: &mut tokio::process::Child) {
 
 fn spawn_reader(
     stream: impl AsyncRead + Unpin + Send + 'static,
-    lines: Arc<Mutex<Vec<(DateTime<Utc>, String)>>>,
+    lines: Lines,
 ) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         let mut reader = BufReader::new(stream).lines();

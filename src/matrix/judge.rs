@@ -218,7 +218,9 @@ pub fn judge(model: &Model, target: &Target, expect: Expect, run: &ClientRun) ->
     let answered = matches!(call.verdict, Verdict::Answered);
     let resumed = answered
         && call.owner != call.request_stream
-        && model.stream(call.owner).is_some_and(|s| s.resumes.is_some());
+        && model
+            .stream(call.owner)
+            .is_some_and(|s| s.resumes.is_some());
     let double_execution = seen.retries.iter().any(|retry| {
         non_idempotent(model, retry)
             && may_have_executed(model, call)
@@ -229,9 +231,15 @@ pub fn judge(model: &Model, target: &Target, expect: Expect, run: &ClientRun) ->
         let at = resumed_at(model, &seen);
         (Outcome::Resumed, at.map(|t| ms_between(seen.broke_at, t)))
     } else if answered {
-        (Outcome::Ok, call.ended_at.map(|t| ms_between(seen.broke_at, t)))
+        (
+            Outcome::Ok,
+            call.ended_at.map(|t| ms_between(seen.broke_at, t)),
+        )
     } else if let Some(retry) = seen.retries.first() {
-        (Outcome::Retried, Some(ms_between(seen.broke_at, retry.started_at)))
+        (
+            Outcome::Retried,
+            Some(ms_between(seen.broke_at, retry.started_at)),
+        )
     } else if gave_up_ms.is_some_and(|ms| ms <= PROMPT_MS) {
         (Outcome::Failed, gave_up_ms)
     } else {

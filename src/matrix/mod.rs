@@ -66,8 +66,7 @@ pub async fn run(args: &MatrixArgs) -> anyhow::Result<()> {
         .map(crate::app::parse_upstream)
         .transpose()?;
     if let Some(dir) = &args.record_dir {
-        std::fs::create_dir_all(dir)
-            .with_context(|| format!("cannot create {}", dir.display()))?;
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     }
     let plan = Arc::new(Plan {
         command: args.command.clone(),
@@ -115,7 +114,11 @@ pub async fn run(args: &MatrixArgs) -> anyhow::Result<()> {
         cells.push(task.await.context("a matrix cell panicked")??);
     }
     write_outputs(args, &cells)?;
-    match cells.iter().filter(|c| c.judgement.defect.is_some()).count() {
+    match cells
+        .iter()
+        .filter(|c| c.judgement.defect.is_some())
+        .count()
+    {
         0 => Ok(()),
         n => Err(DefectsFound(n).into()),
     }

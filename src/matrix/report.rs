@@ -52,7 +52,10 @@ pub fn table(cells: &[CellResult]) -> String {
     for row in &rows {
         line(&mut out, [&row[0], &row[1], &row[2], &row[3]]);
     }
-    let defects = cells.iter().filter(|c| c.judgement.defect.is_some()).count();
+    let defects = cells
+        .iter()
+        .filter(|c| c.judgement.defect.is_some())
+        .count();
     let _ = writeln!(
         out,
         "{} cells, {} correct, {defects} with a defect",
@@ -86,7 +89,10 @@ pub fn json(cell: &CellResult) -> Value {
 
 /// A JUnit document: one test case per cell, a failure per defect.
 pub fn junit(cells: &[CellResult], command: &str) -> String {
-    let failures = cells.iter().filter(|c| c.judgement.defect.is_some()).count();
+    let failures = cells
+        .iter()
+        .filter(|c| c.judgement.defect.is_some())
+        .count();
     let mut out = format!(
         "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"mcpscope matrix\" tests=\"{}\" failures=\"{failures}\">\n  <testsuite name=\"{}\" tests=\"{}\" failures=\"{failures}\">\n",
         cells.len(),
