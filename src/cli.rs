@@ -173,6 +173,11 @@ pub struct ProxyArgs {
     /// Arm the fault rules of a TOML file.
     #[arg(long = "faults", value_name = "FILE")]
     pub faults_file: Option<PathBuf>,
+    /// When a call's SSE stream dies before its response and the client cannot resume it,
+    /// answer the call with a JSON-RPC error (code -32000) naming the death, then end the
+    /// stream cleanly, instead of passing the death on.
+    #[arg(long)]
+    pub rescue: bool,
 }
 
 /// Options of `serve-test`.
@@ -303,6 +308,9 @@ pub struct MatrixArgs {
     /// How many cells run at once.
     #[arg(long, value_name = "N", default_value_t = 6)]
     pub jobs: usize,
+    /// Run every cell's proxy with --rescue.
+    #[arg(long)]
+    pub rescue: bool,
 }
 
 #[cfg(test)]

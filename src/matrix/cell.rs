@@ -37,6 +37,8 @@ pub struct Plan {
     pub upstream: Option<Uri>,
     /// Where each cell's recording goes.
     pub record_dir: Option<PathBuf>,
+    /// Run the proxy with `--rescue`.
+    pub rescue: bool,
 }
 
 /// A cell's result.
@@ -88,6 +90,7 @@ pub async fn run(case: &'static Case, plan: &Plan) -> anyhow::Result<CellResult>
     };
     let config = Config {
         upstream,
+        rescue: plan.rescue,
         ..Config::default()
     };
     let mut running = start_proxy(config, recorder, Redactor::new()).await?;

@@ -74,12 +74,18 @@ pub async fn run(args: &MatrixArgs) -> anyhow::Result<()> {
         target: target(args),
         upstream,
         record_dir: args.record_dir.clone(),
+        rescue: args.rescue,
     });
     let jobs = args.jobs.max(1);
     eprintln!(
-        "mcpscope matrix: {} cells, {jobs} at a time, {:?} each at most",
+        "mcpscope matrix: {} cells, {jobs} at a time, {:?} each at most{}",
         selected.len(),
-        args.timeout
+        args.timeout,
+        if args.rescue {
+            ", proxies with --rescue"
+        } else {
+            ""
+        }
     );
     let gate = Arc::new(Semaphore::new(jobs));
     let total = selected.len();

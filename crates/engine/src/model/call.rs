@@ -93,6 +93,9 @@ pub struct Call {
     pub input_required: bool,
     /// The earlier round of the same logical call that this request continues (MRTR), if any.
     pub continues: Option<usize>,
+    /// The error the proxy answered the client with when its stream died (`--rescue`), if it
+    /// did; the verdict stays what the upstream did.
+    pub rescued: Option<String>,
 }
 
 impl Call {

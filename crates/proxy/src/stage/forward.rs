@@ -12,6 +12,7 @@ use super::read::ClientRequest;
 use super::{Exchange, answer};
 use crate::error::ProxyError;
 use crate::forward::{closes_after, header_list, strip_hop_by_hop, upstream_uri};
+use crate::rescue::Rescue;
 use crate::shared::{Shared, lock};
 use crate::tap::{TapBody, TapContext};
 use crate::upstream::{self, SendError, UpstreamConn};
@@ -48,6 +49,11 @@ pub async fn forward(
         message,
     } = request;
     let id = || answer::request_id(message.as_ref());
+    let revision = parts
+        .headers
+        .get("mcp-protocol-version")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string);
     let uri = match upstream_uri(&shared.config.upstream, &parts.uri) {
         Ok(uri) => uri,
         Err(e) => {
@@ -168,6 +174,10 @@ pub async fn forward(
             .and_then(|v| v.to_str().ok())
             .map(str::to_string)
     });
+    let rescue =
+        (shared.config.rescue && exchange.http_method == "POST" && content == ContentKind::Sse)
+            .then(|| Rescue::for_request(message.as_ref(), revision.as_deref()))
+            .flatten();
     let tap = TapBody::new(
         incoming,
         TapContext {
@@ -182,6 +192,7 @@ pub async fn forward(
             control,
             upstream: Some(upstream),
             link,
+            rescue,
         },
     );
     Ok(Response::from_parts(parts, tap.boxed_unsync()))
