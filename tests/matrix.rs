@@ -325,3 +325,34 @@ fn typescript_sdk_hangs_on_deaths_without_event_ids() {
     let client = node_client();
     check_table(&["node", &client, "{url}"], HANGS_WITHOUT_EVENT_IDS, 1);
 }
+
+/// `matrix --rescue`: the deaths the TypeScript client hangs on without an event id end in a
+/// prompt failure (the rescue's error), so the same client passes those cells.
+#[test]
+#[ignore = "needs the Python MCP SDKs in .venv and .venv-mcp1 and the TypeScript SDK in tests/peers/node/node_modules: run scripts/test.sh (installs them)"]
+fn typescript_sdk_passes_the_deaths_without_event_ids_with_rescue() {
+    let client = node_client();
+    let (out, _) = mcpscope(
+        &[
+            "matrix",
+            "--json",
+            "--rescue",
+            "--cases",
+            "reset-after-event,eof-before-result,server-dies",
+            "--",
+            "node",
+            &client,
+            "{url}",
+        ],
+        Duration::from_secs(120),
+    );
+    let cells = json_cells(&out);
+    assert_eq!(cells.len(), 3, "{cells:?}");
+    for c in &cells {
+        assert_eq!(c["outcome"], "failed", "{c}");
+        assert_eq!(c["defect"], Value::Null, "{c}");
+        let said = c["last_lines"].to_string();
+        assert!(said.contains("mcpscope --rescue"), "{c}");
+    }
+    assert_eq!(out.status.code(), Some(0));
+}

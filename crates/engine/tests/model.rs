@@ -103,10 +103,17 @@ fn a_rescue_attaches_to_the_orphaned_call() {
     let (model, notices) = s.fold();
     let poke = last_call(&model, "poke").expect("call");
     assert!(matches!(poke.verdict, Verdict::Orphaned { .. }));
-    assert!(poke.rescued.as_deref().is_some_and(|m| m.contains("--rescue")));
+    assert!(
+        poke.rescued
+            .as_deref()
+            .is_some_and(|m| m.contains("--rescue"))
+    );
     assert!(kinds(&notices).ends_with(&["call_orphaned", "call_rescued"]));
     let line = notices.last().map(Notice::line).unwrap_or_default();
-    assert!(line.contains("CALL RESCUED") && line.contains("poke"), "{line}");
+    assert!(
+        line.contains("CALL RESCUED") && line.contains("poke"),
+        "{line}"
+    );
 }
 
 #[test]
