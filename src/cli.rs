@@ -305,9 +305,9 @@ pub struct MatrixArgs {
     /// Keep each cell's recording here as CASE.jsonl (open one with `mcpscope replay`).
     #[arg(long, value_name = "DIR")]
     pub record_dir: Option<PathBuf>,
-    /// How many cells run at once.
-    #[arg(long, value_name = "N", default_value_t = 6)]
-    pub jobs: usize,
+    /// How many cells run at once [default: all].
+    #[arg(long, value_name = "N")]
+    pub jobs: Option<usize>,
     /// Run every cell's proxy with --rescue.
     #[arg(long)]
     pub rescue: bool,

@@ -11,8 +11,8 @@ use std::time::{Duration, Instant};
 use common::peers::{root, temp_dir, venv_python};
 use serde_json::Value;
 
-/// One matrix at a time: each runs up to six clients at once, and clients that start slowly on a
-/// busy machine would be judged on their start-up instead of their reaction.
+/// One matrix at a time: each runs all its clients at once, and clients that start slowly on a
+/// busy machine would start slower still.
 static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 /// Runs `mcpscope ARGS`, killed if it is still running after `limit`.

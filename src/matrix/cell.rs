@@ -14,12 +14,17 @@ use mcpscope_proxy::Config;
 use mcpscope_proxy::running::start_proxy;
 use mcpscope_testkit::testserver;
 
-use super::cases::{self, Case};
+use super::cases::{self, Case, Expect};
 use super::client::{self, ClientRun};
 use super::judge::{self, Judgement, Target};
+use mcpscope_engine::event::EventKind;
 
 /// How long the proxy goes on after the client ended, so that the last events arrive.
 const SETTLE: Duration = Duration::from_millis(150);
+
+/// How long a stall is watched after it fires: any reaction is correct, so once a prompt give-up
+/// is ruled out the cell has seen what it needs.
+const STALL_WATCH: Duration = Duration::from_millis(judge::PROMPT_MS as u64 + 1_000);
 
 /// How long the end of a cell waits for its recording to be written.
 const FINISH_PATIENCE: Duration = Duration::from_secs(5);
@@ -54,6 +59,36 @@ pub struct CellResult {
     pub elapsed_ms: i64,
     /// The cell's recording, if kept.
     pub recording: Option<PathBuf>,
+}
+
+/// What the cell's proxy has seen so far, for the client's deadline.
+#[derive(Debug, Clone, Copy, Default)]
+struct Seen {
+    /// The client's first request arrived.
+    request: bool,
+    /// The case's fault fired.
+    fault: bool,
+}
+
+/// When the client is stopped: `timeout` after its first request (its start-up does not count,
+/// but may itself take at most `timeout`), or, for a stall, [`STALL_WATCH`] after it fired.
+async fn stop_when(mut seen: tokio::sync::watch::Receiver<Seen>, timeout: Duration, stall: bool) {
+    let mut stalled = seen.clone();
+    let started = async move {
+        let _ = seen.wait_for(|s| s.request).await;
+        tokio::time::sleep(timeout).await;
+    };
+    let stall_seen = async move {
+        if !stall || stalled.wait_for(|s| s.fault).await.is_err() {
+            return std::future::pending().await;
+        }
+        tokio::time::sleep(STALL_WATCH).await;
+    };
+    tokio::select! {
+        () = tokio::time::sleep(timeout * 2) => {}
+        () = started => {}
+        () = stall_seen => {}
+    }
 }
 
 /// Runs one cell.
@@ -103,16 +138,28 @@ pub async fn run(case: &'static Case, plan: &Plan) -> anyhow::Result<CellResult>
         running.proxy.shared.set_planner(Arc::new(engine));
     }
     let mut feed = running.hub.take_output().context("view feed taken")?;
+    let (seen_tx, seen) = tokio::sync::watch::channel(Seen::default());
     let fold = tokio::spawn(async move {
         let mut model = Model::new();
         while let Some(event) = feed.recv().await {
+            match event.kind {
+                EventKind::StreamOpened { .. } => {
+                    seen_tx.send_if_modified(|s| !std::mem::replace(&mut s.request, true));
+                }
+                EventKind::FaultInjected { .. } => {
+                    seen_tx.send_if_modified(|s| !std::mem::replace(&mut s.fault, true));
+                }
+                _ => {}
+            }
             model.apply(&event);
         }
         model
     });
+    let stop = stop_when(seen, plan.timeout, case.expect == Expect::Stall);
     let url = format!("http://{}/mcp", running.proxy.addr);
     let argv = client::substitute(&plan.command, &url);
-    let run = client::run(&argv, plan.timeout).await;
+    let run = client::run(&argv, stop).await;
+    let ended_at = run.exited_at.unwrap_or_else(chrono::Utc::now);
     tokio::time::sleep(SETTLE).await;
     running.proxy.shutdown();
     drop(running.proxy);
@@ -122,10 +169,9 @@ pub async fn run(case: &'static Case, plan: &Plan) -> anyhow::Result<CellResult>
     if let Some(server) = server {
         server.shutdown().await;
     }
-    let elapsed_ms = match (run.started_at, run.exited_at) {
-        (Some(start), Some(end)) => (end - start).num_milliseconds(),
-        _ => i64::try_from(plan.timeout.as_millis()).unwrap_or(i64::MAX),
-    };
+    let elapsed_ms = run
+        .started_at
+        .map_or(0, |start| (ended_at - start).num_milliseconds());
     Ok(CellResult {
         case,
         judgement: judge::judge(&model, &plan.target, case.expect, &run),

@@ -48,8 +48,8 @@ pub fn substitute(args: &[String], url: &str) -> Vec<String> {
     args.iter().map(|a| a.replace("{url}", url)).collect()
 }
 
-/// Runs `argv` until it exits or `timeout` passes (then kills its whole process group).
-pub async fn run(argv: &[String], timeout: Duration) -> ClientRun {
+/// Runs `argv` until it exits or `stop` resolves (then kills its whole process group).
+pub async fn run(argv: &[String], stop: impl std::future::Future<Output = ()>) -> ClientRun {
     let mut out = ClientRun {
         started_at: Some(Utc::now()),
         ..ClientRun::default()
@@ -84,13 +84,17 @@ pub async fn run(argv: &[String], timeout: Duration) -> ClientRun {
             .take()
             .map(|s| spawn_reader(s, Arc::clone(&lines))),
     ];
-    match tokio::time::timeout(timeout, child.wait()).await {
-        Ok(Ok(status)) => {
+    let waited = tokio::select! {
+        waited = child.wait() => Some(waited),
+        () = stop => None,
+    };
+    match waited {
+        Some(Ok(status)) => {
             out.exited_at = Some(Utc::now());
             out.code = status.code();
         }
-        Ok(Err(e)) => out.spawn_error = Some(format!("waiting for the client: {e}")),
-        Err(_) => {
+        Some(Err(e)) => out.spawn_error = Some(format!("waiting for the client: {e}")),
+        None => {
             out.killed = true;
             kill_group(&mut child).await;
         }
@@ -150,7 +154,7 @@ mod tests {
             .map(|s| s.to_string())
             .collect();
         let started = std::time::Instant::now();
-        let run = run(&argv, Duration::from_millis(500)).await;
+        let run = run(&argv, tokio::time::sleep(Duration::from_millis(500))).await;
         assert!(run.killed && run.code.is_none());
         assert!(started.elapsed() < Duration::from_secs(5));
         assert_eq!(run.last_lines(1), ["up"]);
@@ -162,7 +166,7 @@ mod tests {
             .iter()
             .map(|s| s.to_string())
             .collect();
-        let run = run(&argv, Duration::from_secs(10)).await;
+        let run = run(&argv, tokio::time::sleep(Duration::from_secs(10))).await;
         assert_eq!(run.code, Some(3));
         assert!(!run.killed && run.exited_at.is_some());
         let mut lines = run.last_lines(5);

@@ -76,7 +76,7 @@ pub async fn run(args: &MatrixArgs) -> anyhow::Result<()> {
         record_dir: args.record_dir.clone(),
         rescue: args.rescue,
     });
-    let jobs = args.jobs.max(1);
+    let jobs = args.jobs.unwrap_or(selected.len()).max(1);
     eprintln!(
         "mcpscope matrix: {} cells, {jobs} at a time, {:?} each at most{}",
         selected.len(),
