@@ -326,8 +326,9 @@ fn typescript_sdk_hangs_on_deaths_without_event_ids() {
     check_table(&["node", &client, "{url}"], HANGS_WITHOUT_EVENT_IDS, 1);
 }
 
-/// `matrix --rescue`: the deaths the TypeScript client hangs on without an event id end in a
-/// prompt failure (the rescue's error), so the same client passes those cells.
+/// `matrix --rescue`: the deaths the TypeScript client hangs on (without an event id, or after a
+/// refused resumption) end in a prompt failure (the rescue's error), so the same client passes
+/// those cells; the resumable one is still resumed, not rescued.
 #[test]
 #[ignore = "needs the Python MCP SDKs in .venv and .venv-mcp1 and the TypeScript SDK in tests/peers/node/node_modules: run scripts/test.sh (installs them)"]
 fn typescript_sdk_passes_the_deaths_without_event_ids_with_rescue() {
@@ -338,7 +339,7 @@ fn typescript_sdk_passes_the_deaths_without_event_ids_with_rescue() {
             "--json",
             "--rescue",
             "--cases",
-            "reset-after-event,eof-before-result,server-dies",
+            "reset-after-event,eof-before-result,server-dies,priming-then-reset,resume-refused,resumable",
             "--",
             "node",
             &client,
@@ -347,8 +348,10 @@ fn typescript_sdk_passes_the_deaths_without_event_ids_with_rescue() {
         Duration::from_secs(120),
     );
     let cells = json_cells(&out);
-    assert_eq!(cells.len(), 3, "{cells:?}");
-    for c in &cells {
+    assert_eq!(cells.len(), 6, "{cells:?}");
+    let resumable = cell(&cells, "resumable");
+    assert_eq!(resumable["outcome"], "resumed", "{resumable}");
+    for c in cells.iter().filter(|c| c["case"] != "resumable") {
         assert_eq!(c["outcome"], "failed", "{c}");
         assert_eq!(c["defect"], Value::Null, "{c}");
         let said = c["last_lines"].to_string();

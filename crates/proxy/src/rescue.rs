@@ -2,6 +2,8 @@
 //! it (no event id seen, or revision 2026-07-28), the client gets a JSON-RPC error per pending
 //! request on that stream, then a clean end, instead of a death it may wait on forever.
 
+use std::collections::VecDeque;
+use std::sync::Mutex;
 use std::time::Instant;
 
 use bytes::Bytes;
@@ -18,11 +20,79 @@ pub const RESCUE_CODE: i64 = -32000;
 /// The revision whose calls can never be resumed.
 const SESSIONLESS: &str = "2026-07-28";
 
-/// What the tap tracks of one POST stream to rescue its calls.
+/// Parked rescues kept at most (the oldest is forgotten first).
+const MAX_PARKED: usize = 256;
+
+/// The calls of a stream that died resumable, kept until the client's resumption: if that is
+/// refused or dies too, they are rescued on it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Parked {
+    /// The requests still without a response.
+    pub pending: Vec<Value>,
+    /// The first death, in words (`upstream stream reset 12 ms after the last event`).
+    pub death: String,
+}
+
+/// Parked rescues by session and last event id.
+#[derive(Debug, Default)]
+pub struct Parking(Mutex<VecDeque<((String, String), Parked)>>);
+
+impl Parking {
+    fn lock(&self) -> std::sync::MutexGuard<'_, VecDeque<((String, String), Parked)>> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Keeps `parked` for a resumption of `session` from `last_event_id`.
+    pub fn park(&self, session: String, last_event_id: String, parked: Parked) {
+        let mut list = self.lock();
+        list.push_back(((session, last_event_id), parked));
+        while list.len() > MAX_PARKED {
+            list.pop_front();
+        }
+    }
+
+    /// Takes what was parked for a resumption of `session` from `last_event_id`.
+    pub fn take(&self, session: &str, last_event_id: &str) -> Option<Parked> {
+        let mut list = self.lock();
+        let at = list
+            .iter()
+            .position(|((s, id), _)| s == session && id == last_event_id)?;
+        list.remove(at).map(|(_, parked)| parked)
+    }
+}
+
+/// The SSE bytes that answer `pending` with the rescue's error `message`, and their events.
+pub fn answer(stream: StreamId, pending: Vec<Value>, message: &str) -> (Bytes, Vec<EventKind>) {
+    // A blank line first: whatever event the death cut short ends before the rescue.
+    let mut text = String::from("\n\n");
+    let mut events = Vec::new();
+    for id in pending {
+        let error = json!({
+            "jsonrpc": "2.0",
+            "id": id,
+            "error": {"code": RESCUE_CODE, "message": message},
+        });
+        text.push_str(&format!("event: message\ndata: {error}\n\n"));
+        events.push(EventKind::CallRescued {
+            stream,
+            id,
+            message: message.to_string(),
+        });
+    }
+    (Bytes::from(text), events)
+}
+
+/// What the tap tracks of one stream to rescue its calls.
 #[derive(Debug)]
 pub struct Rescue {
-    /// Requests of the POST body still without a response.
+    /// Requests still without a response.
     pending: Vec<Value>,
+    /// The session, to park a resumable death under.
+    session: Option<String>,
+    /// The last event id seen.
+    last_event_id: Option<String>,
+    /// An earlier death this stream resumes, in words.
+    earlier: Option<String>,
     /// An SSE event with an id passed (the client may resume).
     event_id_seen: bool,
     /// The request's revision cannot resume.
@@ -34,8 +104,13 @@ pub struct Rescue {
 }
 
 impl Rescue {
-    /// Tracks the requests of a POST body sent at `revision`; `None` when it carries none.
-    pub fn for_request(message: Option<&Value>, revision: Option<&str>) -> Option<Self> {
+    /// Tracks the requests of a POST body sent at `revision` in `session`; `None` when it
+    /// carries none.
+    pub fn for_request(
+        message: Option<&Value>,
+        revision: Option<&str>,
+        session: Option<String>,
+    ) -> Option<Self> {
         let pending: Vec<Value> = jsonrpc::messages(message?)
             .into_iter()
             .filter_map(|m| match jsonrpc::classify(m) {
@@ -48,6 +123,9 @@ impl Rescue {
         }
         Some(Self {
             pending,
+            session,
+            last_event_id: None,
+            earlier: None,
             event_id_seen: false,
             sessionless: revision == Some(SESSIONLESS),
             last_event: Instant::now(),
@@ -55,12 +133,27 @@ impl Rescue {
         })
     }
 
+    /// Tracks a resumption (in `session`) of the calls `parked` when their stream died.
+    pub fn resuming(parked: Parked, session: String) -> Self {
+        Self {
+            pending: parked.pending,
+            session: Some(session),
+            last_event_id: None,
+            earlier: Some(parked.death),
+            event_id_seen: false,
+            sessionless: false,
+            last_event: Instant::now(),
+            any_event: false,
+        }
+    }
+
     /// Notes an event the client got: its id, and the responses it carries.
     pub fn passed(&mut self, event: &SeenEvent) {
         self.last_event = Instant::now();
         self.any_event = true;
-        if let EventKind::SseEvent { id: Some(_), .. } = &event.event {
+        if let EventKind::SseEvent { id: Some(id), .. } = &event.event {
             self.event_id_seen = true;
+            self.last_event_id = Some(id.clone());
         }
         if let Some(EventKind::Message { body, .. }) = &event.message {
             for m in jsonrpc::messages(body) {
@@ -72,12 +165,8 @@ impl Rescue {
         }
     }
 
-    /// When the stream died (`how`): the SSE bytes to send the client and the events that
-    /// report them, or `None` when nothing needs rescuing or the client can resume.
-    pub fn take(&mut self, stream: StreamId, how: EndHow) -> Option<(Bytes, Vec<EventKind>)> {
-        if self.pending.is_empty() || (self.event_id_seen && !self.sessionless) {
-            return None;
-        }
+    /// The death (`how`), in words.
+    fn death(&self, how: EndHow) -> String {
         let ms = self.last_event.elapsed().as_millis();
         let death = match how {
             EndHow::Eof => "ended",
@@ -89,24 +178,40 @@ impl Rescue {
         } else {
             format!("{ms} ms after the response head, before any event")
         };
-        let message = format!("upstream stream {death} {when}; mcpscope --rescue");
-        // A blank line first: whatever event the death cut short ends before the rescue.
-        let mut text = String::from("\n\n");
-        let mut events = Vec::new();
-        for id in self.pending.drain(..) {
-            let error = json!({
-                "jsonrpc": "2.0",
-                "id": id,
-                "error": {"code": RESCUE_CODE, "message": message},
-            });
-            text.push_str(&format!("event: message\ndata: {error}\n\n"));
-            events.push(EventKind::CallRescued {
-                stream,
-                id,
-                message: message.clone(),
-            });
+        let what = if self.earlier.is_some() {
+            "resumed stream"
+        } else {
+            "stream"
+        };
+        let now = format!("upstream {what} {death} {when}");
+        match &self.earlier {
+            Some(earlier) => format!("{earlier}; {now}"),
+            None => now,
         }
-        Some((Bytes::from(text), events))
+    }
+
+    /// When the stream died (`how`): the SSE bytes to send the client and the events that
+    /// report them, or `None` when nothing needs rescuing or the client can resume (then the
+    /// calls are parked in `parking` for its resumption).
+    pub fn take(
+        &mut self,
+        stream: StreamId,
+        how: EndHow,
+        parking: &Parking,
+    ) -> Option<(Bytes, Vec<EventKind>)> {
+        if self.pending.is_empty() {
+            return None;
+        }
+        let death = self.death(how);
+        if self.event_id_seen && !self.sessionless {
+            if let (Some(session), Some(id)) = (self.session.clone(), self.last_event_id.clone()) {
+                let pending = std::mem::take(&mut self.pending);
+                parking.park(session, id, Parked { pending, death });
+            }
+            return None;
+        }
+        let message = format!("{death}; mcpscope --rescue");
+        Some(answer(stream, std::mem::take(&mut self.pending), &message))
     }
 }
 
@@ -138,9 +243,10 @@ mod tests {
     #[test]
     fn a_pending_call_without_event_ids_is_rescued_with_its_id() {
         let req = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {}});
-        let mut r = Rescue::for_request(Some(&req), Some("2025-06-18")).expect("a request");
+        let mut r = Rescue::for_request(Some(&req), Some("2025-06-18"), None).expect("a request");
         r.passed(&seen(None, None));
-        let (bytes, events) = r.take(1, EndHow::Reset).expect("rescued");
+        let parking = Parking::default();
+        let (bytes, events) = r.take(1, EndHow::Reset, &parking).expect("rescued");
         let text = std::str::from_utf8(&bytes).expect("utf-8");
         assert!(text.starts_with("\n\nevent: message\ndata: {"), "{text}");
         assert!(
@@ -152,28 +258,50 @@ mod tests {
             "{text}"
         );
         assert!(matches!(&events[..], [EventKind::CallRescued { id, .. }] if id == &json!(7)));
-        assert!(r.take(1, EndHow::Reset).is_none(), "rescued once");
+        assert!(r.take(1, EndHow::Reset, &parking).is_none(), "rescued once");
     }
 
     #[test]
     fn answered_or_resumable_calls_and_notifications_are_left_alone() {
+        let parking = Parking::default();
         let req = json!({"jsonrpc": "2.0", "id": "a", "method": "tools/call"});
-        let mut answered = Rescue::for_request(Some(&req), None).expect("a request");
+        let mut answered = Rescue::for_request(Some(&req), None, None).expect("a request");
         answered.passed(&seen(
             None,
             Some(json!({"jsonrpc": "2.0", "id": "a", "result": {}})),
         ));
-        assert!(answered.take(1, EndHow::Eof).is_none());
+        assert!(answered.take(1, EndHow::Eof, &parking).is_none());
 
-        let mut resumable = Rescue::for_request(Some(&req), Some("2025-11-25")).expect("request");
-        resumable.passed(&seen(Some("s1/0"), None));
-        assert!(resumable.take(1, EndHow::Reset).is_none());
-
-        let mut sessionless = Rescue::for_request(Some(&req), Some(SESSIONLESS)).expect("request");
+        let mut sessionless =
+            Rescue::for_request(Some(&req), Some(SESSIONLESS), None).expect("request");
         sessionless.passed(&seen(Some("s1/0"), None));
-        assert!(sessionless.take(1, EndHow::Reset).is_some());
+        assert!(sessionless.take(1, EndHow::Reset, &parking).is_some());
 
         let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-        assert!(Rescue::for_request(Some(&note), None).is_none());
+        assert!(Rescue::for_request(Some(&note), None, None).is_none());
+    }
+
+    /// A death with an event id is left to the client's resumption; if that dies too before the
+    /// response, the resumption carries the rescue, naming both deaths.
+    #[test]
+    fn a_resumable_death_is_parked_then_rescued_on_a_failed_resumption() {
+        let parking = Parking::default();
+        let req = json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call"});
+        let mut first =
+            Rescue::for_request(Some(&req), Some("2025-11-25"), Some("S".into())).expect("request");
+        first.passed(&seen(Some("s1/0"), None));
+        assert!(first.take(1, EndHow::Reset, &parking).is_none());
+        assert!(parking.take("S", "s1/9").is_none());
+        let parked = parking.take("S", "s1/0").expect("parked");
+        assert_eq!(parked.pending, [json!(4)]);
+        assert!(parking.take("S", "s1/0").is_none(), "taken once");
+
+        let mut again = Rescue::resuming(parked, "S".into());
+        let (bytes, _) = again.take(2, EndHow::Eof, &parking).expect("rescued");
+        let text = std::str::from_utf8(&bytes).expect("utf-8");
+        assert!(
+            text.contains("upstream stream reset") && text.contains("resumed stream ended"),
+            "{text}"
+        );
     }
 }

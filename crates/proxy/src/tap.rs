@@ -150,7 +150,10 @@ impl TapBody {
 
     /// The stream died: the rescue for its pending calls, reported, if they need one.
     fn take_rescue(&mut self, how: EndHow) -> Option<Bytes> {
-        let (bytes, events) = self.rescue.as_mut()?.take(self.stream, how)?;
+        let (bytes, events) = self
+            .rescue
+            .as_mut()?
+            .take(self.stream, how, &self.shared.parked)?;
         for kind in events {
             self.sink.emit(kind);
         }
