@@ -329,3 +329,117 @@ fn verdict(
     };
     (expected, defect.map(str::to_string))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mcpscope_engine::event::{EndHow, Leg};
+    use mcpscope_testkit::fixtures::{Script, last_call};
+    use serde_json::json;
+
+    const S1: &[(&str, &str)] = &[("mcp-session-id", "s1")];
+
+    /// A `poke` call on stream 2 whose SSE stream dies after one event (with `id`, if given).
+    fn death(revision: &str, id: Option<&str>) -> Model {
+        let mut s = Script::ticking();
+        s.initialize(revision)
+            .post(
+                2,
+                S1,
+                json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "poke"}}),
+            )
+            .respond(2, 200, "text/event-stream", S1)
+            .event(2, id, None)
+            .wait(10)
+            .finish(2, EndHow::Reset, Leg::Upstream);
+        s.fold().0
+    }
+
+    fn died_at(model: &Model) -> DateTime<Utc> {
+        let call = last_call(model, "poke").expect("call");
+        call.verdict.death().map(|d| d.at).expect("died")
+    }
+
+    fn exited(at: DateTime<Utc>, code: i32, line: &str) -> ClientRun {
+        ClientRun {
+            exited_at: Some(at),
+            code: Some(code),
+            lines: vec![(at, line.to_string())],
+            ..ClientRun::default()
+        }
+    }
+
+    fn killed() -> ClientRun {
+        ClientRun {
+            killed: true,
+            ..ClientRun::default()
+        }
+    }
+
+    fn ms(n: i64) -> chrono::TimeDelta {
+        chrono::TimeDelta::milliseconds(n)
+    }
+
+    #[test]
+    fn a_client_killed_at_the_timeout_hangs_on_stream_death() {
+        let model = death("2025-06-18", None);
+        let j = judge(&model, &Target::AnyTool, Expect::Death, &killed());
+        assert_eq!(j.outcome, Outcome::Hung);
+        assert_eq!(j.defect.as_deref(), Some("hangs on stream death"));
+    }
+
+    #[test]
+    fn a_prompt_exit_fails_correctly_and_a_late_one_hangs() {
+        let model = death("2025-06-18", None);
+        let at = died_at(&model);
+        let prompt = exited(at + ms(40), 1, "error: stream reset");
+        let j = judge(&model, &Target::AnyTool, Expect::Death, &prompt);
+        assert_eq!((j.outcome, j.reaction_ms), (Outcome::Failed, Some(40)));
+        assert_eq!((j.verdict.as_str(), j.defect), ("correct", None));
+
+        let late = exited(at + ms(PROMPT_MS + 500), 1, "error: timed out");
+        let j = judge(&model, &Target::AnyTool, Expect::Death, &late);
+        assert_eq!(j.outcome, Outcome::Hung);
+        assert_eq!(j.reaction_ms, Some(PROMPT_MS + 500));
+        assert_eq!(j.defect.as_deref(), Some("hangs on stream death"));
+    }
+
+    #[test]
+    fn giving_up_on_a_stream_with_an_event_id_without_resuming_is_a_defect() {
+        let model = death("2025-11-25", Some("s1-1"));
+        let at = died_at(&model);
+        let j = judge(
+            &model,
+            &Target::AnyTool,
+            Expect::Death,
+            &exited(at + ms(5), 1, "error: reset"),
+        );
+        assert_eq!(j.outcome, Outcome::Failed);
+        assert_eq!(j.defect.as_deref(), Some("no resumption despite event id"));
+        assert!(j.expected.contains("Last-Event-ID"), "{}", j.expected);
+    }
+
+    #[test]
+    fn output_that_is_not_an_error_is_no_reaction_and_stalls_are_never_defects() {
+        let model = death("2025-06-18", None);
+        let at = died_at(&model);
+        let mut run = killed();
+        run.lines.push((at + ms(3), "progress 1.0".into()));
+        let j = judge(&model, &Target::AnyTool, Expect::Death, &run);
+        assert_eq!(j.outcome, Outcome::Hung);
+        let j = judge(&model, &Target::AnyTool, Expect::Stall, &run);
+        assert_eq!((j.outcome, j.defect), (Outcome::Hung, None));
+    }
+
+    #[test]
+    fn a_client_that_never_calls_is_a_defect_naming_it() {
+        let model = Model::new();
+        let j = judge(
+            &model,
+            &Target::Tool("slow".into()),
+            Expect::Answer,
+            &killed(),
+        );
+        assert_eq!(j.defect.as_deref(), Some("never sent the call"));
+    }
+}
