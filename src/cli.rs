@@ -281,7 +281,8 @@ pub struct MatrixArgs {
     /// Print the cases and exit.
     #[arg(long)]
     pub list: bool,
-    /// How long the client may run per cell before it is killed.
+    /// How long the client may run per cell, from its first request, before it is killed (its
+    /// start-up may take as long again).
     #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = duration)]
     pub timeout: Duration,
     /// The fault hits the first tools/call of this tool (default: of any tool).
