@@ -24,6 +24,8 @@ pub struct ServerSetup {
     pub json: bool,
     /// GET requests refused.
     pub refusal: GetRefusal,
+    /// The `retry:` hint of the priming event (2025-11-25), ms.
+    pub retry_ms: Option<u64>,
 }
 
 /// One case of the matrix.
@@ -48,12 +50,16 @@ const NO_IDS: ServerSetup = ServerSetup {
         every_get: None,
         resumption: None,
     },
+    retry_ms: None,
 };
 
 const WITH_IDS: ServerSetup = ServerSetup {
     event_ids: true,
     ..NO_IDS
 };
+
+/// The `retry:` hint of the `retry-hint` case, ms.
+pub const RETRY_HINT_MS: u64 = 1_500;
 
 /// Every case, in the order they are shown.
 pub const CASES: &[Case] = &[
@@ -131,6 +137,16 @@ pub const CASES: &[Case] = &[
                 every_get: None,
                 resumption: Some(404),
             },
+            ..WITH_IDS
+        },
+        expect: Expect::Death,
+    },
+    Case {
+        name: "retry-hint",
+        about: "priming event with an id and retry: 1500, then a clean end (a deliberate close)",
+        fault: Some("eof after 1 events"),
+        server: ServerSetup {
+            retry_ms: Some(RETRY_HINT_MS),
             ..WITH_IDS
         },
         expect: Expect::Death,

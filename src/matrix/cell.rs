@@ -26,6 +26,9 @@ const SETTLE: Duration = Duration::from_millis(150);
 /// is ruled out the cell has seen what it needs.
 const STALL_WATCH: Duration = Duration::from_millis(judge::PROMPT_MS as u64 + 1_000);
 
+/// The longest a starting client holds its start-up permit without sending a request.
+pub const START_WINDOW: Duration = Duration::from_secs(3);
+
 /// How long the end of a cell waits for its recording to be written.
 const FINISH_PATIENCE: Duration = Duration::from_secs(5);
 
@@ -44,6 +47,9 @@ pub struct Plan {
     pub record_dir: Option<PathBuf>,
     /// Run the proxy with `--rescue`.
     pub rescue: bool,
+    /// Clients starting at once are held to the machine's cores: a client holds a permit from
+    /// its spawn until its first request (or [`START_WINDOW`]).
+    pub starting: Arc<tokio::sync::Semaphore>,
 }
 
 /// A cell's result.
@@ -100,6 +106,7 @@ pub async fn run(case: &'static Case, plan: &Plan) -> anyhow::Result<CellResult>
                 testserver::Options {
                     json_responses: case.server.json,
                     event_ids: case.server.event_ids,
+                    retry_ms: case.server.retry_ms,
                     ..testserver::Options::default()
                 },
                 case.server.refusal,
@@ -154,6 +161,12 @@ pub async fn run(case: &'static Case, plan: &Plan) -> anyhow::Result<CellResult>
             model.apply(&event);
         }
         model
+    });
+    let permit = Arc::clone(&plan.starting).acquire_owned().await;
+    let mut started = seen.clone();
+    tokio::spawn(async move {
+        let _permit = permit;
+        let _ = tokio::time::timeout(START_WINDOW, started.wait_for(|s| s.request)).await;
     });
     let stop = stop_when(seen, plan.timeout, case.expect == Expect::Stall);
     let url = format!("http://{}/mcp", running.proxy.addr);

@@ -11,6 +11,9 @@ use super::client::ClientRun;
 /// A client that reacts within this long after the death gave up promptly.
 pub const PROMPT_MS: i64 = 2_000;
 
+/// How much sooner than the server's `retry:` hint a resumption may come (timer granularity).
+const RETRY_SLACK_MS: i64 = 100;
+
 /// The revision whose calls can never be resumed.
 const SESSIONLESS: &str = "2026-07-28";
 
@@ -105,6 +108,8 @@ struct Seen<'a> {
     resumable: bool,
     /// The client tried a resumption.
     tried_resume: bool,
+    /// The client resumed before the server's `retry:` hint had passed (ms early).
+    resumed_early: Option<i64>,
     /// The client's later calls repeating it.
     retries: Vec<&'a Call>,
 }
@@ -121,14 +126,20 @@ fn seen<'a>(model: &'a Model, call: &'a Call) -> Seen<'a> {
         .iter()
         .find(|(_, stream, text)| *stream == Some(call.request_stream) && text.starts_with("fault"))
         .map(|(t, _, _)| *t);
+    let request_stream = model.stream(call.request_stream);
+    // A call answered on another stream (a resumption) broke when its own stream ended.
+    let handed_over = request_stream
+        .filter(|_| call.owner != call.request_stream)
+        .and_then(|s| s.ended.as_ref())
+        .map(|end| end.at);
     let broke_at = call
         .verdict
         .death()
         .map(|d| d.at)
         .or(fault_at)
+        .or(handed_over)
         .or(call.ended_at)
         .unwrap_or(call.started_at);
-    let request_stream = model.stream(call.request_stream);
     let resumable = call.revision.as_deref() != Some(SESSIONLESS)
         && request_stream.is_some_and(|s| s.last_event_id.is_some() || has_event_id(s));
     let tried_resume = model
@@ -140,11 +151,27 @@ fn seen<'a>(model: &'a Model, call: &'a Call) -> Seen<'a> {
         .iter()
         .filter(|c| retry_chain_reaches(model, c, call.index))
         .collect();
+    let hint = request_stream.and_then(|s| s.retry_ms);
+    let first_resume = model
+        .streams
+        .iter()
+        .filter(|s| s.resumes == Some(call.request_stream))
+        .map(|s| s.opened_at)
+        .min();
+    let resumed_early = match (hint, first_resume) {
+        (Some(hint), Some(at)) => {
+            let waited = ms_between(broke_at, at);
+            let hint = i64::try_from(hint).unwrap_or(i64::MAX);
+            (waited + RETRY_SLACK_MS < hint).then_some(hint - waited)
+        }
+        _ => None,
+    };
     Seen {
         call,
         broke_at,
         resumable,
         tried_resume,
+        resumed_early,
         retries,
     }
 }
@@ -305,6 +332,12 @@ fn verdict(
     if double_execution {
         return (expected, Some("double execution".into()));
     }
+    if let Some(early) = seen.resumed_early {
+        return (
+            expected,
+            Some(format!("ignores retry hint ({early} ms early)")),
+        );
+    }
     let defect = match (expect, outcome) {
         (_, Outcome::Ok | Outcome::Resumed) if expect != Expect::Answer || !seen.call.injected => {
             None
@@ -429,6 +462,57 @@ mod tests {
         assert_eq!(j.outcome, Outcome::Hung);
         let j = judge(&model, &Target::AnyTool, Expect::Stall, &run);
         assert_eq!((j.outcome, j.defect), (Outcome::Hung, None));
+    }
+
+    /// A deliberate close with `retry: 1500`, then a resumption `after_ms` later.
+    fn retry_hint_then_resumption(after_ms: i64) -> Model {
+        let mut s = Script::ticking();
+        s.initialize("2025-11-25")
+            .post(
+                2,
+                S1,
+                json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "poke"}}),
+            )
+            .respond(2, 200, "text/event-stream", S1)
+            .push(mcpscope_engine::event::EventKind::SseEvent {
+                stream: 2,
+                id: Some("s1-1".into()),
+                event: None,
+                retry: Some(1500),
+                data: String::new(),
+                start: 0,
+                end: 1,
+            })
+            .finish(2, EndHow::Eof, Leg::Upstream)
+            .wait(after_ms)
+            .open_with(
+                3,
+                "GET",
+                &[("mcp-session-id", "s1"), ("last-event-id", "s1-1")],
+            )
+            .respond(3, 200, "text/event-stream", S1)
+            .event(
+                3,
+                Some("s1-2"),
+                Some(json!({"jsonrpc": "2.0", "id": 1, "result": {"content": []}})),
+            );
+        s.fold().0
+    }
+
+    #[test]
+    fn resuming_before_the_retry_hint_is_a_defect_and_after_it_is_correct() {
+        let early = retry_hint_then_resumption(200);
+        let j = judge(&early, &Target::AnyTool, Expect::Death, &killed());
+        assert_eq!(j.outcome, Outcome::Resumed);
+        assert!(
+            j.defect
+                .as_deref()
+                .is_some_and(|d| d.starts_with("ignores retry hint")),
+            "{j:?}"
+        );
+        let patient = retry_hint_then_resumption(1600);
+        let j = judge(&patient, &Target::AnyTool, Expect::Death, &killed());
+        assert_eq!((j.outcome, j.defect), (Outcome::Resumed, None));
     }
 
     #[test]

@@ -75,6 +75,9 @@ pub async fn run(args: &MatrixArgs) -> anyhow::Result<()> {
         upstream,
         record_dir: args.record_dir.clone(),
         rescue: args.rescue,
+        starting: Arc::new(Semaphore::new(
+            std::thread::available_parallelism().map_or(2, |n| n.get()),
+        )),
     });
     let jobs = args.jobs.unwrap_or(selected.len()).max(1);
     eprintln!(
