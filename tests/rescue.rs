@@ -240,3 +240,85 @@ fn python_sdk_1_call_is_rescued() {
 fn python_sdk_1_call_hangs_without_rescue() {
     still_hangs_without_rescue(&python_1());
 }
+
+/// An upstream that answers one request with a chunked JSON head, then resets before any byte
+/// of the body.
+async fn json_head_then_reset() -> std::net::SocketAddr {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    tokio::spawn(async move {
+        use tokio::io::AsyncWriteExt;
+        let Ok((mut sock, _)) = listener.accept().await else {
+            return;
+        };
+        let _ = common::raw::read_head(&mut sock).await;
+        let head = "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n";
+        let _ = sock.write_all(head.as_bytes()).await;
+        let _ = sock.flush().await;
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        common::raw::reset(sock);
+    });
+    addr
+}
+
+/// A JSON response that dies before its first byte (no length promised) becomes the rescue's
+/// error as the body; the same death without `--rescue` reaches the client as a failed body.
+#[tokio::test]
+async fn a_json_body_that_dies_before_its_first_byte_is_the_rescue() {
+    for rescue in [true, false] {
+        let upstream = json_head_then_reset().await;
+        let config = mcpscope_proxy::Config {
+            upstream: format!("http://{upstream}/mcp").parse().expect("uri"),
+            rescue,
+            ..Default::default()
+        };
+        let mut running = mcpscope_proxy::running::start_proxy(
+            config,
+            None,
+            mcpscope_engine::redact::Redactor::new(),
+        )
+        .await
+        .expect("proxy");
+        let mut feed = running.hub.take_output().expect("feed");
+        let url = format!("http://{}/mcp", running.proxy.addr);
+        let mut client = mcpscope_testkit::client::McpClient::new(&url).expect("client");
+        let call = serde_json::json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call",
+            "params": {"name": "poke", "arguments": {}}});
+        let answer = tokio::time::timeout(Duration::from_secs(10), async {
+            client.post(&call).await.expect("post").answer(None).await
+        })
+        .await
+        .expect("bounded");
+        let rescued_error = answer.messages.iter().find(|m| m["id"] == 5).cloned();
+        drop(client);
+        running.proxy.shutdown();
+        drop(running.proxy);
+        let _ =
+            tokio::task::spawn_blocking(move || running.hub.finish_within(Duration::from_secs(5)))
+                .await;
+        let mut rescued_events = 0;
+        while let Some(event) = feed.recv().await {
+            if matches!(
+                event.kind,
+                mcpscope_engine::event::EventKind::CallRescued { .. }
+            ) {
+                rescued_events += 1;
+            }
+        }
+        if rescue {
+            let error = rescued_error.unwrap_or_else(|| panic!("no rescue: {answer:?}"));
+            assert_eq!(error["error"]["code"], -32000, "{error}");
+            let message = error["error"]["message"].as_str().unwrap_or("");
+            assert!(
+                message.contains("before any byte of its JSON body"),
+                "{message}"
+            );
+            assert_eq!(rescued_events, 1);
+        } else {
+            assert!(rescued_error.is_none(), "{answer:?}");
+            assert_eq!(rescued_events, 0);
+        }
+    }
+}

@@ -82,6 +82,39 @@ pub fn answer(stream: StreamId, pending: Vec<Value>, message: &str) -> (Bytes, V
     (Bytes::from(text), events)
 }
 
+/// The JSON body that answers `pending` with the rescue's error `message` (an array for a
+/// batch), and its events.
+fn json_answer(
+    stream: StreamId,
+    pending: Vec<Value>,
+    message: &str,
+    batch: bool,
+) -> (Bytes, Vec<EventKind>) {
+    let errors: Vec<Value> = pending
+        .iter()
+        .map(|id| {
+            json!({
+                "jsonrpc": "2.0",
+                "id": id,
+                "error": {"code": RESCUE_CODE, "message": message},
+            })
+        })
+        .collect();
+    let body = match (batch, errors.as_slice()) {
+        (false, [one]) => one.to_string(),
+        _ => Value::Array(errors).to_string(),
+    };
+    let events = pending
+        .into_iter()
+        .map(|id| EventKind::CallRescued {
+            stream,
+            id,
+            message: message.to_string(),
+        })
+        .collect();
+    (Bytes::from(body), events)
+}
+
 /// What the tap tracks of one stream to rescue its calls.
 #[derive(Debug)]
 pub struct Rescue {
@@ -101,6 +134,10 @@ pub struct Rescue {
     last_event: Instant,
     /// Whether an event has passed.
     any_event: bool,
+    /// The body is JSON, not SSE: the rescue is the body itself (one error, or an array).
+    json: bool,
+    /// The request was a batch (its JSON rescue is an array).
+    batch: bool,
 }
 
 impl Rescue {
@@ -130,7 +167,18 @@ impl Rescue {
             sessionless: revision == Some(SESSIONLESS),
             last_event: Instant::now(),
             any_event: false,
+            json: false,
+            batch: false,
         })
+    }
+
+    /// [`Rescue::for_request`] for a JSON response: rescued, if it dies before any of its bytes
+    /// reached the client, with the error (an array of them for a batch) as the body.
+    pub fn for_json_request(message: Option<&Value>) -> Option<Self> {
+        let mut rescue = Self::for_request(message, None, None)?;
+        rescue.json = true;
+        rescue.batch = message.is_some_and(Value::is_array);
+        Some(rescue)
     }
 
     /// Tracks a resumption (in `session`) of the calls `parked` when their stream died.
@@ -144,6 +192,8 @@ impl Rescue {
             sessionless: false,
             last_event: Instant::now(),
             any_event: false,
+            json: false,
+            batch: false,
         }
     }
 
@@ -173,7 +223,9 @@ impl Rescue {
             EndHow::Reset => "reset",
             EndHow::Error | EndHow::Cancelled => "failed",
         };
-        let when = if self.any_event {
+        let when = if self.json {
+            format!("{ms} ms after the response head, before any byte of its JSON body")
+        } else if self.any_event {
             format!("{ms} ms after the last event")
         } else {
             format!("{ms} ms after the response head, before any event")
@@ -211,7 +263,11 @@ impl Rescue {
             return None;
         }
         let message = format!("{death}; mcpscope --rescue");
-        Some(answer(stream, std::mem::take(&mut self.pending), &message))
+        let pending = std::mem::take(&mut self.pending);
+        if self.json {
+            return Some(json_answer(stream, pending, &message, self.batch));
+        }
+        Some(answer(stream, pending, &message))
     }
 }
 
@@ -279,6 +335,12 @@ mod tests {
 
         let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
         assert!(Rescue::for_request(Some(&note), None, None).is_none());
+
+        let mut json_body = Rescue::for_json_request(Some(&req)).expect("request");
+        let (bytes, _) = json_body.take(1, EndHow::Reset, &parking).expect("rescued");
+        let body: Value = serde_json::from_slice(&bytes).expect("JSON");
+        assert_eq!(body["id"], "a");
+        assert_eq!(body["error"]["code"], RESCUE_CODE);
     }
 
     /// A death with an event id is left to the client's resumption; if that dies too before the

@@ -62,6 +62,7 @@ pub struct TapBody {
     sink: EventSink,
     reset: ResetFlag,
     shared: Arc<Shared>,
+    content: ContentKind,
     content_length: Option<u64>,
     /// Live fault commands, until their sender is gone.
     control: Option<UnboundedReceiver<Plan>>,
@@ -108,6 +109,7 @@ impl TapBody {
             sink: ctx.sink,
             reset: ctx.reset,
             shared: ctx.shared,
+            content: ctx.content,
             content_length: ctx.content_length,
             control: Some(ctx.control),
             upstream: ctx.upstream,
@@ -150,6 +152,10 @@ impl TapBody {
 
     /// The stream died: the rescue for its pending calls, reported, if they need one.
     fn take_rescue(&mut self, how: EndHow) -> Option<Bytes> {
+        if self.content == ContentKind::Json && self.shaper.passed() > 0 {
+            // A JSON body the client has begun to read cannot be replaced.
+            return None;
+        }
         let (bytes, events) = self
             .rescue
             .as_mut()?

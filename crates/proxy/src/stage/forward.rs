@@ -221,7 +221,13 @@ pub async fn forward(
             .map(str::to_string)
     });
     let rescue = match (parked, &session) {
-        _ if !shared.config.rescue || content != ContentKind::Sse => None,
+        _ if !shared.config.rescue => None,
+        // A JSON body can be rescued only when its length was not promised in the head.
+        _ if content == ContentKind::Json => (exchange.http_method == "POST"
+            && content_length.is_none())
+        .then(|| Rescue::for_json_request(message.as_ref()))
+        .flatten(),
+        _ if content != ContentKind::Sse => None,
         (Some(parked), Some(session)) => Some(Rescue::resuming(parked, session.clone())),
         _ if exchange.http_method == "POST" => {
             Rescue::for_request(message.as_ref(), revision.as_deref(), session.clone())
