@@ -27,7 +27,7 @@ const SETTLE: Duration = Duration::from_millis(150);
 const STALL_WATCH: Duration = Duration::from_millis(judge::PROMPT_MS as u64 + 1_000);
 
 /// The longest a starting client holds its start-up permit without sending a request.
-pub const START_WINDOW: Duration = Duration::from_secs(3);
+pub const START_WINDOW: Duration = Duration::from_secs(2);
 
 /// How long the end of a cell waits for its recording to be written.
 const FINISH_PATIENCE: Duration = Duration::from_secs(5);
