@@ -3,6 +3,8 @@
 #
 #   .venv/                  python3 -m venv at the repo root, with PyPI mcp==2.3.0 (the official
 #                           Python SDK) for tests/peers/py_server.py and tests/peers/py_client.py
+#   .venv-mcp1/             a second venv with PyPI mcp<2 (the Python SDK 1.x, still pinned by many
+#                           clients) for tests/peers/py1_client.py (the matrix and --rescue tests)
 #   tests/peers/node/       npm ci of @modelcontextprotocol/sdk (the official TypeScript SDK, 1.x)
 #                           from the committed package-lock.json, for tests/peers/node/*.mjs
 #
@@ -13,6 +15,8 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 MCP_PY_PIN="mcp==2.3.0"
 VENV="$ROOT/.venv"
+MCP1_PY_PIN="mcp==1.30.0"
+VENV1="$ROOT/.venv-mcp1"
 NODE_DIR="$ROOT/tests/peers/node"
 
 die() { echo "setup-peers: $*" >&2; exit 1; }
@@ -40,6 +44,26 @@ then
 fi
 "$VENV/bin/python" -c 'import mcp, uvicorn; from mcp.server.mcpserver import MCPServer; from mcp import Client' \
     || die "the Python SDK in $VENV does not import"
+
+# --- Python SDK 1.x (its own venv) -------------------------------------------------------------
+if [ ! -x "$VENV1/bin/python" ]; then
+    python3 -m venv "$VENV1" || die "python3 -m venv failed (on Debian: apt-get install python3-venv)"
+fi
+if ! "$VENV1/bin/python" - "$MCP1_PY_PIN" <<'PY' >/dev/null 2>&1
+import sys
+from importlib.metadata import version
+want = sys.argv[1].split("==")[1]
+sys.exit(0 if version("mcp") == want else 1)
+PY
+then
+    log="$(mktemp)"
+    if ! "$VENV1/bin/python" -m pip install --quiet --disable-pip-version-check "$MCP1_PY_PIN" >"$log" 2>&1; then
+        cat "$log" >&2; rm -f "$log"; die "pip install $MCP1_PY_PIN failed"
+    fi
+    rm -f "$log"
+fi
+"$VENV1/bin/python" -c 'import mcp; from mcp.client.streamable_http import streamablehttp_client' \
+    || die "the Python SDK 1.x in $VENV1 does not import"
 
 # --- TypeScript SDK ---------------------------------------------------------------------------
 if [ ! -f "$NODE_DIR/node_modules/@modelcontextprotocol/sdk/package.json" ] \

@@ -65,6 +65,7 @@ pub fn proxy_config(args: &ProxyArgs, upstream: Uri) -> Config {
             connect: args.connect_timeout.unwrap_or(defaults.connect),
             response_head: args.response_head_timeout.unwrap_or(defaults.response_head),
         },
+        rescue: args.rescue,
         ..Default::default()
     }
 }
@@ -159,6 +160,11 @@ pub async fn run_proxy(args: ProxyArgs) -> anyhow::Result<()> {
     running.proxy.shared.set_planner(engine.clone());
     for label in engine.armed() {
         eprintln!("mcpscope: fault rule armed: {label}");
+    }
+    if args.rescue {
+        eprintln!(
+            "mcpscope: --rescue: calls whose stream dies unresumable are answered with a JSON-RPC error"
+        );
     }
     eprintln!(
         "mcpscope: listening on http://{} (upstream {upstream_shown})",

@@ -39,6 +39,9 @@ pub enum Command {
     Export(ExportArgs),
     /// Rewrite a recording (version 1 or 2) in the current format, version 2.
     Convert(ConvertArgs),
+    /// Run a client command through every stream death and judge how it reacts; exit 1 if it
+    /// has a defect.
+    Matrix(MatrixArgs),
 }
 
 /// Where to listen: a port, or host:port.
@@ -177,6 +180,11 @@ pub struct ProxyArgs {
     /// Arm the fault rules of a TOML file.
     #[arg(long = "faults", value_name = "FILE")]
     pub faults_file: Option<PathBuf>,
+    /// When a call's SSE stream dies before its response and the client cannot resume it,
+    /// answer the call with a JSON-RPC error (code -32000) naming the death, then end the
+    /// stream cleanly, instead of passing the death on.
+    #[arg(long)]
+    pub rescue: bool,
 }
 
 /// Options of `serve-test`.
@@ -288,6 +296,51 @@ pub struct ConvertArgs {
     /// Replace OUTPUT if it exists (never through a symbolic link).
     #[arg(long)]
     pub overwrite: bool,
+}
+
+/// Options of `matrix`.
+#[derive(Debug, Clone, Args)]
+pub struct MatrixArgs {
+    /// The client command and its arguments; `{url}` is replaced by the proxy's URL.
+    #[arg(last = true, value_name = "COMMAND")]
+    pub command: Vec<String>,
+    /// Comma-separated cases to run (default: all; see --list).
+    #[arg(long, value_name = "LIST")]
+    pub cases: Option<String>,
+    /// Print the cases and exit.
+    #[arg(long)]
+    pub list: bool,
+    /// How long the client may run per cell, from its first request, before it is killed (its
+    /// start-up may take as long again).
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = duration)]
+    pub timeout: Duration,
+    /// The fault hits the first tools/call of this tool (default: of any tool).
+    #[arg(long, value_name = "NAME", conflicts_with = "method")]
+    pub tool: Option<String>,
+    /// The fault hits the first request of this method.
+    #[arg(long, value_name = "METHOD")]
+    pub method: Option<String>,
+    /// The MCP server to use (default: a built-in test server per cell, set up for its case).
+    #[arg(long, value_name = "URL")]
+    pub upstream: Option<String>,
+    /// Print one JSON object per cell instead of the table.
+    #[arg(long)]
+    pub json: bool,
+    /// Also write JUnit XML here: a test case per cell, a failure per defect.
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<PathBuf>,
+    /// Also write a Markdown table for a bug report here.
+    #[arg(long, value_name = "FILE")]
+    pub markdown: Option<PathBuf>,
+    /// Keep each cell's recording here as CASE.jsonl (open one with `mcpscope replay`).
+    #[arg(long, value_name = "DIR")]
+    pub record_dir: Option<PathBuf>,
+    /// How many cells run at once [default: all].
+    #[arg(long, value_name = "N")]
+    pub jobs: Option<usize>,
+    /// Run every cell's proxy with --rescue.
+    #[arg(long)]
+    pub rescue: bool,
 }
 
 #[cfg(test)]

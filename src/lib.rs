@@ -5,5 +5,6 @@ pub mod app;
 pub mod cli;
 pub mod demo;
 pub mod headless;
+pub mod matrix;
 pub mod replay;
 pub mod signals;

@@ -79,6 +79,7 @@ fn main() -> ExitCode {
             Some(Command::ServeTest(args)) => app::serve_test(&args).await,
             Some(Command::Replay(args)) => mcpscope::replay::run(&args).await,
             Some(Command::Demo(args)) => mcpscope::demo::run(&args).await,
+            Some(Command::Matrix(args)) => mcpscope::matrix::run(&args).await,
             Some(Command::Check(_) | Command::Export(_) | Command::Convert(_)) => Ok(()),
         }
     });

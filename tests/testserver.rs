@@ -546,3 +546,45 @@ async fn demo_client_carries_on_after_a_dead_stream() {
     .await
     .expect("bounded");
 }
+
+#[tokio::test]
+async fn get_refusals_answer_gets_or_resumptions_with_their_status() {
+    tokio::time::timeout(BOUND, async {
+        let every_get = testserver::GetRefusal {
+            every_get: Some(405),
+            resumption: None,
+        };
+        let srv = testserver::start_refusing(default_opts(), every_get)
+            .await
+            .expect("start");
+        let mut c = init(&srv.url(), "2025-11-25").await;
+        assert_eq!(send(&mut c, Method::GET, &[], None).await.status, 405);
+        assert_eq!(
+            c.resume("s1-1", json!(1)).await.expect("resume").status,
+            405
+        );
+        srv.shutdown().await;
+
+        let resumption = testserver::GetRefusal {
+            every_get: None,
+            resumption: Some(404),
+        };
+        let srv = testserver::start_refusing(default_opts(), resumption)
+            .await
+            .expect("start");
+        let mut c = init(&srv.url(), "2025-11-25").await;
+        assert_eq!(
+            c.resume("s1-1", json!(1)).await.expect("resume").status,
+            404
+        );
+        let get = c
+            .send(Method::GET, None, &[])
+            .await
+            .expect("a plain GET is served");
+        assert_eq!(get.status, 200);
+        drop(get);
+        srv.shutdown().await;
+    })
+    .await
+    .expect("bounded");
+}

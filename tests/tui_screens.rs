@@ -290,3 +290,36 @@ fn copy_yields_the_request_json() {
         other => panic!("expected a copy, got {other:?}"),
     }
 }
+
+#[test]
+fn detail_pane_says_what_a_rescued_call_got() {
+    let mut events = scenario();
+    let base = Model::from_events(&events).0;
+    let orphan = base
+        .calls
+        .iter()
+        .find(|c| matches!(c.verdict, mcpscope_engine::model::Verdict::Orphaned { .. }))
+        .expect("the scenario has an orphan");
+    let t = events.last().map(|e| e.t).expect("events");
+    events.push(mcpscope_engine::event::Event {
+        t,
+        kind: mcpscope_engine::event::EventKind::CallRescued {
+            stream: orphan.owner,
+            id: orphan.id.clone(),
+            message: "upstream stream reset 5 ms after the last event; mcpscope --rescue".into(),
+        },
+    });
+    let model = Model::from_events(&events).0;
+    let mut app = app();
+    screen(&mut app, &model, scenario_now());
+    key(&mut app, &model, KeyCode::Enter);
+    let s = screen(&mut app, &model, scenario_now());
+    assert!(
+        s.contains("orphaned — stream ended before the response"),
+        "{s}"
+    );
+    assert!(
+        s.contains("the client got: upstream stream reset 5 ms after the last event"),
+        "{s}"
+    );
+}

@@ -207,6 +207,16 @@ pub enum EventKind {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         rule: Option<String>,
     },
+    /// The proxy answered a call whose stream died unresumable with a JSON-RPC error of its
+    /// own (`--rescue`), so that the client stops waiting.
+    CallRescued {
+        /// Exchange id (the stream that died).
+        stream: StreamId,
+        /// The JSON-RPC id of the rescued request.
+        id: Value,
+        /// The error message written to the client (it names the death).
+        message: String,
+    },
     /// A note from the tool (e.g. a replay mismatch); shown, never interpreted.
     Note {
         /// Exchange id, if the note is about one.
@@ -230,7 +240,8 @@ macro_rules! stream_field {
             | EventKind::InvalidMessage { stream: $s, .. }
             | EventKind::StreamEnded { stream: $s, .. }
             | EventKind::UpstreamUnreachable { stream: $s, .. }
-            | EventKind::FaultInjected { stream: $s, .. } => $exchange,
+            | EventKind::FaultInjected { stream: $s, .. }
+            | EventKind::CallRescued { stream: $s, .. } => $exchange,
         }
     };
 }

@@ -39,6 +39,7 @@ fn kinds(notices: &[Notice]) -> Vec<&'static str> {
             What::UpstreamUnreachable { .. } => "upstream_unreachable",
             What::InvalidMessage { .. } => "invalid_message",
             What::FaultInjected { .. } => "fault_injected",
+            What::CallRescued { .. } => "call_rescued",
             What::CallInputRequired { .. } => "call_input_required",
             What::CallContinued { .. } => "call_continued",
             What::ServerRequest { .. } => "server_request",
@@ -86,6 +87,33 @@ fn r2025_06_18_sse_reset_orphans_the_call() {
     assert!(kinds(&notices).ends_with(&["stream_ended", "call_orphaned"]));
     assert_eq!(model.counts().orphaned, 1);
     assert_eq!(model.counts().pending, 0);
+}
+
+/// `--rescue`: the proxy answered the orphan itself; the call says so, and its verdict stays what
+/// the upstream did.
+#[test]
+fn a_rescue_attaches_to_the_orphaned_call() {
+    let mut s = sse_call("2025-06-18", "poke");
+    s.wait(20).finish(2, EndHow::Reset, Leg::Upstream);
+    s.push(EventKind::CallRescued {
+        stream: 2,
+        id: json!(1),
+        message: "upstream stream reset 20 ms after the response head; mcpscope --rescue".into(),
+    });
+    let (model, notices) = s.fold();
+    let poke = last_call(&model, "poke").expect("call");
+    assert!(matches!(poke.verdict, Verdict::Orphaned { .. }));
+    assert!(
+        poke.rescued
+            .as_deref()
+            .is_some_and(|m| m.contains("--rescue"))
+    );
+    assert!(kinds(&notices).ends_with(&["call_orphaned", "call_rescued"]));
+    let line = notices.last().map(Notice::line).unwrap_or_default();
+    assert!(
+        line.contains("CALL RESCUED") && line.contains("poke"),
+        "{line}"
+    );
 }
 
 #[test]

@@ -12,6 +12,7 @@ pub mod error;
 pub mod forward;
 pub mod hub;
 pub mod mock;
+pub mod rescue;
 pub mod running;
 pub mod shaper;
 pub mod shared;
@@ -73,6 +74,9 @@ pub struct Config {
     pub timeouts: Timeouts,
     /// How much one exchange may make the proxy hold.
     pub limits: Limits,
+    /// Answer a call whose SSE stream dies unresumable with a JSON-RPC error of the proxy's own
+    /// instead of passing the death on (`--rescue`).
+    pub rescue: bool,
 }
 
 impl Default for Config {
@@ -87,6 +91,7 @@ impl Default for Config {
             allow_hosts: Vec::new(),
             timeouts: Timeouts::default(),
             limits: Limits::default(),
+            rescue: false,
         }
     }
 }

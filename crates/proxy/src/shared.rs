@@ -33,6 +33,8 @@ pub struct Shared {
     live: Mutex<HashMap<StreamId, Live>>,
     down_until: Mutex<Option<Instant>>,
     planner: RwLock<Option<Arc<dyn Planner>>>,
+    /// Calls of resumable deaths kept for a rescue on their resumption (`--rescue`).
+    pub(crate) parked: crate::rescue::Parking,
 }
 
 impl Shared {
@@ -47,6 +49,7 @@ impl Shared {
             live: Mutex::new(HashMap::new()),
             down_until: Mutex::new(None),
             planner: RwLock::new(None),
+            parked: crate::rescue::Parking::default(),
         }
     }
 

@@ -14,6 +14,7 @@ use hyper::body::Incoming;
 use tokio::sync::mpsc::UnboundedReceiver;
 
 use super::conn::ResetFlag;
+use super::rescue::Rescue;
 use super::shaper::{Finish, Reach, Shaper};
 use super::shared::lock;
 use super::sink::{EventSink, Passed};
@@ -51,6 +52,8 @@ pub struct TapContext {
     pub upstream: Option<UpstreamConn>,
     /// Where the connection goes back when the body has ended cleanly (for the next request).
     pub link: ConnSlot,
+    /// The calls to rescue if the stream dies (`--rescue`).
+    pub rescue: Option<Rescue>,
 }
 
 /// The response body the client reads.
@@ -59,6 +62,7 @@ pub struct TapBody {
     sink: EventSink,
     reset: ResetFlag,
     shared: Arc<Shared>,
+    content: ContentKind,
     content_length: Option<u64>,
     /// Live fault commands, until their sender is gone.
     control: Option<UnboundedReceiver<Plan>>,
@@ -81,6 +85,10 @@ pub struct TapBody {
     reported: bool,
     /// Trailers from the upstream, passed on after the data.
     trailers: Option<Frame<Bytes>>,
+    /// The calls to rescue if the stream dies (`--rescue`).
+    rescue: Option<Rescue>,
+    /// The rescue has been sent: the body ends cleanly.
+    rescued: bool,
 }
 
 impl TapBody {
@@ -101,6 +109,7 @@ impl TapBody {
             sink: ctx.sink,
             reset: ctx.reset,
             shared: ctx.shared,
+            content: ctx.content,
             content_length: ctx.content_length,
             control: Some(ctx.control),
             upstream: ctx.upstream,
@@ -111,6 +120,8 @@ impl TapBody {
             upstream_ended: false,
             reported: false,
             trailers: None,
+            rescue: ctx.rescue,
+            rescued: false,
         }
     }
 
@@ -139,6 +150,23 @@ impl TapBody {
         });
     }
 
+    /// The stream died: the rescue for its pending calls, reported, if they need one.
+    fn take_rescue(&mut self, how: EndHow) -> Option<Bytes> {
+        if self.content == ContentKind::Json && self.shaper.passed() > 0 {
+            // A JSON body the client has begun to read cannot be replaced.
+            return None;
+        }
+        let (bytes, events) = self
+            .rescue
+            .as_mut()?
+            .take(self.stream, how, &self.shared.parked)?;
+        for kind in events {
+            self.sink.emit(kind);
+        }
+        self.rescued = true;
+        Some(bytes)
+    }
+
     /// The shaper cut the stream: the upstream is no longer read (nor its connection kept).
     fn follow_cut(&mut self) {
         if self.shaper.finish().is_some() && self.inner.is_some() {
@@ -159,6 +187,9 @@ impl TapBody {
         for event in seen.drain(..) {
             // Event-aligned: reported only when the client gets it whole.
             if self.shaper.place(&event, aligned) {
+                if let Some(rescue) = self.rescue.as_mut() {
+                    rescue.passed(&event);
+                }
                 for kind in event.into_events() {
                     self.sink.emit(kind);
                 }
@@ -295,8 +326,12 @@ impl Body for TapBody {
                 Some(Finish::Eof { injected }) => {
                     let detail = injected.then(|| "injected".to_string());
                     this.report_end(EndHow::Eof, Leg::Upstream, detail);
+                    if let Some(bytes) = this.take_rescue(EndHow::Eof) {
+                        return Poll::Ready(Some(Ok(Frame::data(bytes))));
+                    }
                     return Poll::Ready(None);
                 }
+                Some(Finish::Abort { .. }) if this.rescued => return Poll::Ready(None),
                 Some(Finish::Abort {
                     how,
                     reset,
@@ -308,11 +343,14 @@ impl Body for TapBody {
                         cx.waker().wake_by_ref();
                         return Poll::Pending;
                     }
+                    let detail = injected.then(|| "injected".to_string());
+                    this.report_end(how, Leg::Upstream, detail);
+                    if let Some(bytes) = this.take_rescue(how) {
+                        return Poll::Ready(Some(Ok(Frame::data(bytes))));
+                    }
                     if reset {
                         this.reset.set();
                     }
-                    let detail = injected.then(|| "injected".to_string());
-                    this.report_end(how, Leg::Upstream, detail);
                     return Poll::Ready(Some(Err(ProxyError::StreamEnded(how))));
                 }
                 Some(Finish::Hold) => return Poll::Pending,

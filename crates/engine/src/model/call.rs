@@ -99,6 +99,9 @@ pub struct Call {
     /// Set when the retention policy collapsed it to a compact row (params, response and
     /// progress dropped); holds [`Call::seq`] to find the detail in the recording.
     pub evicted: Option<(u64, u64)>,
+    /// The error the proxy answered the client with when its stream died (`--rescue`), if it
+    /// did; the verdict stays what the upstream did.
+    pub rescued: Option<String>,
 }
 
 impl Call {

@@ -191,6 +191,26 @@ impl Model {
                     },
                 });
             }
+            EventKind::CallRescued {
+                stream,
+                id,
+                message,
+            } => {
+                let Some(si) = self.stream_index.get(stream).copied() else {
+                    return out;
+                };
+                if let Some(index) = self.find_call(si, Direction::ServerToClient, id) {
+                    self.calls[index].rescued = Some(message.clone());
+                    out.push(Notice {
+                        t,
+                        what: What::CallRescued {
+                            call: self.call_ref(index),
+                            stream: *stream,
+                            message: message.clone(),
+                        },
+                    });
+                }
+            }
             EventKind::Note { stream, text } => self.notes.push((t, *stream, text.clone())),
         }
         self.enforce_retention();
@@ -644,6 +664,7 @@ impl Model {
             continues: None,
             seq: (stream.opened_seq, self.seq()),
             evicted: None,
+            rescued: None,
         };
         if dir == Direction::ClientToServer && method == "initialize" {
             if let Some(info) = params.get("clientInfo") {

@@ -195,6 +195,16 @@ pub enum What {
         /// Why.
         reason: String,
     },
+    /// The proxy answered a call whose stream died with an error of its own (`--rescue`).
+    CallRescued {
+        /// The call.
+        #[serde(flatten)]
+        call: CallRef,
+        /// The stream that died.
+        stream: StreamId,
+        /// The error message the client got.
+        message: String,
+    },
     /// The proxy injected a fault.
     FaultInjected {
         /// The stream.
@@ -328,6 +338,11 @@ impl Notice {
             What::FaultInjected { stream, fault } => {
                 format!("FAULT INJECTED    {fault} on #{stream}")
             }
+            What::CallRescued {
+                call: c,
+                stream,
+                message,
+            } => format!("CALL RESCUED      {} on #{stream}: {message}", call(c)),
         };
         format!("{t} {text}")
     }

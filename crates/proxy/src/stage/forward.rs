@@ -12,6 +12,7 @@ use super::read::ClientRequest;
 use super::{Exchange, answer};
 use crate::error::ProxyError;
 use crate::forward::{closes_after, header_list, strip_hop_by_hop, upstream_uri};
+use crate::rescue::{self, Parked, Rescue};
 use crate::shared::{Shared, lock};
 use crate::tap::{TapBody, TapContext};
 use crate::upstream::{self, SendError, UpstreamConn};
@@ -19,6 +20,46 @@ use crate::{ConnSlot, ProxyBody, transport};
 use mcpscope_engine::event::{Direction, EndHow, EventKind, Leg};
 use mcpscope_engine::fault::Plan;
 use mcpscope_engine::wire::ContentKind;
+
+/// With `--rescue`: the calls parked for this resumption (a GET with `Last-Event-ID`), if any.
+fn parked_for(shared: &Shared, exchange: &Exchange, headers: &http::HeaderMap) -> Option<Parked> {
+    if !shared.config.rescue || exchange.http_method != "GET" {
+        return None;
+    }
+    let last = headers.get("last-event-id")?.to_str().ok()?;
+    shared
+        .parked
+        .take(exchange.session.as_deref()?, last.trim())
+}
+
+/// A resumption refused by the upstream (`status`): its parked calls are answered with the
+/// rescue's error on a stream of the proxy's own.
+fn rescue_refused(
+    shared: &Shared,
+    exchange: &Exchange,
+    parked: &Parked,
+    status: StatusCode,
+) -> Response<ProxyBody> {
+    shared.unregister(exchange.stream);
+    let message = format!(
+        "{}; resumption refused ({}); mcpscope --rescue",
+        parked.death,
+        status.as_u16()
+    );
+    let (bytes, events) = rescue::answer(exchange.stream, parked.pending.clone(), &message);
+    let text = String::from_utf8_lossy(&bytes).into_owned();
+    let response = answer::local(
+        shared,
+        exchange.stream,
+        StatusCode::OK,
+        "text/event-stream",
+        text,
+    );
+    for kind in events {
+        shared.sink.emit(kind);
+    }
+    response
+}
 
 /// Why a request did not get a response head from the upstream.
 enum UpstreamFailure {
@@ -48,6 +89,12 @@ pub async fn forward(
         message,
     } = request;
     let id = || answer::request_id(message.as_ref());
+    let revision = parts
+        .headers
+        .get("mcp-protocol-version")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string);
+    let parked = parked_for(shared, &exchange, &parts.headers);
     let uri = match upstream_uri(&shared.config.upstream, &parts.uri) {
         Ok(uri) => uri,
         Err(e) => {
@@ -135,6 +182,11 @@ pub async fn forward(
         }
     };
 
+    if let Some(parked) = &parked
+        && !response.status().is_success()
+    {
+        return Ok(rescue_refused(shared, &exchange, parked, response.status()));
+    }
     let (mut parts, incoming) = response.into_parts();
     // An upstream that closes its connection after this response (close-delimited body or
     // `Connection: close`) is mirrored: the client's connection closes after it too.
@@ -168,6 +220,20 @@ pub async fn forward(
             .and_then(|v| v.to_str().ok())
             .map(str::to_string)
     });
+    let rescue = match (parked, &session) {
+        _ if !shared.config.rescue => None,
+        // A JSON body can be rescued only when its length was not promised in the head.
+        _ if content == ContentKind::Json => (exchange.http_method == "POST"
+            && content_length.is_none())
+        .then(|| Rescue::for_json_request(message.as_ref()))
+        .flatten(),
+        _ if content != ContentKind::Sse => None,
+        (Some(parked), Some(session)) => Some(Rescue::resuming(parked, session.clone())),
+        _ if exchange.http_method == "POST" => {
+            Rescue::for_request(message.as_ref(), revision.as_deref(), session.clone())
+        }
+        _ => None,
+    };
     let tap = TapBody::new(
         incoming,
         TapContext {
@@ -182,6 +248,7 @@ pub async fn forward(
             control,
             upstream: Some(upstream),
             link,
+            rescue,
         },
     );
     Ok(Response::from_parts(parts, tap.boxed_unsync()))

@@ -69,6 +69,15 @@ impl Default for Options {
     }
 }
 
+/// GET requests the server refuses, to show how a client copes when it cannot listen or resume.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct GetRefusal {
+    /// Answer every GET with this status (e.g. 405: no standalone or resumption stream).
+    pub every_get: Option<u16>,
+    /// Answer every resumption (GET with `Last-Event-ID`) with this status (e.g. 404).
+    pub resumption: Option<u16>,
+}
+
 /// A running test server.
 #[derive(Debug)]
 pub struct TestServer {
@@ -100,9 +109,16 @@ impl TestServer {
 
 /// Binds, spawns the server and returns at once.
 pub async fn start(opts: Options) -> anyhow::Result<TestServer> {
+    start_refusing(opts, GetRefusal::default()).await
+}
+
+/// [`start`], refusing the GET requests `refusal` names.
+pub async fn start_refusing(opts: Options, refusal: GetRefusal) -> anyhow::Result<TestServer> {
     let listener = TcpListener::bind(opts.listen).await?;
     let addr = listener.local_addr()?;
-    let shared = Arc::new(Shared::new(opts));
+    let mut shared = Shared::new(opts);
+    shared.refusal = refusal;
+    let shared = Arc::new(shared);
     let (tx, rx) = watch::channel(false);
     let task = tokio::spawn(accept_loop(listener, shared, rx));
     Ok(TestServer {
@@ -157,6 +173,7 @@ async fn accept_loop(
 #[derive(Debug)]
 pub(crate) struct Shared {
     opts: Options,
+    refusal: GetRefusal,
     sessions: Mutex<HashMap<String, Session>>,
     /// The `peek`/`poke` counter.
     pub(crate) counter: AtomicI64,
@@ -201,6 +218,7 @@ impl Shared {
     fn new(opts: Options) -> Self {
         Self {
             opts,
+            refusal: GetRefusal::default(),
             sessions: Mutex::new(HashMap::new()),
             counter: AtomicI64::new(0),
             next_stream: AtomicU64::new(1),
@@ -569,6 +587,19 @@ fn get(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Body> {
         Ok(pair) => pair,
         Err(resp) => return *resp,
     };
+    let resuming = header_str(&req, "last-event-id").is_some();
+    let refused = shared
+        .refusal
+        .every_get
+        .or(shared.refusal.resumption.filter(|_| resuming));
+    if let Some(status) = refused.and_then(|s| StatusCode::from_u16(s).ok()) {
+        let mut resp = empty(status);
+        if status == StatusCode::METHOD_NOT_ALLOWED {
+            resp.headers_mut()
+                .insert(header::ALLOW, HeaderValue::from_static("POST, DELETE"));
+        }
+        return resp;
+    }
     if let Some(last) = header_str(&req, "last-event-id") {
         let Some((name, seq)) = stream::parse_event_id(last) else {
             return http_error(

@@ -177,6 +177,9 @@ fn call_lines(app: &App, model: &Model, call: &Call, now: DateTime<Utc>) -> Vec<
             theme.injected(),
         )));
     }
+    if let Some(message) = &call.rescued {
+        out.push(kv(theme, "rescued", format!("the client got: {message}")));
+    }
     out.push(Line::default());
     out.push(head(theme, "Timings"));
     out.push(kv(theme, "  sent", clock(call.started_at, app.tz)));

@@ -1,0 +1,369 @@
+//! `--rescue`: when a POST's SSE stream dies before its responses and the client cannot resume
+//! it (no event id seen, or revision 2026-07-28), the client gets a JSON-RPC error per pending
+//! request on that stream, then a clean end, instead of a death it may wait on forever.
+
+use std::collections::VecDeque;
+use std::sync::Mutex;
+use std::time::Instant;
+
+use bytes::Bytes;
+use mcpscope_engine::event::{EndHow, EventKind, StreamId};
+use mcpscope_engine::wire::jsonrpc::{self, Kind};
+use mcpscope_engine::wire::observe::SeenEvent;
+use serde_json::{Value, json};
+
+/// The JSON-RPC error code of a rescue: -32000, the implementation-defined server error the
+/// official MCP SDKs already use for "connection closed", so clients treat it as the transport
+/// failure it stands for.
+pub const RESCUE_CODE: i64 = -32000;
+
+/// The revision whose calls can never be resumed.
+const SESSIONLESS: &str = "2026-07-28";
+
+/// Parked rescues kept at most (the oldest is forgotten first).
+const MAX_PARKED: usize = 256;
+
+/// The calls of a stream that died resumable, kept until the client's resumption: if that is
+/// refused or dies too, they are rescued on it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Parked {
+    /// The requests still without a response.
+    pub pending: Vec<Value>,
+    /// The first death, in words (`upstream stream reset 12 ms after the last event`).
+    pub death: String,
+}
+
+/// Parked rescues by session and last event id.
+#[derive(Debug, Default)]
+pub struct Parking(Mutex<VecDeque<((String, String), Parked)>>);
+
+impl Parking {
+    fn lock(&self) -> std::sync::MutexGuard<'_, VecDeque<((String, String), Parked)>> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Keeps `parked` for a resumption of `session` from `last_event_id`.
+    pub fn park(&self, session: String, last_event_id: String, parked: Parked) {
+        let mut list = self.lock();
+        list.push_back(((session, last_event_id), parked));
+        while list.len() > MAX_PARKED {
+            list.pop_front();
+        }
+    }
+
+    /// Takes what was parked for a resumption of `session` from `last_event_id`.
+    pub fn take(&self, session: &str, last_event_id: &str) -> Option<Parked> {
+        let mut list = self.lock();
+        let at = list
+            .iter()
+            .position(|((s, id), _)| s == session && id == last_event_id)?;
+        list.remove(at).map(|(_, parked)| parked)
+    }
+}
+
+/// The SSE bytes that answer `pending` with the rescue's error `message`, and their events.
+pub fn answer(stream: StreamId, pending: Vec<Value>, message: &str) -> (Bytes, Vec<EventKind>) {
+    // A blank line first: whatever event the death cut short ends before the rescue.
+    let mut text = String::from("\n\n");
+    let mut events = Vec::new();
+    for id in pending {
+        let error = json!({
+            "jsonrpc": "2.0",
+            "id": id,
+            "error": {"code": RESCUE_CODE, "message": message},
+        });
+        text.push_str(&format!("event: message\ndata: {error}\n\n"));
+        events.push(EventKind::CallRescued {
+            stream,
+            id,
+            message: message.to_string(),
+        });
+    }
+    (Bytes::from(text), events)
+}
+
+/// The JSON body that answers `pending` with the rescue's error `message` (an array for a
+/// batch), and its events.
+fn json_answer(
+    stream: StreamId,
+    pending: Vec<Value>,
+    message: &str,
+    batch: bool,
+) -> (Bytes, Vec<EventKind>) {
+    let errors: Vec<Value> = pending
+        .iter()
+        .map(|id| {
+            json!({
+                "jsonrpc": "2.0",
+                "id": id,
+                "error": {"code": RESCUE_CODE, "message": message},
+            })
+        })
+        .collect();
+    let body = match (batch, errors.as_slice()) {
+        (false, [one]) => one.to_string(),
+        _ => Value::Array(errors).to_string(),
+    };
+    let events = pending
+        .into_iter()
+        .map(|id| EventKind::CallRescued {
+            stream,
+            id,
+            message: message.to_string(),
+        })
+        .collect();
+    (Bytes::from(body), events)
+}
+
+/// What the tap tracks of one stream to rescue its calls.
+#[derive(Debug)]
+pub struct Rescue {
+    /// Requests still without a response.
+    pending: Vec<Value>,
+    /// The session, to park a resumable death under.
+    session: Option<String>,
+    /// The last event id seen.
+    last_event_id: Option<String>,
+    /// An earlier death this stream resumes, in words.
+    earlier: Option<String>,
+    /// An SSE event with an id passed (the client may resume).
+    event_id_seen: bool,
+    /// The request's revision cannot resume.
+    sessionless: bool,
+    /// When the last event passed (or the stream began).
+    last_event: Instant,
+    /// Whether an event has passed.
+    any_event: bool,
+    /// The body is JSON, not SSE: the rescue is the body itself (one error, or an array).
+    json: bool,
+    /// The request was a batch (its JSON rescue is an array).
+    batch: bool,
+}
+
+impl Rescue {
+    /// Tracks the requests of a POST body sent at `revision` in `session`; `None` when it
+    /// carries none.
+    pub fn for_request(
+        message: Option<&Value>,
+        revision: Option<&str>,
+        session: Option<String>,
+    ) -> Option<Self> {
+        let pending: Vec<Value> = jsonrpc::messages(message?)
+            .into_iter()
+            .filter_map(|m| match jsonrpc::classify(m) {
+                Kind::Request { id, .. } => Some(id.clone()),
+                _ => None,
+            })
+            .collect();
+        if pending.is_empty() {
+            return None;
+        }
+        Some(Self {
+            pending,
+            session,
+            last_event_id: None,
+            earlier: None,
+            event_id_seen: false,
+            sessionless: revision == Some(SESSIONLESS),
+            last_event: Instant::now(),
+            any_event: false,
+            json: false,
+            batch: false,
+        })
+    }
+
+    /// [`Rescue::for_request`] for a JSON response: rescued, if it dies before any of its bytes
+    /// reached the client, with the error (an array of them for a batch) as the body.
+    pub fn for_json_request(message: Option<&Value>) -> Option<Self> {
+        let mut rescue = Self::for_request(message, None, None)?;
+        rescue.json = true;
+        rescue.batch = message.is_some_and(Value::is_array);
+        Some(rescue)
+    }
+
+    /// Tracks a resumption (in `session`) of the calls `parked` when their stream died.
+    pub fn resuming(parked: Parked, session: String) -> Self {
+        Self {
+            pending: parked.pending,
+            session: Some(session),
+            last_event_id: None,
+            earlier: Some(parked.death),
+            event_id_seen: false,
+            sessionless: false,
+            last_event: Instant::now(),
+            any_event: false,
+            json: false,
+            batch: false,
+        }
+    }
+
+    /// Notes an event the client got: its id, and the responses it carries.
+    pub fn passed(&mut self, event: &SeenEvent) {
+        self.last_event = Instant::now();
+        self.any_event = true;
+        if let EventKind::SseEvent { id: Some(id), .. } = &event.event {
+            self.event_id_seen = true;
+            self.last_event_id = Some(id.clone());
+        }
+        if let Some(EventKind::Message { body, .. }) = &event.message {
+            for m in jsonrpc::messages(body) {
+                if let Kind::Result { id, .. } | Kind::Error { id, .. } = jsonrpc::classify(m) {
+                    let text = jsonrpc::id_text(id);
+                    self.pending.retain(|p| jsonrpc::id_text(p) != text);
+                }
+            }
+        }
+    }
+
+    /// The death (`how`), in words.
+    fn death(&self, how: EndHow) -> String {
+        let ms = self.last_event.elapsed().as_millis();
+        let death = match how {
+            EndHow::Eof => "ended",
+            EndHow::Reset => "reset",
+            EndHow::Error | EndHow::Cancelled => "failed",
+        };
+        let when = if self.json {
+            format!("{ms} ms after the response head, before any byte of its JSON body")
+        } else if self.any_event {
+            format!("{ms} ms after the last event")
+        } else {
+            format!("{ms} ms after the response head, before any event")
+        };
+        let what = if self.earlier.is_some() {
+            "resumed stream"
+        } else {
+            "stream"
+        };
+        let now = format!("upstream {what} {death} {when}");
+        match &self.earlier {
+            Some(earlier) => format!("{earlier}; {now}"),
+            None => now,
+        }
+    }
+
+    /// When the stream died (`how`): the SSE bytes to send the client and the events that
+    /// report them, or `None` when nothing needs rescuing or the client can resume (then the
+    /// calls are parked in `parking` for its resumption).
+    pub fn take(
+        &mut self,
+        stream: StreamId,
+        how: EndHow,
+        parking: &Parking,
+    ) -> Option<(Bytes, Vec<EventKind>)> {
+        if self.pending.is_empty() {
+            return None;
+        }
+        let death = self.death(how);
+        if self.event_id_seen && !self.sessionless {
+            if let (Some(session), Some(id)) = (self.session.clone(), self.last_event_id.clone()) {
+                let pending = std::mem::take(&mut self.pending);
+                parking.park(session, id, Parked { pending, death });
+            }
+            return None;
+        }
+        let message = format!("{death}; mcpscope --rescue");
+        let pending = std::mem::take(&mut self.pending);
+        if self.json {
+            return Some(json_answer(stream, pending, &message, self.batch));
+        }
+        Some(answer(stream, pending, &message))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn seen(id: Option<&str>, body: Option<Value>) -> SeenEvent {
+        SeenEvent {
+            start: 0,
+            end: 1,
+            event: EventKind::SseEvent {
+                stream: 1,
+                id: id.map(str::to_string),
+                event: None,
+                retry: None,
+                data: String::new(),
+                start: 0,
+                end: 1,
+            },
+            message: body.map(|body| EventKind::Message {
+                stream: 1,
+                dir: mcpscope_engine::event::Direction::ServerToClient,
+                body,
+            }),
+        }
+    }
+
+    #[test]
+    fn a_pending_call_without_event_ids_is_rescued_with_its_id() {
+        let req = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {}});
+        let mut r = Rescue::for_request(Some(&req), Some("2025-06-18"), None).expect("a request");
+        r.passed(&seen(None, None));
+        let parking = Parking::default();
+        let (bytes, events) = r.take(1, EndHow::Reset, &parking).expect("rescued");
+        let text = std::str::from_utf8(&bytes).expect("utf-8");
+        assert!(text.starts_with("\n\nevent: message\ndata: {"), "{text}");
+        assert!(
+            text.contains("\"id\":7") && text.contains("-32000"),
+            "{text}"
+        );
+        assert!(
+            text.contains("reset") && text.contains("after the last event"),
+            "{text}"
+        );
+        assert!(matches!(&events[..], [EventKind::CallRescued { id, .. }] if id == &json!(7)));
+        assert!(r.take(1, EndHow::Reset, &parking).is_none(), "rescued once");
+    }
+
+    #[test]
+    fn answered_or_resumable_calls_and_notifications_are_left_alone() {
+        let parking = Parking::default();
+        let req = json!({"jsonrpc": "2.0", "id": "a", "method": "tools/call"});
+        let mut answered = Rescue::for_request(Some(&req), None, None).expect("a request");
+        answered.passed(&seen(
+            None,
+            Some(json!({"jsonrpc": "2.0", "id": "a", "result": {}})),
+        ));
+        assert!(answered.take(1, EndHow::Eof, &parking).is_none());
+
+        let mut sessionless =
+            Rescue::for_request(Some(&req), Some(SESSIONLESS), None).expect("request");
+        sessionless.passed(&seen(Some("s1/0"), None));
+        assert!(sessionless.take(1, EndHow::Reset, &parking).is_some());
+
+        let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+        assert!(Rescue::for_request(Some(&note), None, None).is_none());
+
+        let mut json_body = Rescue::for_json_request(Some(&req)).expect("request");
+        let (bytes, _) = json_body.take(1, EndHow::Reset, &parking).expect("rescued");
+        let body: Value = serde_json::from_slice(&bytes).expect("JSON");
+        assert_eq!(body["id"], "a");
+        assert_eq!(body["error"]["code"], RESCUE_CODE);
+    }
+
+    /// A death with an event id is left to the client's resumption; if that dies too before the
+    /// response, the resumption carries the rescue, naming both deaths.
+    #[test]
+    fn a_resumable_death_is_parked_then_rescued_on_a_failed_resumption() {
+        let parking = Parking::default();
+        let req = json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call"});
+        let mut first =
+            Rescue::for_request(Some(&req), Some("2025-11-25"), Some("S".into())).expect("request");
+        first.passed(&seen(Some("s1/0"), None));
+        assert!(first.take(1, EndHow::Reset, &parking).is_none());
+        assert!(parking.take("S", "s1/9").is_none());
+        let parked = parking.take("S", "s1/0").expect("parked");
+        assert_eq!(parked.pending, [json!(4)]);
+        assert!(parking.take("S", "s1/0").is_none(), "taken once");
+
+        let mut again = Rescue::resuming(parked, "S".into());
+        let (bytes, _) = again.take(2, EndHow::Eof, &parking).expect("rescued");
+        let text = std::str::from_utf8(&bytes).expect("utf-8");
+        assert!(
+            text.contains("upstream stream reset") && text.contains("resumed stream ended"),
+            "{text}"
+        );
+    }
+}

@@ -1,0 +1,234 @@
+//! The matrix's cases: one stream death (or control) each, with the test server set up for it.
+
+use mcpscope_testkit::testserver::GetRefusal;
+
+/// What a correct client does when the case's fault hits its call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Expect {
+    /// Nothing breaks: the call is answered.
+    Answer,
+    /// The call's stream dies: resume when an event id allows it, else give up at once.
+    Death,
+    /// An HTTP error answers the call (`what` names it): give up at once, or start over.
+    HttpError(&'static str),
+    /// The result never comes on a live stream: waiting is no defect (it looks like a slow tool).
+    Stall,
+}
+
+/// How the built-in test server is set up for a case.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ServerSetup {
+    /// Put `id:` fields on SSE events (resumption possible).
+    pub event_ids: bool,
+    /// Answer with `application/json` bodies instead of SSE.
+    pub json: bool,
+    /// GET requests refused.
+    pub refusal: GetRefusal,
+    /// The `retry:` hint of the priming event (2025-11-25), ms.
+    pub retry_ms: Option<u64>,
+}
+
+/// One case of the matrix.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Case {
+    /// Its name (`--cases`).
+    pub name: &'static str,
+    /// What happens, in words.
+    pub about: &'static str,
+    /// The fault, in the rule grammar without matchers; `None` for the control.
+    pub fault: Option<&'static str>,
+    /// The test server's setup (ignored with `--upstream`).
+    pub server: ServerSetup,
+    /// What a correct client does.
+    pub expect: Expect,
+}
+
+const NO_IDS: ServerSetup = ServerSetup {
+    event_ids: false,
+    json: false,
+    refusal: GetRefusal {
+        every_get: None,
+        resumption: None,
+    },
+    retry_ms: None,
+};
+
+const WITH_IDS: ServerSetup = ServerSetup {
+    event_ids: true,
+    ..NO_IDS
+};
+
+/// The `retry:` hint of the `retry-hint` case, ms.
+pub const RETRY_HINT_MS: u64 = 1_500;
+
+/// Every case, in the order they are shown.
+pub const CASES: &[Case] = &[
+    Case {
+        name: "healthy",
+        about: "no fault (control)",
+        fault: None,
+        server: WITH_IDS,
+        expect: Expect::Answer,
+    },
+    Case {
+        name: "reset-after-event",
+        about: "SSE stream reset after its first event, no event ids",
+        fault: Some("reset after 1 events"),
+        server: NO_IDS,
+        expect: Expect::Death,
+    },
+    Case {
+        name: "reset-after-headers",
+        about: "SSE stream reset after the response head, before any event",
+        fault: Some("reset"),
+        server: NO_IDS,
+        expect: Expect::Death,
+    },
+    Case {
+        name: "eof-before-result",
+        about: "SSE stream ends cleanly after its first event, before the result",
+        fault: Some("eof after 1 events"),
+        server: NO_IDS,
+        expect: Expect::Death,
+    },
+    Case {
+        name: "server-dies",
+        about: "server dies: the call's and GET streams reset, connections refused for 3 s",
+        fault: Some("server-dies:3s after 1 events"),
+        server: NO_IDS,
+        expect: Expect::Death,
+    },
+    Case {
+        name: "json-reset",
+        about: "JSON response reset halfway through its body",
+        fault: Some("json-reset"),
+        server: ServerSetup {
+            json: true,
+            ..NO_IDS
+        },
+        expect: Expect::Death,
+    },
+    Case {
+        name: "priming-then-reset",
+        about: "priming event with an id, then reset; every GET answered 405",
+        fault: Some("reset after 1 events"),
+        server: ServerSetup {
+            refusal: GetRefusal {
+                every_get: Some(405),
+                resumption: None,
+            },
+            ..WITH_IDS
+        },
+        expect: Expect::Death,
+    },
+    Case {
+        name: "resumable",
+        about: "SSE stream with event ids reset after two events; resumption works",
+        fault: Some("reset after 2 events"),
+        server: WITH_IDS,
+        expect: Expect::Death,
+    },
+    Case {
+        name: "resume-refused",
+        about: "SSE stream with event ids reset after two events; resumption answered 404",
+        fault: Some("reset after 2 events"),
+        server: ServerSetup {
+            refusal: GetRefusal {
+                every_get: None,
+                resumption: Some(404),
+            },
+            ..WITH_IDS
+        },
+        expect: Expect::Death,
+    },
+    Case {
+        name: "retry-hint",
+        about: "priming event with an id and retry: 1500, then a clean end (a deliberate close)",
+        fault: Some("eof after 1 events"),
+        server: ServerSetup {
+            retry_ms: Some(RETRY_HINT_MS),
+            ..WITH_IDS
+        },
+        expect: Expect::Death,
+    },
+    Case {
+        name: "stall",
+        about: "the result is swallowed; the stream stays open",
+        fault: Some("stall"),
+        server: NO_IDS,
+        expect: Expect::Stall,
+    },
+    Case {
+        name: "session-expired",
+        about: "the call is answered 404 Session not found",
+        fault: Some("404"),
+        server: WITH_IDS,
+        expect: Expect::HttpError("session expiry"),
+    },
+    Case {
+        name: "status-503",
+        about: "the call is answered 503 Service Unavailable",
+        fault: Some("503"),
+        server: WITH_IDS,
+        expect: Expect::HttpError("HTTP 503"),
+    },
+];
+
+/// The case of that name.
+pub fn find(name: &str) -> Option<&'static Case> {
+    CASES.iter().find(|c| c.name == name)
+}
+
+/// The cases `--cases a,b` names (all when `None`); an unknown name is an error naming it.
+pub fn select(list: Option<&str>) -> Result<Vec<&'static Case>, String> {
+    let Some(list) = list else {
+        return Ok(CASES.iter().collect());
+    };
+    let mut out = Vec::new();
+    for name in list.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+        let case = find(name).ok_or_else(|| {
+            let known: Vec<&str> = CASES.iter().map(|c| c.name).collect();
+            format!("unknown case {name:?} (known: {})", known.join(", "))
+        })?;
+        if !out.contains(&case) {
+            out.push(case);
+        }
+    }
+    if out.is_empty() {
+        return Err("--cases names no case".into());
+    }
+    Ok(out)
+}
+
+/// The rule armed for a case: its fault, hitting the first request the target matches.
+pub fn rule(fault: &str, target: &str) -> String {
+    format!("{fault} when {target} nth=1 once")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_rule_parses_and_names_are_unique() {
+        for case in CASES {
+            if let Some(fault) = case.fault {
+                let text = rule(fault, "method=tools/call");
+                assert!(
+                    mcpscope_engine::fault::spec::parse_rule(&text).is_ok(),
+                    "{text}"
+                );
+            }
+            assert_eq!(CASES.iter().filter(|c| c.name == case.name).count(), 1);
+        }
+    }
+
+    #[test]
+    fn select_keeps_order_given_and_refuses_unknown_names() {
+        let picked = select(Some("stall,healthy,stall")).expect("known");
+        let names: Vec<&str> = picked.iter().map(|c| c.name).collect();
+        assert_eq!(names, ["stall", "healthy"]);
+        assert!(select(Some("nope")).is_err_and(|e| e.contains("nope")));
+        assert_eq!(select(None).map(|v| v.len()), Ok(CASES.len()));
+    }
+}

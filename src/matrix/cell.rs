@@ -1,0 +1,195 @@
+//! One cell: a server (when built in), a proxy with the case's fault armed, the client once, and
+//! the judgement.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use http::Uri;
+use mcpscope_engine::model::Model;
+use mcpscope_engine::record::{Create, Recorder};
+use mcpscope_engine::redact::Redactor;
+use mcpscope_proxy::Config;
+use mcpscope_proxy::running::start_proxy;
+use mcpscope_testkit::testserver;
+
+use super::cases::{self, Case, Expect};
+use super::client::{self, ClientRun};
+use super::judge::{self, Judgement, Target};
+use mcpscope_engine::event::EventKind;
+
+/// How long the proxy goes on after the client ended, so that the last events arrive.
+const SETTLE: Duration = Duration::from_millis(150);
+
+/// How long a stall is watched after it fires: any reaction is correct, so once a prompt give-up
+/// is ruled out the cell has seen what it needs.
+const STALL_WATCH: Duration = Duration::from_millis(judge::PROMPT_MS as u64 + 1_000);
+
+/// The longest a starting client holds its start-up permit without sending a request.
+pub const START_WINDOW: Duration = Duration::from_secs(2);
+
+/// How long the end of a cell waits for its recording to be written.
+const FINISH_PATIENCE: Duration = Duration::from_secs(5);
+
+/// What every cell shares.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    /// The client command, with `{url}` placeholders.
+    pub command: Vec<String>,
+    /// How long the client may run.
+    pub timeout: Duration,
+    /// Which requests the fault hits.
+    pub target: Target,
+    /// The upstream to use instead of a built-in test server per cell.
+    pub upstream: Option<Uri>,
+    /// Where each cell's recording goes.
+    pub record_dir: Option<PathBuf>,
+    /// Run the proxy with `--rescue`.
+    pub rescue: bool,
+    /// Clients starting at once are held to the machine's cores: a client holds a permit from
+    /// its spawn until its first request (or [`START_WINDOW`]).
+    pub starting: Arc<tokio::sync::Semaphore>,
+}
+
+/// A cell's result.
+#[derive(Debug, Clone)]
+pub struct CellResult {
+    /// The case.
+    pub case: &'static Case,
+    /// The judgement.
+    pub judgement: Judgement,
+    /// The client process.
+    pub client: ClientRun,
+    /// Milliseconds the client ran.
+    pub elapsed_ms: i64,
+    /// The cell's recording, if kept.
+    pub recording: Option<PathBuf>,
+}
+
+/// What the cell's proxy has seen so far, for the client's deadline.
+#[derive(Debug, Clone, Copy, Default)]
+struct Seen {
+    /// The client's first request arrived.
+    request: bool,
+    /// The case's fault fired.
+    fault: bool,
+}
+
+/// When the client is stopped: `timeout` after its first request (its start-up does not count,
+/// but may itself take at most `timeout`), or, for a stall, [`STALL_WATCH`] after it fired.
+async fn stop_when(mut seen: tokio::sync::watch::Receiver<Seen>, timeout: Duration, stall: bool) {
+    let mut stalled = seen.clone();
+    let started = async move {
+        let _ = seen.wait_for(|s| s.request).await;
+        tokio::time::sleep(timeout).await;
+    };
+    let stall_seen = async move {
+        if !stall || stalled.wait_for(|s| s.fault).await.is_err() {
+            return std::future::pending().await;
+        }
+        tokio::time::sleep(STALL_WATCH).await;
+    };
+    tokio::select! {
+        () = tokio::time::sleep(timeout * 2) => {}
+        () = started => {}
+        () = stall_seen => {}
+    }
+}
+
+/// Runs one cell.
+pub async fn run(case: &'static Case, plan: &Plan) -> anyhow::Result<CellResult> {
+    let server = match &plan.upstream {
+        Some(_) => None,
+        None => Some(
+            testserver::start_refusing(
+                testserver::Options {
+                    json_responses: case.server.json,
+                    event_ids: case.server.event_ids,
+                    retry_ms: case.server.retry_ms,
+                    ..testserver::Options::default()
+                },
+                case.server.refusal,
+            )
+            .await
+            .context("cannot start the test server")?,
+        ),
+    };
+    let upstream = match (&plan.upstream, &server) {
+        (Some(uri), _) => uri.clone(),
+        (None, Some(server)) => server.url().parse().context("test server URL")?,
+        (None, None) => anyhow::bail!("no upstream"),
+    };
+    let recorder = match &plan.record_dir {
+        Some(dir) => {
+            let path = dir.join(format!("{}.jsonl", case.name));
+            Some(
+                Recorder::create(&path, Create::Replace, true)
+                    .with_context(|| format!("cannot create the recording {}", path.display()))?,
+            )
+        }
+        None => None,
+    };
+    let config = Config {
+        upstream,
+        rescue: plan.rescue,
+        ..Config::default()
+    };
+    let mut running = start_proxy(config, recorder, Redactor::new()).await?;
+    if let Some(fault) = case.fault {
+        let rule =
+            mcpscope_engine::fault::spec::parse_rule(&cases::rule(fault, &plan.target.matchers()))
+                .map_err(|e| mcpscope_engine::UsageError(format!("--tool/--method: {e}")))?;
+        let engine = mcpscope_engine::fault::RuleEngine::new();
+        engine.add(rule);
+        running.proxy.shared.set_planner(Arc::new(engine));
+    }
+    let mut feed = running.hub.take_output().context("view feed taken")?;
+    let (seen_tx, seen) = tokio::sync::watch::channel(Seen::default());
+    let fold = tokio::spawn(async move {
+        let mut model = Model::new();
+        while let Some(event) = feed.recv().await {
+            match event.kind {
+                EventKind::StreamOpened { .. } => {
+                    seen_tx.send_if_modified(|s| !std::mem::replace(&mut s.request, true));
+                }
+                EventKind::FaultInjected { .. } => {
+                    seen_tx.send_if_modified(|s| !std::mem::replace(&mut s.fault, true));
+                }
+                _ => {}
+            }
+            model.apply(&event);
+        }
+        model
+    });
+    let permit = Arc::clone(&plan.starting).acquire_owned().await;
+    let mut started = seen.clone();
+    tokio::spawn(async move {
+        let _permit = permit;
+        let _ = tokio::time::timeout(START_WINDOW, started.wait_for(|s| s.request)).await;
+    });
+    let stop = stop_when(seen, plan.timeout, case.expect == Expect::Stall);
+    let url = format!("http://{}/mcp", running.proxy.addr);
+    let argv = client::substitute(&plan.command, &url);
+    let run = client::run(&argv, stop).await;
+    let ended_at = run.exited_at.unwrap_or_else(chrono::Utc::now);
+    tokio::time::sleep(SETTLE).await;
+    running.proxy.shutdown();
+    drop(running.proxy);
+    let recording = running.hub.recording.clone();
+    let _ = tokio::task::spawn_blocking(move || running.hub.finish_within(FINISH_PATIENCE)).await;
+    let model = fold.await.context("the cell's model")?;
+    if let Some(server) = server {
+        server.shutdown().await;
+    }
+    let elapsed_ms = run
+        .started_at
+        .map_or(0, |start| (ended_at - start).num_milliseconds());
+    Ok(CellResult {
+        case,
+        judgement: judge::judge(&model, &plan.target, case.expect, &run),
+        client: run,
+        elapsed_ms,
+        recording,
+    })
+}

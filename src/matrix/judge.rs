@@ -1,0 +1,529 @@
+//! One cell's judgement: what the proxy's model saw of the provoked call, plus the client process.
+
+use chrono::{DateTime, Utc};
+use mcpscope_engine::event::Direction;
+use mcpscope_engine::model::{Call, Model, Verdict};
+use mcpscope_export::check::{may_have_executed, non_idempotent};
+
+use super::cases::Expect;
+use super::client::ClientRun;
+
+/// A client that reacts within this long after the death gave up promptly.
+pub const PROMPT_MS: i64 = 2_000;
+
+/// How much sooner than the server's `retry:` hint a resumption may come (timer granularity).
+const RETRY_SLACK_MS: i64 = 100;
+
+/// The revision whose calls can never be resumed.
+const SESSIONLESS: &str = "2026-07-28";
+
+/// What the client did with the provoked call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// The call was answered.
+    Ok,
+    /// The client gave up promptly.
+    Failed,
+    /// Nothing until the timeout (or the client's own much later timeout).
+    Hung,
+    /// A resumption GET with `Last-Event-ID` got the result.
+    Resumed,
+    /// The client sent the request again.
+    Retried,
+}
+
+impl Outcome {
+    /// The word shown.
+    pub fn word(self) -> &'static str {
+        match self {
+            Outcome::Ok => "ok",
+            Outcome::Failed => "failed",
+            Outcome::Hung => "hung",
+            Outcome::Resumed => "resumed",
+            Outcome::Retried => "retried",
+        }
+    }
+}
+
+/// Which requests the fault hits.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Target {
+    /// `tools/call` of any tool.
+    AnyTool,
+    /// `tools/call` of this tool.
+    Tool(String),
+    /// Requests of this method.
+    Method(String),
+}
+
+impl Target {
+    /// The rule matchers that select it.
+    pub fn matchers(&self) -> String {
+        match self {
+            Target::AnyTool => "method=tools/call".into(),
+            Target::Tool(tool) => format!("tool={tool}"),
+            Target::Method(method) => format!("method={method}"),
+        }
+    }
+
+    fn matches(&self, call: &Call) -> bool {
+        if call.dir != Direction::ClientToServer {
+            return false;
+        }
+        match self {
+            Target::AnyTool => call.method == "tools/call",
+            Target::Tool(tool) => call.tool.as_deref() == Some(tool.as_str()),
+            Target::Method(method) => &call.method == method,
+        }
+    }
+}
+
+/// The judgement of one cell.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Judgement {
+    /// What the client did.
+    pub outcome: Outcome,
+    /// Milliseconds from the death (or fault) to the client's reaction, if it reacted.
+    pub reaction_ms: Option<i64>,
+    /// `correct`, or the defect.
+    pub verdict: String,
+    /// The defect, if any.
+    pub defect: Option<String>,
+    /// What a correct client does here.
+    pub expected: String,
+    /// The call ran twice upstream and its tool is neither read-only nor idempotent.
+    pub double_execution: bool,
+    /// The provoked call's final state in the proxy's model.
+    pub call_verdict: Option<String>,
+    /// Whether the fault fired on the call.
+    pub provoked: bool,
+}
+
+/// What the model says of the provoked call.
+struct Seen<'a> {
+    call: &'a Call,
+    /// When the call broke: its stream's death, its error, or the fault.
+    broke_at: DateTime<Utc>,
+    /// The client could resume (an event id seen, a revision that resumes).
+    resumable: bool,
+    /// The client tried a resumption.
+    tried_resume: bool,
+    /// The client resumed before the server's `retry:` hint had passed (ms early).
+    resumed_early: Option<i64>,
+    /// The client's later calls repeating it.
+    retries: Vec<&'a Call>,
+}
+
+fn first_target<'a>(model: &'a Model, target: &Target) -> Option<&'a Call> {
+    let mut matching = model.calls.iter().filter(|c| target.matches(c));
+    let first = matching.clone().next();
+    matching.find(|c| c.injected).or(first)
+}
+
+fn seen<'a>(model: &'a Model, call: &'a Call) -> Seen<'a> {
+    let fault_at = model
+        .notes
+        .iter()
+        .find(|(_, stream, text)| *stream == Some(call.request_stream) && text.starts_with("fault"))
+        .map(|(t, _, _)| *t);
+    let request_stream = model.stream(call.request_stream);
+    // A call answered on another stream (a resumption) broke when its own stream ended.
+    let handed_over = request_stream
+        .filter(|_| call.owner != call.request_stream)
+        .and_then(|s| s.ended.as_ref())
+        .map(|end| end.at);
+    let broke_at = call
+        .verdict
+        .death()
+        .map(|d| d.at)
+        .or(fault_at)
+        .or(handed_over)
+        .or(call.ended_at)
+        .unwrap_or(call.started_at);
+    let resumable = call.revision.as_deref() != Some(SESSIONLESS)
+        && request_stream.is_some_and(|s| s.last_event_id.is_some() || has_event_id(s));
+    let tried_resume = model
+        .streams
+        .iter()
+        .any(|s| s.resumes == Some(call.request_stream));
+    let retries = model
+        .calls
+        .iter()
+        .filter(|c| retry_chain_reaches(model, c, call.index))
+        .collect();
+    let hint = request_stream.and_then(|s| s.retry_ms);
+    let first_resume = model
+        .streams
+        .iter()
+        .filter(|s| s.resumes == Some(call.request_stream))
+        .map(|s| s.opened_at)
+        .min();
+    let resumed_early = match (hint, first_resume) {
+        (Some(hint), Some(at)) => {
+            let waited = ms_between(broke_at, at);
+            let hint = i64::try_from(hint).unwrap_or(i64::MAX);
+            (waited + RETRY_SLACK_MS < hint).then_some(hint - waited)
+        }
+        _ => None,
+    };
+    Seen {
+        call,
+        broke_at,
+        resumable,
+        tried_resume,
+        resumed_early,
+        retries,
+    }
+}
+
+fn has_event_id(stream: &mcpscope_engine::model::Stream) -> bool {
+    stream.marks.iter().any(|m| m.id.is_some())
+}
+
+fn retry_chain_reaches(model: &Model, call: &Call, target: usize) -> bool {
+    let mut at = call.retry_of;
+    let mut hops = 0;
+    while let Some(prev) = at {
+        if prev == target {
+            return true;
+        }
+        hops += 1;
+        if hops > model.calls.len() {
+            return false;
+        }
+        at = model.calls.get(prev).and_then(|c| c.retry_of);
+    }
+    false
+}
+
+fn ms_between(from: DateTime<Utc>, to: DateTime<Utc>) -> i64 {
+    (to - from).num_milliseconds().max(0)
+}
+
+/// Whether an output line reports a failure (the client printed its error).
+fn reports_error(line: &str) -> bool {
+    let lower = line.to_ascii_lowercase();
+    ["error", "fail", "exception", "timed out", "timeout"]
+        .iter()
+        .any(|word| lower.contains(word))
+}
+
+/// When the client gave up after `broke_at`: it exited, printed an error or cancelled the call.
+fn gave_up_at(seen: &Seen<'_>, run: &ClientRun) -> Option<DateTime<Utc>> {
+    let after = |t: &DateTime<Utc>| *t >= seen.broke_at;
+    let mut times: Vec<DateTime<Utc>> = Vec::new();
+    times.extend(run.exited_at);
+    times.extend(
+        run.lines
+            .iter()
+            .filter(|(t, line)| after(t) && reports_error(line))
+            .map(|(t, _)| *t)
+            .next(),
+    );
+    if let Verdict::Cancelled { at } = seen.call.verdict {
+        times.push(at);
+    }
+    times.into_iter().filter(after).min()
+}
+
+/// When the client first tried to resume the call.
+fn resumed_at(model: &Model, seen: &Seen<'_>) -> Option<DateTime<Utc>> {
+    model
+        .streams
+        .iter()
+        .filter(|s| s.resumes == Some(seen.call.request_stream))
+        .map(|s| s.opened_at)
+        .min()
+}
+
+/// Judges one cell.
+pub fn judge(model: &Model, target: &Target, expect: Expect, run: &ClientRun) -> Judgement {
+    let Some(call) = first_target(model, target) else {
+        return no_call(expect, run);
+    };
+    let seen = seen(model, call);
+    let answered = matches!(call.verdict, Verdict::Answered);
+    let resumed = answered
+        && call.owner != call.request_stream
+        && model
+            .stream(call.owner)
+            .is_some_and(|s| s.resumes.is_some());
+    let double_execution = seen.retries.iter().any(|retry| {
+        non_idempotent(model, retry)
+            && may_have_executed(model, call)
+            && may_have_executed(model, retry)
+    });
+    let gave_up_ms = gave_up_at(&seen, run).map(|t| ms_between(seen.broke_at, t));
+    let (outcome, reaction_ms) = if resumed {
+        let at = resumed_at(model, &seen);
+        (Outcome::Resumed, at.map(|t| ms_between(seen.broke_at, t)))
+    } else if answered {
+        (
+            Outcome::Ok,
+            call.ended_at.map(|t| ms_between(seen.broke_at, t)),
+        )
+    } else if let Some(retry) = seen.retries.first() {
+        (
+            Outcome::Retried,
+            Some(ms_between(seen.broke_at, retry.started_at)),
+        )
+    } else if gave_up_ms.is_some_and(|ms| ms <= PROMPT_MS) {
+        (Outcome::Failed, gave_up_ms)
+    } else {
+        (Outcome::Hung, gave_up_ms)
+    };
+    let (expected, defect) = verdict(expect, &seen, outcome, double_execution);
+    Judgement {
+        outcome,
+        reaction_ms: if matches!(outcome, Outcome::Ok) && !call.injected {
+            None
+        } else {
+            reaction_ms
+        },
+        verdict: defect.clone().unwrap_or_else(|| "correct".into()),
+        defect,
+        expected,
+        double_execution,
+        call_verdict: Some(call.verdict.name().to_string()),
+        provoked: call.injected,
+    }
+}
+
+fn no_call(expect: Expect, run: &ClientRun) -> Judgement {
+    let outcome = if run.killed {
+        Outcome::Hung
+    } else {
+        Outcome::Failed
+    };
+    let defect = match &run.spawn_error {
+        Some(e) => e.clone(),
+        None => "never sent the call".to_string(),
+    };
+    Judgement {
+        outcome,
+        reaction_ms: None,
+        verdict: defect.clone(),
+        defect: Some(defect),
+        expected: expected_text(expect, false).into(),
+        double_execution: false,
+        call_verdict: None,
+        provoked: false,
+    }
+}
+
+fn expected_text(expect: Expect, resumable: bool) -> &'static str {
+    match expect {
+        Expect::Answer => "answered",
+        Expect::Death if resumable => "resumes with Last-Event-ID (or fails if refused)",
+        Expect::Death => "fails at once (no event id to resume from)",
+        Expect::HttpError(_) => "fails at once or starts over",
+        Expect::Stall => "waits or gives up (a stall looks like a slow tool)",
+    }
+}
+
+/// What a correct client does, and the defect if this one did not.
+fn verdict(
+    expect: Expect,
+    seen: &Seen<'_>,
+    outcome: Outcome,
+    double_execution: bool,
+) -> (String, Option<String>) {
+    let expected = expected_text(expect, seen.resumable).to_string();
+    if double_execution {
+        return (expected, Some("double execution".into()));
+    }
+    if let Some(early) = seen.resumed_early {
+        return (
+            expected,
+            Some(format!("ignores retry hint ({early} ms early)")),
+        );
+    }
+    let defect = match (expect, outcome) {
+        (_, Outcome::Ok | Outcome::Resumed) if expect != Expect::Answer || !seen.call.injected => {
+            None
+        }
+        (Expect::Answer, Outcome::Ok) => None,
+        (Expect::Answer, Outcome::Hung) => Some("hangs on a healthy call"),
+        (Expect::Answer, _) => Some("fails a healthy call"),
+        (Expect::Stall, _) => None,
+        (Expect::HttpError(_), Outcome::Failed | Outcome::Retried) => None,
+        (Expect::HttpError("session expiry"), _) => Some("hangs on session expiry"),
+        (Expect::HttpError(_), _) => Some("hangs on HTTP error"),
+        (Expect::Death, Outcome::Hung) if seen.tried_resume => {
+            Some("hangs after failed resumption")
+        }
+        (Expect::Death, Outcome::Hung) => Some("hangs on stream death"),
+        (Expect::Death, Outcome::Failed | Outcome::Retried)
+            if seen.resumable && !seen.tried_resume =>
+        {
+            Some("no resumption despite event id")
+        }
+        (Expect::Death, _) => None,
+    };
+    (expected, defect.map(str::to_string))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mcpscope_engine::event::{EndHow, Leg};
+    use mcpscope_testkit::fixtures::{Script, last_call};
+    use serde_json::json;
+
+    const S1: &[(&str, &str)] = &[("mcp-session-id", "s1")];
+
+    /// A `poke` call on stream 2 whose SSE stream dies after one event (with `id`, if given).
+    fn death(revision: &str, id: Option<&str>) -> Model {
+        let mut s = Script::ticking();
+        s.initialize(revision)
+            .post(
+                2,
+                S1,
+                json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "poke"}}),
+            )
+            .respond(2, 200, "text/event-stream", S1)
+            .event(2, id, None)
+            .wait(10)
+            .finish(2, EndHow::Reset, Leg::Upstream);
+        s.fold().0
+    }
+
+    fn died_at(model: &Model) -> DateTime<Utc> {
+        let call = last_call(model, "poke").expect("call");
+        call.verdict.death().map(|d| d.at).expect("died")
+    }
+
+    fn exited(at: DateTime<Utc>, code: i32, line: &str) -> ClientRun {
+        ClientRun {
+            exited_at: Some(at),
+            code: Some(code),
+            lines: vec![(at, line.to_string())],
+            ..ClientRun::default()
+        }
+    }
+
+    fn killed() -> ClientRun {
+        ClientRun {
+            killed: true,
+            ..ClientRun::default()
+        }
+    }
+
+    fn ms(n: i64) -> chrono::TimeDelta {
+        chrono::TimeDelta::milliseconds(n)
+    }
+
+    #[test]
+    fn a_client_killed_at_the_timeout_hangs_on_stream_death() {
+        let model = death("2025-06-18", None);
+        let j = judge(&model, &Target::AnyTool, Expect::Death, &killed());
+        assert_eq!(j.outcome, Outcome::Hung);
+        assert_eq!(j.defect.as_deref(), Some("hangs on stream death"));
+    }
+
+    #[test]
+    fn a_prompt_exit_fails_correctly_and_a_late_one_hangs() {
+        let model = death("2025-06-18", None);
+        let at = died_at(&model);
+        let prompt = exited(at + ms(40), 1, "error: stream reset");
+        let j = judge(&model, &Target::AnyTool, Expect::Death, &prompt);
+        assert_eq!((j.outcome, j.reaction_ms), (Outcome::Failed, Some(40)));
+        assert_eq!((j.verdict.as_str(), j.defect), ("correct", None));
+
+        let late = exited(at + ms(PROMPT_MS + 500), 1, "error: timed out");
+        let j = judge(&model, &Target::AnyTool, Expect::Death, &late);
+        assert_eq!(j.outcome, Outcome::Hung);
+        assert_eq!(j.reaction_ms, Some(PROMPT_MS + 500));
+        assert_eq!(j.defect.as_deref(), Some("hangs on stream death"));
+    }
+
+    #[test]
+    fn giving_up_on_a_stream_with_an_event_id_without_resuming_is_a_defect() {
+        let model = death("2025-11-25", Some("s1-1"));
+        let at = died_at(&model);
+        let j = judge(
+            &model,
+            &Target::AnyTool,
+            Expect::Death,
+            &exited(at + ms(5), 1, "error: reset"),
+        );
+        assert_eq!(j.outcome, Outcome::Failed);
+        assert_eq!(j.defect.as_deref(), Some("no resumption despite event id"));
+        assert!(j.expected.contains("Last-Event-ID"), "{}", j.expected);
+    }
+
+    #[test]
+    fn output_that_is_not_an_error_is_no_reaction_and_stalls_are_never_defects() {
+        let model = death("2025-06-18", None);
+        let at = died_at(&model);
+        let mut run = killed();
+        run.lines.push((at + ms(3), "progress 1.0".into()));
+        let j = judge(&model, &Target::AnyTool, Expect::Death, &run);
+        assert_eq!(j.outcome, Outcome::Hung);
+        let j = judge(&model, &Target::AnyTool, Expect::Stall, &run);
+        assert_eq!((j.outcome, j.defect), (Outcome::Hung, None));
+    }
+
+    /// A deliberate close with `retry: 1500`, then a resumption `after_ms` later.
+    fn retry_hint_then_resumption(after_ms: i64) -> Model {
+        let mut s = Script::ticking();
+        s.initialize("2025-11-25")
+            .post(
+                2,
+                S1,
+                json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "poke"}}),
+            )
+            .respond(2, 200, "text/event-stream", S1)
+            .push(mcpscope_engine::event::EventKind::SseEvent {
+                stream: 2,
+                id: Some("s1-1".into()),
+                event: None,
+                retry: Some(1500),
+                data: String::new(),
+                start: 0,
+                end: 1,
+            })
+            .finish(2, EndHow::Eof, Leg::Upstream)
+            .wait(after_ms)
+            .open_with(
+                3,
+                "GET",
+                &[("mcp-session-id", "s1"), ("last-event-id", "s1-1")],
+            )
+            .respond(3, 200, "text/event-stream", S1)
+            .event(
+                3,
+                Some("s1-2"),
+                Some(json!({"jsonrpc": "2.0", "id": 1, "result": {"content": []}})),
+            );
+        s.fold().0
+    }
+
+    #[test]
+    fn resuming_before_the_retry_hint_is_a_defect_and_after_it_is_correct() {
+        let early = retry_hint_then_resumption(200);
+        let j = judge(&early, &Target::AnyTool, Expect::Death, &killed());
+        assert_eq!(j.outcome, Outcome::Resumed);
+        assert!(
+            j.defect
+                .as_deref()
+                .is_some_and(|d| d.starts_with("ignores retry hint")),
+            "{j:?}"
+        );
+        let patient = retry_hint_then_resumption(1600);
+        let j = judge(&patient, &Target::AnyTool, Expect::Death, &killed());
+        assert_eq!((j.outcome, j.defect), (Outcome::Resumed, None));
+    }
+
+    #[test]
+    fn a_client_that_never_calls_is_a_defect_naming_it() {
+        let model = Model::new();
+        let j = judge(
+            &model,
+            &Target::Tool("slow".into()),
+            Expect::Answer,
+            &killed(),
+        );
+        assert_eq!(j.defect.as_deref(), Some("never sent the call"));
+    }
+}

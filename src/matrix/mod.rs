@@ -1,0 +1,156 @@
+//! `mcpscope matrix`: runs a client command once per stream-death case, each against its own
+//! proxy with the case's fault armed, and judges how the client reacted.
+
+pub mod cases;
+pub mod cell;
+pub mod client;
+pub mod judge;
+pub mod report;
+
+use std::io::Write;
+use std::sync::Arc;
+
+use anyhow::Context;
+use tokio::sync::Semaphore;
+
+use crate::cli::MatrixArgs;
+use cell::{CellResult, Plan};
+use judge::Target;
+use mcpscope_engine::UsageError;
+
+/// Some cell found a defect (exit status 1).
+#[derive(Debug)]
+pub struct DefectsFound(pub usize);
+
+impl std::fmt::Display for DefectsFound {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "matrix: {} cell(s) found a defect", self.0)
+    }
+}
+
+impl std::error::Error for DefectsFound {}
+
+/// The `--list` text: one line per case.
+pub fn list() -> String {
+    let width = cases::CASES.iter().map(|c| c.name.len()).max().unwrap_or(0);
+    cases::CASES
+        .iter()
+        .map(|c| {
+            let fault = c.fault.unwrap_or("(none)");
+            format!("{:<width$}  {:<32}  {}\n", c.name, fault, c.about)
+        })
+        .collect()
+}
+
+fn target(args: &MatrixArgs) -> Target {
+    match (&args.tool, &args.method) {
+        (Some(tool), _) => Target::Tool(tool.clone()),
+        (None, Some(method)) => Target::Method(method.clone()),
+        (None, None) => Target::AnyTool,
+    }
+}
+
+/// Runs the matrix; `Err(DefectsFound)` when a cell found a defect.
+pub async fn run(args: &MatrixArgs) -> anyhow::Result<()> {
+    if args.list {
+        print!("{}", list());
+        return Ok(());
+    }
+    if args.command.is_empty() {
+        return Err(UsageError("matrix needs a client command after `--`".into()).into());
+    }
+    let selected = cases::select(args.cases.as_deref()).map_err(UsageError)?;
+    let upstream = args
+        .upstream
+        .as_deref()
+        .map(crate::app::parse_upstream)
+        .transpose()?;
+    if let Some(dir) = &args.record_dir {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    }
+    let plan = Arc::new(Plan {
+        command: args.command.clone(),
+        timeout: args.timeout,
+        target: target(args),
+        upstream,
+        record_dir: args.record_dir.clone(),
+        rescue: args.rescue,
+        starting: Arc::new(Semaphore::new(
+            std::thread::available_parallelism().map_or(2, |n| n.get()),
+        )),
+    });
+    let jobs = args.jobs.unwrap_or(selected.len()).max(1);
+    eprintln!(
+        "mcpscope matrix: {} cells, {jobs} at a time, {:?} each at most{}",
+        selected.len(),
+        args.timeout,
+        if args.rescue {
+            ", proxies with --rescue"
+        } else {
+            ""
+        }
+    );
+    let gate = Arc::new(Semaphore::new(jobs));
+    let total = selected.len();
+    let done = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let tasks: Vec<_> = selected
+        .into_iter()
+        .map(|case| {
+            let (plan, gate, done) = (Arc::clone(&plan), Arc::clone(&gate), Arc::clone(&done));
+            tokio::spawn(async move {
+                let _permit = gate.acquire_owned().await;
+                eprintln!("mcpscope matrix: {} running", case.name);
+                let result = cell::run(case, &plan).await;
+                let n = done.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+                match &result {
+                    Ok(cell) => eprintln!(
+                        "mcpscope matrix: [{n}/{total}] {}: {} ({}) {}",
+                        case.name,
+                        cell.judgement.outcome.word(),
+                        cell.judgement
+                            .reaction_ms
+                            .map_or_else(|| "no reaction".into(), |ms| format!("{ms} ms")),
+                        cell.judgement.verdict
+                    ),
+                    Err(e) => eprintln!("mcpscope matrix: [{n}/{total}] {}: {e:#}", case.name),
+                }
+                result
+            })
+        })
+        .collect();
+    let mut cells: Vec<CellResult> = Vec::new();
+    for task in tasks {
+        cells.push(task.await.context("a matrix cell panicked")??);
+    }
+    write_outputs(args, &cells)?;
+    match cells
+        .iter()
+        .filter(|c| c.judgement.defect.is_some())
+        .count()
+    {
+        0 => Ok(()),
+        n => Err(DefectsFound(n).into()),
+    }
+}
+
+fn write_outputs(args: &MatrixArgs, cells: &[CellResult]) -> anyhow::Result<()> {
+    let command = args.command.join(" ");
+    let mut stdout = std::io::stdout().lock();
+    if args.json {
+        for cell in cells {
+            writeln!(stdout, "{}", report::json(cell))?;
+        }
+    } else {
+        write!(stdout, "{}", report::table(cells))?;
+    }
+    stdout.flush()?;
+    if let Some(path) = &args.junit {
+        std::fs::write(path, report::junit(cells, &command))
+            .with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    if let Some(path) = &args.markdown {
+        std::fs::write(path, report::markdown(cells, &command))
+            .with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    Ok(())
+}

@@ -1,0 +1,159 @@
+//! The matrix's outputs: a terminal table, JSON lines, JUnit XML and a Markdown table.
+
+use std::fmt::Write;
+
+use mcpscope_export::junit::escape;
+use serde_json::{Value, json};
+
+use super::cell::CellResult;
+
+/// Output lines of the client kept in reports.
+const LAST_LINES: usize = 5;
+
+fn reaction(ms: Option<i64>) -> String {
+    ms.map_or_else(|| "-".to_string(), |ms| format!("{ms} ms"))
+}
+
+/// One row per cell: case, outcome, reaction time, verdict.
+pub fn table(cells: &[CellResult]) -> String {
+    let rows: Vec<[String; 4]> = cells
+        .iter()
+        .map(|c| {
+            [
+                c.case.name.to_string(),
+                c.judgement.outcome.word().to_string(),
+                reaction(c.judgement.reaction_ms),
+                c.judgement.verdict.clone(),
+            ]
+        })
+        .collect();
+    let head = ["case", "outcome", "reaction", "verdict"];
+    let mut widths = head.map(str::len);
+    for row in &rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let mut out = String::new();
+    let line = |out: &mut String, cols: [&str; 4]| {
+        let _ = writeln!(
+            out,
+            "{:<w0$}  {:<w1$}  {:>w2$}  {}",
+            cols[0],
+            cols[1],
+            cols[2],
+            cols[3],
+            w0 = widths[0],
+            w1 = widths[1],
+            w2 = widths[2]
+        );
+    };
+    line(&mut out, head);
+    for row in &rows {
+        line(&mut out, [&row[0], &row[1], &row[2], &row[3]]);
+    }
+    let defects = cells
+        .iter()
+        .filter(|c| c.judgement.defect.is_some())
+        .count();
+    let _ = writeln!(
+        out,
+        "{} cells, {} correct, {defects} with a defect",
+        cells.len(),
+        cells.len() - defects
+    );
+    out
+}
+
+/// The JSON object of one cell.
+pub fn json(cell: &CellResult) -> Value {
+    let j = &cell.judgement;
+    json!({
+        "case": cell.case.name,
+        "about": cell.case.about,
+        "outcome": j.outcome.word(),
+        "reaction_ms": j.reaction_ms,
+        "verdict": j.verdict,
+        "defect": j.defect,
+        "expected": j.expected,
+        "double_execution": j.double_execution,
+        "provoked": j.provoked,
+        "call_verdict": j.call_verdict,
+        "exit_code": cell.client.code,
+        "killed": cell.client.killed,
+        "elapsed_ms": cell.elapsed_ms,
+        "last_lines": cell.client.last_lines(LAST_LINES),
+        "recording": cell.recording.as_ref().map(|p| p.display().to_string()),
+    })
+}
+
+/// A JUnit document: one test case per cell, a failure per defect.
+pub fn junit(cells: &[CellResult], command: &str) -> String {
+    let failures = cells
+        .iter()
+        .filter(|c| c.judgement.defect.is_some())
+        .count();
+    let mut out = format!(
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"mcpscope matrix\" tests=\"{}\" failures=\"{failures}\">\n  <testsuite name=\"{}\" tests=\"{}\" failures=\"{failures}\">\n",
+        cells.len(),
+        escape(command),
+        cells.len()
+    );
+    for cell in cells {
+        let j = &cell.judgement;
+        let seconds = cell.elapsed_ms as f64 / 1000.0;
+        let _ = write!(
+            out,
+            "    <testcase name=\"{}\" classname=\"mcpscope.matrix\" time=\"{seconds:.3}\"",
+            escape(cell.case.name)
+        );
+        match &j.defect {
+            Some(defect) => {
+                let _ = write!(
+                    out,
+                    ">\n      <failure message=\"{}\" type=\"{}\">{}: {}; expected: {}; reaction: {}\n{}</failure>\n    </testcase>\n",
+                    escape(defect),
+                    j.outcome.word(),
+                    escape(cell.case.about),
+                    j.outcome.word(),
+                    escape(&j.expected),
+                    reaction(j.reaction_ms),
+                    escape(&cell.client.last_lines(LAST_LINES).join("\n"))
+                );
+            }
+            None => out.push_str("/>\n"),
+        }
+    }
+    out.push_str("  </testsuite>\n</testsuites>\n");
+    out
+}
+
+fn md_cell(text: &str) -> String {
+    text.replace('|', "\\|").replace('\n', " ")
+}
+
+/// A Markdown table for a bug report, with the mcpscope version and the client command.
+pub fn markdown(cells: &[CellResult], command: &str) -> String {
+    let mut out = format!(
+        "mcpscope {} matrix of `{}`\n\n| case | what happens | outcome | reaction | expected | verdict |\n|---|---|---|---|---|---|\n",
+        env!("CARGO_PKG_VERSION"),
+        md_cell(command)
+    );
+    for cell in cells {
+        let j = &cell.judgement;
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | {} | {} |",
+            cell.case.name,
+            md_cell(cell.case.about),
+            j.outcome.word(),
+            reaction(j.reaction_ms),
+            md_cell(&j.expected),
+            match &j.defect {
+                Some(d) => format!("**{}**", md_cell(d)),
+                None => "correct".into(),
+            }
+        );
+    }
+    out
+}
