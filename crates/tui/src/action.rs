@@ -96,7 +96,11 @@ const NO_FAULTS: &str = "no live proxy: faults are unavailable";
 impl App {
     /// Applies one action; returns what the runner must do outside the view.
     pub fn update(&mut self, action: Action, model: &Model) -> Vec<Effect> {
+        let before = self.call;
         let effects = self.apply(action, model);
+        if self.call != before {
+            self.cursor_chosen = true;
+        }
         self.sync(model);
         effects
     }

@@ -229,6 +229,9 @@ pub struct App {
     pub row_offset: usize,
     /// The selected call (stays selected when rows move).
     pub call: Option<usize>,
+    /// Whether the user has moved the cursor: until then it stays on the first listed row
+    /// (the most urgent call) as rows come and go.
+    pub cursor_chosen: bool,
     /// The tree's state.
     pub tree: TreeState<Node>,
     /// The tree pane as the layout pass drew it (drawing copies it onto the frame).
@@ -298,6 +301,7 @@ impl App {
             rows: Vec::new(),
             rows_key: None,
             row: 0,
+            cursor_chosen: false,
             row_offset: 0,
             call: None,
             tree: TreeState::default(),
@@ -336,7 +340,9 @@ impl App {
         if self.rows_key.as_ref() != Some(&key) {
             self.rows = rows::build(model, &self.filter, self.hide_answered);
             self.rows_key = Some(key);
-            if let Some(call) = self.call
+            if !self.cursor_chosen {
+                self.row = 0;
+            } else if let Some(call) = self.call
                 && let Some(pos) = self.rows.iter().position(|&c| c == call)
             {
                 self.row = pos;

@@ -142,7 +142,11 @@ pub fn render(frame: &mut Frame, app: &App, model: &Model, now: DateTime<Utc>, a
         .enumerate()
         .filter_map(|(i, &ci)| {
             let call = model.calls.get(ci)?;
-            let style = verdict_style(theme, &call.verdict);
+            let style = if call.is_tool_error() {
+                theme.error()
+            } else {
+                verdict_style(theme, &call.verdict)
+            };
             let (state, dead) = stream_state(model, call, app.tz);
             let owner = model
                 .stream(call.owner)
@@ -185,7 +189,11 @@ pub fn render(frame: &mut Frame, app: &App, model: &Model, now: DateTime<Utc>, a
                     )),
                     Column::Elapsed => Cell::from(duration_ms(call.elapsed_ms(now))),
                     Column::SinceDeath => Cell::from(since.clone()),
-                    Column::Verdict => Cell::from(call.verdict.name()),
+                    Column::Verdict => Cell::from(if call.is_tool_error() {
+                        "isError"
+                    } else {
+                        call.verdict.name()
+                    }),
                     Column::Reaction => Cell::from(reaction.clone()),
                 })
                 .collect();
@@ -198,7 +206,21 @@ pub fn render(frame: &mut Frame, app: &App, model: &Model, now: DateTime<Utc>, a
             Some(Row::new(cells).style(row_style))
         })
         .collect();
-    let widths: Vec<Constraint> = cols.iter().map(|c| c.width()).collect();
+    // The stream column grows to the longest label shown (`GET#23 resumed`).
+    let stream_width = visible
+        .iter()
+        .filter_map(|&ci| model.calls.get(ci))
+        .filter_map(|call| model.stream(call.owner))
+        .map(|s| s.label().chars().count() as u16)
+        .max()
+        .unwrap_or(0);
+    let widths: Vec<Constraint> = cols
+        .iter()
+        .map(|c| match (c, c.width()) {
+            (Column::Stream, Constraint::Length(n)) => Constraint::Length(n.max(stream_width)),
+            (_, width) => width,
+        })
+        .collect();
     let table = Table::new(rows, widths)
         .header(header)
         .style(Style::default().patch(theme.text()));

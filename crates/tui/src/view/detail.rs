@@ -125,6 +125,34 @@ fn call_lines(app: &App, model: &Model, call: &Call, now: DateTime<Utc>) -> Vec<
             ),
         ]));
     }
+    if let Some(first) = call
+        .first_death
+        .filter(|first| Some(first) != call.verdict.death())
+    {
+        let label = model
+            .stream(first.stream)
+            .map(|s| s.label())
+            .unwrap_or_default();
+        out.push(Line::from(vec![
+            Span::styled(format!("{:<11}", "first died"), theme.header()),
+            Span::styled(
+                format!(
+                    "{label} {} {} ({}) — {} ago",
+                    clock(first.at, app.tz),
+                    first.how.map(|h| h.as_str()).unwrap_or("no body"),
+                    first.leg.map(|l| l.as_str()).unwrap_or("-"),
+                    duration_ms((now - first.at).num_milliseconds())
+                ),
+                theme.stream_dead(),
+            ),
+        ]));
+    }
+    if call.is_tool_error() {
+        out.push(Line::from(Span::styled(
+            "the tool reported an error (isError: true)",
+            theme.error(),
+        )));
+    }
     if !matches!(call.verdict, Verdict::Pending | Verdict::Answered) {
         out.push(kv(theme, "reaction", call.reaction.summary()));
     }
@@ -213,7 +241,20 @@ fn timing_lines(
             Span::styled(summary, style),
         ]));
     }
-    if let Some(end) = &stream.ended {
+    if let (Some(end), Some(err)) = (&stream.ended, &stream.unreachable) {
+        // The answer mcpscope made itself: no upstream stream ended.
+        out.push(Line::from(vec![
+            Span::styled(format!("{:<11}", "  end"), theme.header()),
+            Span::styled(
+                format!(
+                    "{}  {}  answered by mcpscope (upstream unreachable: {err})",
+                    clock(end.at, app.tz),
+                    since(end.at, from),
+                ),
+                theme.stream_dead(),
+            ),
+        ]));
+    } else if let Some(end) = &stream.ended {
         let style = if model.fate(stream).is_death() {
             theme.stream_dead()
         } else {

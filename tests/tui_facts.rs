@@ -1,0 +1,176 @@
+//! The TUI shows the facts a first session with a real server needs: tool errors, uncut stream
+//! labels, the death behind a failed resumption, and the cursor on the most urgent call.
+
+use chrono::{DateTime, Duration, Offset, Utc};
+use mcpscope_engine::event::{EndHow, EventKind, Leg};
+use mcpscope_engine::model::{Model, RESUME_GRACE_MS, Verdict};
+use mcpscope_testkit::fixtures::{Script, last_call};
+use mcpscope_tui::app::App;
+use mcpscope_tui::{Info, Theme, render_to_buffer};
+use ratatui::buffer::Buffer;
+use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use ratatui::layout::Rect;
+use serde_json::{Value, json};
+
+const S1: &[(&str, &str)] = &[("mcp-session-id", "s1")];
+
+fn app() -> App {
+    let info = Info {
+        listen: Some("127.0.0.1:9000".into()),
+        upstream: Some("http://127.0.0.1:8765/mcp".into()),
+        recording: None,
+        theme: None,
+        speed: None,
+        telemetry: None,
+    };
+    App::new(info, Theme::dark(), Utc.fix())
+}
+
+fn call(name: &str, id: i64) -> Value {
+    json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":{"name":name,"arguments":{}}})
+}
+
+fn text(buf: &Buffer) -> String {
+    let area = buf.area;
+    let mut out = String::new();
+    for y in 0..area.height {
+        let mut line = String::new();
+        for x in 0..area.width {
+            line.push_str(buf[(x, y)].symbol());
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+fn screen(app: &mut App, model: &Model, now: DateTime<Utc>, width: u16) -> String {
+    app.layout(model, now, Rect::new(0, 0, width, 40));
+    text(&render_to_buffer(app, model, now, width, 40))
+}
+
+/// An answered `echo`, a `boom` answered with `isError: true`, a `wait` resumed on `GET#31`,
+/// and a `slow` whose POST#22 died and whose two resumptions never reached the upstream.
+fn script() -> Script {
+    let mut s = Script::ticking();
+    s.initialize("2025-11-25");
+    s.post(2, S1, call("echo", 1))
+        .respond(2, 200, "application/json", &[])
+        .json_body(2, json!({"jsonrpc":"2.0","id":1,"result":{"content":[]}}));
+    s.post(3, S1, call("boom", 2))
+        .respond(3, 200, "application/json", &[])
+        .json_body(
+            3,
+            json!({"jsonrpc":"2.0","id":2,"result":{"content":[],"isError":true}}),
+        );
+    s.post(30, S1, call("wait", 4))
+        .respond(30, 200, "text/event-stream", S1)
+        .event(30, Some("w1"), None)
+        .finish(30, EndHow::Reset, Leg::Upstream);
+    s.open_with(
+        31,
+        "GET",
+        &[("mcp-session-id", "s1"), ("last-event-id", "w1")],
+    )
+    .respond(31, 200, "text/event-stream", S1);
+    s.post(22, S1, call("slow", 3))
+        .respond(22, 200, "text/event-stream", S1)
+        .event(22, Some("e1"), None)
+        .finish(22, EndHow::Reset, Leg::Upstream);
+    for stream in [23, 24] {
+        s.open_with(
+            stream,
+            "GET",
+            &[("mcp-session-id", "s1"), ("last-event-id", "e1")],
+        );
+        s.push(EventKind::UpstreamUnreachable {
+            stream,
+            error: "connection refused".into(),
+        });
+        s.respond(stream, 502, "application/json", &[])
+            .finish(stream, EndHow::Eof, Leg::Upstream);
+    }
+    s
+}
+
+#[test]
+fn the_cursor_stays_on_the_first_listed_row_until_the_user_moves_it() {
+    let s = script();
+    let (mut model, _) = s.fold();
+    let mut app = app();
+    app.sync(&model);
+    let now = s.now() + Duration::milliseconds(RESUME_GRACE_MS + 1);
+    model.advance(now);
+    app.sync(&model);
+    let slow = last_call(&model, "slow").expect("slow").index;
+    assert!(matches!(
+        model.calls[slow].verdict,
+        Verdict::Orphaned { .. }
+    ));
+    assert_eq!(app.rows.first(), Some(&slow), "the orphan is listed first");
+    assert_eq!((app.row, app.call), (0, Some(slow)));
+    let screen = screen(&mut app, &model, now, 160);
+    assert!(screen.contains("tools/call slow  id=3"), "{screen}");
+    // The call died with POST#22; the detail says so, and what the client tried.
+    assert!(screen.contains("died       "), "{screen}");
+    assert!(screen.contains("resume tried ×2"), "{screen}");
+    insta::assert_snapshot!("first_hour_orphan", screen);
+}
+
+#[test]
+fn the_user_s_choice_of_row_is_kept_as_rows_move() {
+    let s = script();
+    let (mut model, _) = s.fold();
+    let mut app = app();
+    app.sync(&model);
+    app.handle_key(KeyEvent::new(KeyCode::Down, KeyModifiers::NONE), &model);
+    assert_eq!(app.row, 1);
+    let chosen = app.call;
+    model.advance(s.now() + Duration::milliseconds(RESUME_GRACE_MS + 1));
+    app.sync(&model);
+    assert_eq!(app.call, chosen);
+}
+
+#[test]
+fn tool_errors_and_long_stream_labels_show_whole() {
+    let s = script();
+    let (model, _) = s.fold();
+    let mut app = app();
+    app.sync(&model);
+    let screen = screen(&mut app, &model, s.now(), 160);
+    let boom = screen
+        .lines()
+        .find(|l| l.contains("tools/call boom"))
+        .expect("boom row");
+    assert!(boom.contains("isError"), "{boom}");
+    let wait = screen
+        .lines()
+        .find(|l| l.contains("tools/call wait"))
+        .expect("wait row");
+    assert!(wait.contains("GET#31 resumed "), "{wait}");
+}
+
+#[test]
+fn a_resumption_mcpscope_answered_itself_is_not_an_upstream_eof() {
+    let mut s = script();
+    // A third attempt that is still the owner while the detail is read.
+    s.open_with(
+        25,
+        "GET",
+        &[("mcp-session-id", "s1"), ("last-event-id", "e1")],
+    );
+    let (model, _) = s.fold();
+    let mut app = app();
+    app.sync(&model);
+    let slow = last_call(&model, "slow").expect("slow").index;
+    let row = app.rows.iter().position(|&c| c == slow).expect("listed");
+    app.select_row(&model, row);
+    app.selected = mcpscope_tui::app::Selected::Stream(23);
+    app.zoom = true;
+    let screen = screen(&mut app, &model, s.now(), 160);
+    assert!(
+        screen.contains("answered by mcpscope (upstream unreachable: connection refused)"),
+        "{screen}"
+    );
+    assert!(!screen.contains("eof (upstream)"), "{screen}");
+}
