@@ -174,3 +174,33 @@ fn a_resumption_mcpscope_answered_itself_is_not_an_upstream_eof() {
     );
     assert!(!screen.contains("eof (upstream)"), "{screen}");
 }
+
+#[test]
+fn a_status_message_is_shown_whole_at_any_width() {
+    let s = script();
+    let (model, _) = s.fold();
+    let message = "fault reset on #8 failed: stream #8 is not live (it ended at 19:59:42.025; \
+                   pick a stream that is still open)";
+    for width in [40, 80, 100, 160, 260] {
+        let mut app = app();
+        app.flash = Some(message.to_string());
+        let screen = screen(&mut app, &model, s.now(), width);
+        let lines: Vec<&str> = screen.lines().collect();
+        let bar = lines.last().copied().unwrap_or_default();
+        assert!(bar.ends_with("? help"), "{width}: {bar:?}");
+        let shown = lines
+            .iter()
+            .rev()
+            .skip(1)
+            .take(4)
+            .rev()
+            .copied()
+            .collect::<Vec<_>>()
+            .join(" ");
+        let words = |t: &str| t.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(
+            words(&shown).contains(&words(message)),
+            "{width}: {shown:?}\n{screen}"
+        );
+    }
+}

@@ -26,7 +26,8 @@ pub fn render(frame: &mut Frame, app: &App, model: &Model, now: DateTime<Utc>) {
     if area.width == 0 || area.height == 0 {
         return;
     }
-    let panes = areas(app.zoom, app.focus, area);
+    let message = crate::layout::message_lines(app.flash.as_deref(), area.width);
+    let panes = areas(app.zoom, app.focus, message, area);
     frame.render_widget(Block::default().style(app.theme.text()), area);
     if panes.calls != Rect::ZERO {
         calls::render(frame, app, model, now, panes.calls);

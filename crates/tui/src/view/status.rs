@@ -2,9 +2,9 @@
 
 use chrono::{DateTime, Utc};
 use ratatui::Frame;
-use ratatui::layout::Rect;
+use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::Paragraph;
+use ratatui::widgets::{Paragraph, Wrap};
 
 use super::fmt::clock;
 use crate::app::{App, InputKind};
@@ -44,6 +44,7 @@ pub fn render(frame: &mut Frame, app: &App, model: &Model, now: DateTime<Utc>, a
         ));
         spans.push(sep());
     }
+    let fixed_start = spans.len();
     let listen = app
         .info
         .listen
@@ -69,6 +70,8 @@ pub fn render(frame: &mut Frame, app: &App, model: &Model, now: DateTime<Utc>, a
         spans.push(Span::styled(format!("rec {}", rec.display()), bar));
         spans.push(sep());
     }
+    // Where the addresses and the recording end: the first to go when the bar is too long.
+    let fixed_end = spans.len();
     let c = model.counts();
     spans.push(Span::styled(
         format!(
@@ -102,11 +105,41 @@ pub fn render(frame: &mut Frame, app: &App, model: &Model, now: DateTime<Utc>, a
         spans.push(sep());
         spans.push(Span::styled("feed closed", alert));
     }
+    // The message takes the lines above the bar, wrapped, so that it is never cut.
+    let [message_area, bar_area] =
+        Layout::vertical([Constraint::Min(0), Constraint::Length(1)]).areas(area);
     if let Some(flash) = &app.flash {
-        spans.push(sep());
-        spans.push(Span::styled(flash.clone(), alert));
+        if message_area.height > 0 {
+            let message = Paragraph::new(Span::styled(flash.clone(), alert))
+                .style(bar)
+                .wrap(Wrap { trim: false });
+            frame.render_widget(message, message_area);
+        } else {
+            spans.push(sep());
+            spans.push(Span::styled(flash.clone(), alert));
+        }
     }
-    spans.push(sep());
-    spans.push(Span::styled("? help", bar));
-    frame.render_widget(Paragraph::new(Line::from(spans)).style(bar), area);
+    let help = " │ ? help";
+    let help_width = help.chars().count();
+    let fits = |spans: &[Span]| {
+        spans.iter().map(Span::width).sum::<usize>() + help_width <= usize::from(bar_area.width)
+    };
+    if !fits(&spans) {
+        spans.drain(fixed_start..fixed_end);
+    }
+    let line = Line::from(spans);
+    if line.width() + help_width <= usize::from(bar_area.width) {
+        let mut line = line;
+        line.push_span(Span::styled(help, bar));
+        frame.render_widget(Paragraph::new(line).style(bar), bar_area);
+        return;
+    }
+    // Too long for the width: `? help` keeps its place at the right end, the rest is cut.
+    let help_width = u16::try_from(help_width)
+        .unwrap_or(u16::MAX)
+        .min(bar_area.width);
+    let [left, right] =
+        Layout::horizontal([Constraint::Min(0), Constraint::Length(help_width)]).areas(bar_area);
+    frame.render_widget(Paragraph::new(line).style(bar), left);
+    frame.render_widget(Paragraph::new(Span::styled(help, bar)).style(bar), right);
 }
