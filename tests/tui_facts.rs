@@ -204,3 +204,63 @@ fn a_status_message_is_shown_whole_at_any_width() {
         );
     }
 }
+
+/// The live proxy's fault choices; applying one fails as it does on a stream that ended.
+struct Refusing;
+
+impl mcpscope_engine::fault::FaultControl for Refusing {
+    fn stream_faults(&self) -> Vec<mcpscope_engine::fault::FaultChoice> {
+        mcpscope_proxy::controller::live_choices()
+    }
+    fn apply_to_stream(&self, stream: u64, _spec: &str) -> Result<(), String> {
+        Err(format!("stream #{stream} is not live"))
+    }
+    fn arm(&self, rule: &str) -> Result<String, String> {
+        Ok(rule.to_string())
+    }
+    fn armed(&self) -> Vec<(mcpscope_engine::fault::RuleId, String)> {
+        Vec::new()
+    }
+    fn disarm(&self, _id: mcpscope_engine::fault::RuleId) -> bool {
+        false
+    }
+}
+
+#[test]
+fn the_fault_menu_fits_its_columns_and_enter_reports_at_160_columns() {
+    use mcpscope_tui::run::{self, Flow, LiveSource};
+    let s = script();
+    let (model, _) = s.fold();
+    let mut app = app();
+    app.faults = Some(std::sync::Arc::new(Refusing));
+    app.sync(&model);
+    let mut press = |app: &mut App, code: KeyCode| {
+        let (_feed, rx) = tokio::sync::mpsc::unbounded_channel();
+        let mut source = LiveSource::new(rx);
+        for effect in app.handle_key(KeyEvent::new(code, KeyModifiers::NONE), &model) {
+            let flow = run::perform(app, effect, &mut source, &mut |_| Ok(())).expect("perform");
+            assert_eq!(flow, Flow::Continue);
+        }
+    };
+    press(&mut app, KeyCode::Char('x'));
+    let menu = screen(&mut app, &model, s.now(), 160);
+    for choice in mcpscope_proxy::controller::live_choices() {
+        let line = menu
+            .lines()
+            .find(|l| l.contains(&choice.description))
+            .unwrap_or_else(|| panic!("{:?} is not shown whole:\n{menu}", choice.description));
+        assert!(
+            line.contains(&format!(" {}  ", choice.spec)),
+            "{} is not apart from its description: {line}",
+            choice.spec
+        );
+    }
+    insta::assert_snapshot!("fault_menu_160", menu);
+    press(&mut app, KeyCode::Enter);
+    assert!(app.fault_menu.is_none());
+    let after = screen(&mut app, &model, s.now(), 160);
+    assert!(
+        after.contains("fault reset on #22 failed: stream #22 is not live"),
+        "{after}"
+    );
+}

@@ -13,7 +13,24 @@ pub fn render(frame: &mut Frame, app: &App, area: Rect) {
         return;
     };
     let theme = &app.theme;
-    let width = 64.min(area.width);
+    // The spec column fits the longest spec and a gap; the menu fits the longest line.
+    let spec_width = menu
+        .choices
+        .iter()
+        .map(|c| c.spec.chars().count())
+        .max()
+        .unwrap_or(0)
+        + 2;
+    let text_width = menu
+        .choices
+        .iter()
+        .map(|c| 1 + spec_width + c.description.chars().count())
+        .max()
+        .unwrap_or(0)
+        .max(" Enter applies · Esc closes".chars().count());
+    let width = u16::try_from(text_width + 3)
+        .unwrap_or(u16::MAX)
+        .min(area.width);
     let height = (menu.choices.len() as u16 + 3).min(area.height);
     let rect = super::centered(area, width, height);
     let lines: Vec<Line> = menu
@@ -27,7 +44,10 @@ pub fn render(frame: &mut Frame, app: &App, area: Rect) {
                 theme.help()
             };
             Line::from(vec![
-                Span::styled(format!(" {:<14}", c.spec), style.patch(theme.injected())),
+                Span::styled(
+                    format!(" {:<spec_width$}", c.spec),
+                    style.patch(theme.injected()),
+                ),
                 Span::styled(c.description.clone(), style),
             ])
         })
