@@ -234,7 +234,7 @@ fn the_fault_menu_fits_its_columns_and_enter_reports_at_160_columns() {
     let mut app = app();
     app.faults = Some(std::sync::Arc::new(Refusing));
     app.sync(&model);
-    let mut press = |app: &mut App, code: KeyCode| {
+    let press = |app: &mut App, code: KeyCode| {
         let (_feed, rx) = tokio::sync::mpsc::unbounded_channel();
         let mut source = LiveSource::new(rx);
         for effect in app.handle_key(KeyEvent::new(code, KeyModifiers::NONE), &model) {
