@@ -264,3 +264,39 @@ fn the_fault_menu_fits_its_columns_and_enter_reports_at_160_columns() {
         "{after}"
     );
 }
+
+#[test]
+fn replay_starts_with_a_hint_and_the_start_is_one_place() {
+    use mcpscope_testkit::fixtures::scenario;
+    use mcpscope_tui::run::{ReplaySource, Source};
+    let mut app = app();
+    let mut source = ReplaySource::new(scenario());
+    source.pump(&mut app);
+    let now = source.now();
+    let model = source.model().clone();
+    let first = screen(&mut app, &model, now, 160);
+    assert!(first.contains("space plays"), "{first}");
+    let press = |app: &mut App, source: &mut ReplaySource, code: KeyCode| {
+        let effects = app.handle_key(KeyEvent::new(code, KeyModifiers::NONE), source.model());
+        for e in &effects {
+            source.effect(e, app);
+        }
+        source.pump(app);
+    };
+    let position = |app: &App| app.replay.as_ref().map(|r| r.position);
+    press(&mut app, &mut source, KeyCode::Char(']'));
+    press(&mut app, &mut source, KeyCode::Char('['));
+    let start = position(&app);
+    assert_eq!(start, Some(1));
+    press(&mut app, &mut source, KeyCode::Char(']'));
+    press(&mut app, &mut source, KeyCode::Char(':'));
+    for c in "00:00:00".chars() {
+        press(&mut app, &mut source, KeyCode::Char(c));
+    }
+    press(&mut app, &mut source, KeyCode::Enter);
+    assert_eq!(
+        position(&app),
+        start,
+        "seeking before the start goes to the start"
+    );
+}

@@ -125,10 +125,14 @@ pub fn render(frame: &mut Frame, app: &App, model: &Model, now: DateTime<Utc>, a
     let page = usize::from(inner.height.saturating_sub(1)).max(1);
     let header = Row::new(cols.iter().map(|c| Cell::from(c.header()))).style(theme.header());
     if app.rows.is_empty() {
-        let text = if app.filter.is_empty() {
-            "no calls yet: waiting for traffic"
-        } else {
+        let text = if !app.filter.is_empty() {
             "no call matches the filter (Esc clears it)"
+        } else if app.replay.as_ref().is_some_and(|r| !r.playing) {
+            "no calls yet at this point: space plays, . steps one event, ] goes to the end"
+        } else if app.replay.is_some() {
+            "no calls yet at this point of the recording"
+        } else {
+            "no calls yet: waiting for traffic"
         };
         let rows = vec![Row::new(vec![Cell::from(Span::styled(text, theme.dim()))])];
         let table = Table::new(rows, [Constraint::Min(1)]).header(header);

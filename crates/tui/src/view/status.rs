@@ -33,12 +33,13 @@ pub fn render(frame: &mut Frame, app: &App, model: &Model, now: DateTime<Utc>, a
     if let Some(r) = &app.replay {
         spans.push(Span::styled(
             format!(
-                " REPLAY {} {} {} · event {}/{}",
+                " REPLAY {} {} {} · event {}/{}{}",
                 if r.playing { "▶" } else { "⏸" },
                 r.speed,
                 clock(now, app.tz),
                 r.position,
-                r.len
+                r.len,
+                if r.playing { "" } else { " · space plays" }
             ),
             alert,
         ));
