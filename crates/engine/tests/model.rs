@@ -776,3 +776,31 @@ fn a_refused_resumption_dates_the_death_from_the_first_stream() {
     assert_eq!(slow.verdict.death().map(|d| d.stream), Some(2));
     assert_eq!(slow.reaction.summary(), "resume tried ×1");
 }
+
+#[test]
+fn headless_lines_keep_their_columns() {
+    let mut s = sse_call("2025-06-18", "ask");
+    s.event(
+        2,
+        None,
+        Some(json!({"jsonrpc":"2.0","id":"e1","method":"elicitation/create","params":{}})),
+    );
+    s.post(3, S1, json!({"jsonrpc":"2.0","id":"e1","result":{"action":"accept"}}));
+    s.open_with(4, "POST", S1);
+    s.push(EventKind::UpstreamUnreachable {
+        stream: 4,
+        error: "connection refused".into(),
+    });
+    s.finish(2, EndHow::Reset, Leg::Upstream);
+    let (_, notices) = s.fold();
+    let lines: Vec<String> = notices.iter().map(Notice::line).collect();
+    assert!(lines.len() > 5, "{lines:#?}");
+    for line in &lines {
+        // `HH:MM:SS.mmm ` then an 18-column label: the details start at column 31.
+        let (label, detail) = line.split_at(13 + 18);
+        assert!(
+            label.ends_with(' ') && !detail.starts_with(' '),
+            "out of line: {line}"
+        );
+    }
+}

@@ -325,7 +325,7 @@ impl Notice {
                 call: c,
                 elapsed_ms,
             } => {
-                format!("server request answered {} in {elapsed_ms} ms", call(c))
+                format!("client answered   {} in {elapsed_ms} ms", call(c))
             }
             What::ClientRetry {
                 call: c,
@@ -342,7 +342,7 @@ impl Notice {
                 }
             ),
             What::UpstreamUnreachable { stream, error } => {
-                format!("upstream unreachable on #{stream}: {error}")
+                format!("UNREACHABLE       upstream on #{stream}: {error}")
             }
             What::InvalidMessage { stream, reason } => {
                 format!("invalid message   on #{stream}: {reason}")
