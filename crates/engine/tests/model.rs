@@ -785,7 +785,11 @@ fn headless_lines_keep_their_columns() {
         None,
         Some(json!({"jsonrpc":"2.0","id":"e1","method":"elicitation/create","params":{}})),
     );
-    s.post(3, S1, json!({"jsonrpc":"2.0","id":"e1","result":{"action":"accept"}}));
+    s.post(
+        3,
+        S1,
+        json!({"jsonrpc":"2.0","id":"e1","result":{"action":"accept"}}),
+    );
     s.open_with(4, "POST", S1);
     s.push(EventKind::UpstreamUnreachable {
         stream: 4,
