@@ -300,3 +300,49 @@ fn replay_starts_with_a_hint_and_the_start_is_one_place() {
         "seeking before the start goes to the start"
     );
 }
+
+#[test]
+fn slash_searches_message_bodies_and_highlights_the_matches() {
+    let mut s = script();
+    s.post(
+        40,
+        S1,
+        json!({"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"echo","arguments":{"text":"a Needle here"}}}),
+    )
+    .respond(40, 200, "application/json", &[])
+    .json_body(
+        40,
+        json!({"jsonrpc":"2.0","id":9,"result":{"content":[{"type":"text","text":"a needle here"}]}}),
+    );
+    let (model, _) = s.fold();
+    let mut app = app();
+    app.sync(&model);
+    let press = |app: &mut App, code: KeyCode| {
+        app.handle_key(KeyEvent::new(code, KeyModifiers::NONE), &model);
+    };
+    press(&mut app, KeyCode::Char('/'));
+    for c in "needle".chars() {
+        press(&mut app, KeyCode::Char(c));
+    }
+    press(&mut app, KeyCode::Enter);
+    assert_eq!(app.rows.len(), 1, "only the call whose body holds it");
+    app.zoom = true;
+    app.layout(&model, s.now(), Rect::new(0, 0, 120, 60));
+    let buf = render_to_buffer(&app, &model, s.now(), 120, 60);
+    let mut marked = Vec::new();
+    for y in 0..buf.area.height {
+        let mut run = String::new();
+        for x in 0..buf.area.width {
+            let cell = &buf[(x, y)];
+            if cell.modifier.contains(ratatui::style::Modifier::REVERSED) {
+                run.push_str(cell.symbol());
+            } else if !run.is_empty() {
+                marked.push(std::mem::take(&mut run));
+            }
+        }
+        if !run.is_empty() {
+            marked.push(run);
+        }
+    }
+    assert_eq!(marked, ["Needle", "needle"], "{}", text(&buf));
+}

@@ -4,6 +4,7 @@
 use chrono::{DateTime, Utc};
 use ratatui::Frame;
 use ratatui::layout::Rect;
+use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Paragraph};
 
@@ -175,15 +176,25 @@ fn call_lines(app: &App, model: &Model, call: &Call, now: DateTime<Utc>) -> Vec<
     if let Some(stream) = model.stream(call.owner) {
         timing_lines(app, model, stream, call.started_at, &mut out);
     }
+    let terms = app.filter.search_terms();
+    let mark = Style::default().add_modifier(Modifier::REVERSED);
     if let Some(req) = model.request_message(call) {
         out.push(Line::default());
         out.push(head(theme, "Request"));
-        out.extend(json::lines(&req.body, theme, 2));
+        out.extend(json::highlight(
+            json::lines(&req.body, theme, 2),
+            &terms,
+            mark,
+        ));
     }
     if let Some(resp) = model.response_message(call) {
         out.push(Line::default());
         out.push(head(theme, "Response"));
-        out.extend(json::lines(&resp.body, theme, 2));
+        out.extend(json::highlight(
+            json::lines(&resp.body, theme, 2),
+            &terms,
+            mark,
+        ));
     }
     out
 }
@@ -375,7 +386,13 @@ fn message_lines(app: &App, model: &Model, index: usize) -> Vec<Line<'static>> {
         )));
     }
     out.push(Line::default());
-    out.extend(json::lines(&rec.body, theme, 0));
+    let terms = app.filter.search_terms();
+    let mark = Style::default().add_modifier(Modifier::REVERSED);
+    out.extend(json::highlight(
+        json::lines(&rec.body, theme, 0),
+        &terms,
+        mark,
+    ));
     out
 }
 
