@@ -41,6 +41,8 @@ pub enum Action {
     CycleTheme,
     /// Copy the selected JSON.
     Copy,
+    /// Copy the selected call's request as a `curl` command.
+    CopyCurl,
     /// Write the selected call's Mermaid diagram and Markdown row to a file.
     Export,
     /// Open the fault menu for the selection's stream.
@@ -130,6 +132,16 @@ impl App {
                     return vec![Effect::Copy(text)];
                 }
                 None => self.flash = Some("nothing to copy: select a call or message".into()),
+            },
+            Action::CopyCurl => match self.curl_of_selection(model) {
+                Some(text) => {
+                    self.flash = Some(format!(
+                        "copied the request as curl ({} bytes; secrets redacted)",
+                        text.len()
+                    ));
+                    return vec![Effect::Copy(text)];
+                }
+                None => self.flash = Some("nothing to copy as curl: select a call".into()),
             },
             Action::Export => match self.call.filter(|&c| c < model.calls.len()) {
                 Some(call) => return vec![Effect::Export { call }],
@@ -263,6 +275,23 @@ impl App {
     /// The pane the selection keys act on: the detail while zoomed, else the focused one.
     fn active_pane(&self) -> Pane {
         if self.zoom { Pane::Detail } else { self.focus }
+    }
+
+    /// The selected call's request as a `curl` command aimed at the proxy (or, in a replay of a
+    /// recording, at the address it was recorded on).
+    pub fn curl_of_selection(&self, model: &Model) -> Option<String> {
+        let call = model.calls.get(self.call?)?;
+        let listen = self
+            .info
+            .listen
+            .clone()
+            .or_else(|| model.proxy.as_ref().map(|p| p.listen.clone()))?;
+        let base = if listen.contains("://") {
+            listen
+        } else {
+            format!("http://{listen}")
+        };
+        crate::curl::command(model, call, &base)
     }
 
     /// Moves the selection of the focused pane by `delta` rows (clamped).

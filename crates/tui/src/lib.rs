@@ -8,6 +8,7 @@
 
 pub mod action;
 pub mod app;
+pub mod curl;
 pub mod filter;
 pub mod keys;
 pub mod layout;
