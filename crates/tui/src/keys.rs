@@ -111,7 +111,7 @@ pub const BINDINGS: &[Binding] = &[
     bind(&[Plain(Left)], Tree, Action::TreeLeft, Hidden),
     bind(&[Plain(Right)], Tree, Action::TreeRight, Hidden),
     bind(&[Plain(Esc)], Normal, Action::Back, Line("Esc", "back (close overlay, leave detail, clear filter)")),
-    bind(&[Plain(Char('/'))], Normal, Action::StartFilter, Line("/", "filter/search: tool: method: status: session: body: text")),
+    bind(&[Plain(Char('/'))], Normal, Action::StartFilter, Line("/", "filter/search: tool: method: status: body: text")),
     bind(&[Plain(Char('h'))], Normal, Action::ToggleAnswered, Line("h", "hide / show answered calls")),
     bind(&[Plain(Char('f'))], Normal, Action::ToggleFollow, Line("f", "follow the newest call")),
     bind(&[Plain(Char('p'))], Live, Action::TogglePause, Line("p", "pause the live view (events are kept)")),
