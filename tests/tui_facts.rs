@@ -346,3 +346,74 @@ fn slash_searches_message_bodies_and_highlights_the_matches() {
     }
     assert_eq!(marked, ["Needle", "needle"], "{}", text(&buf));
 }
+
+#[test]
+fn l_lists_the_session_s_notifications_and_logs_with_levels() {
+    let mut s = Script::ticking();
+    s.initialize("2025-06-18");
+    s.post(2, S1, call("work", 1))
+        .respond(2, 200, "text/event-stream", S1);
+    let note = |method: &str, params: Value| {
+        Some(json!({"jsonrpc":"2.0","method":method,"params":params}))
+    };
+    s.event(
+        2,
+        None,
+        note(
+            "notifications/message",
+            json!({"level":"warning","logger":"db","data":"disk almost full"}),
+        ),
+    );
+    s.event(
+        2,
+        None,
+        note(
+            "notifications/progress",
+            json!({"progressToken":1,"progress":2,"total":5,"message":"copying"}),
+        ),
+    );
+    s.event(
+        2,
+        None,
+        note("notifications/tools/list_changed", Value::Null),
+    );
+    s.event(
+        2,
+        None,
+        note(
+            "notifications/resources/updated",
+            json!({"uri":"file:///a.txt"}),
+        ),
+    );
+    s.event(
+        2,
+        None,
+        note(
+            "notifications/message",
+            json!({"level":"error","data":{"code":7}}),
+        ),
+    );
+    let (model, _) = s.fold();
+    let mut app = app();
+    app.sync(&model);
+    app.handle_key(
+        KeyEvent::new(KeyCode::Char('L'), KeyModifiers::NONE),
+        &model,
+    );
+    assert!(app.zoom);
+    let screen = screen(&mut app, &model, s.now(), 120);
+    for line in [
+        "Notifications and logs (5)",
+        "warning  ← notifications/message [db] disk almost full",
+        "← notifications/progress 2/5 copying",
+        "← notifications/tools/list_changed",
+        "← notifications/resources/updated file:///a.txt",
+        "error    ← notifications/message {\"code\":7}",
+    ] {
+        assert!(screen.contains(line), "{line:?} missing:\n{screen}");
+    }
+    // The error is drawn in the theme's error colour.
+    let model_lines = mcpscope_tui::view::notifications::lines(&app, &model, 1);
+    let error_line = model_lines.last().expect("a line");
+    assert_eq!(error_line.spans[1].style, app.theme.error());
+}

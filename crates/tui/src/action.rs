@@ -3,7 +3,7 @@
 
 use ratatui::layout::{Position, Rect};
 
-use super::app::{App, Effect, FaultMenu, Input, InputKind, Pane, ReplayCmd};
+use super::app::{App, Effect, FaultMenu, Input, InputKind, Pane, ReplayCmd, Selected};
 use super::filter::Filter;
 use mcpscope_engine::model::Model;
 
@@ -43,6 +43,8 @@ pub enum Action {
     Copy,
     /// Copy the selected call's request as a `curl` command.
     CopyCurl,
+    /// Show the notifications and logs of the selected call's session, full screen.
+    ShowLogs,
     /// Write the selected call's Mermaid diagram and Markdown row to a file.
     Export,
     /// Open the fault menu for the selection's stream.
@@ -133,6 +135,23 @@ impl App {
                 }
                 None => self.flash = Some("nothing to copy: select a call or message".into()),
             },
+            Action::ShowLogs => {
+                let session = match self.selected {
+                    Selected::Session(s) => Some(s),
+                    _ => self
+                        .call
+                        .and_then(|c| model.calls.get(c))
+                        .map(|c| c.session),
+                };
+                match session {
+                    Some(session) => {
+                        self.selected = Selected::Session(session);
+                        self.detail_scroll = 0;
+                        self.zoom = true;
+                    }
+                    None => self.flash = Some("no session: select a call".into()),
+                }
+            }
             Action::CopyCurl => match self.curl_of_selection(model) {
                 Some(text) => {
                     self.flash = Some(format!(

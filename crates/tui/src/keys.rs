@@ -117,6 +117,7 @@ pub const BINDINGS: &[Binding] = &[
     bind(&[Plain(Char('p'))], Live, Action::TogglePause, Line("p", "pause the live view (events are kept)")),
     bind(&[Plain(Char('t'))], Normal, Action::CycleTheme, Line("t", "next colour theme")),
     bind(&[Plain(Char('y'))], Normal, Action::Copy, Line("y", "copy the selected message JSON (OSC 52)")),
+    bind(&[Plain(Char('L'))], Normal, Action::ShowLogs, Line("L", "the session's notifications and logs")),
     bind(&[Plain(Char('c'))], Normal, Action::CopyCurl, Line("c", "copy the request as curl (secrets redacted)")),
     bind(&[Plain(Char('e'))], Normal, Action::Export, Line("e", "save the call's diagram to ./mcpscope-call-N.md")),
     bind(&[Plain(Char('x'))], Normal, Action::FaultMenu, Line("x", "fault menu for the selected call's stream (live)")),

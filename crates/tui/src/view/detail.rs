@@ -438,5 +438,7 @@ fn session_lines(app: &App, model: &Model, index: usize) -> Vec<Line<'static>> {
         };
         out.push(kv(theme, "  tool", format!("{name} ({hint})")));
     }
+    out.push(Line::default());
+    out.extend(super::notifications::lines(app, model, index));
     out
 }

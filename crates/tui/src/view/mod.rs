@@ -6,6 +6,7 @@ pub mod fmt;
 pub mod help;
 pub mod json;
 pub mod menu;
+pub mod notifications;
 pub mod status;
 pub mod tree;
 pub mod waterfall;
