@@ -45,6 +45,8 @@ pub enum Action {
     CopyCurl,
     /// Show the notifications and logs of the selected call's session, full screen.
     ShowLogs,
+    /// Send the selected call's request again through the live proxy.
+    Resend,
     /// Write the selected call's Mermaid diagram and Markdown row to a file.
     Export,
     /// Open the fault menu for the selection's stream.
@@ -152,6 +154,13 @@ impl App {
                     None => self.flash = Some("no session: select a call".into()),
                 }
             }
+            Action::Resend => match (&self.faults, self.resend_of_selection(model)) {
+                (None, _) => self.flash = Some("re-sending needs a live proxy".into()),
+                (Some(_), None) => {
+                    self.flash = Some("nothing to re-send: select a client call".into())
+                }
+                (Some(_), Some(request)) => return vec![Effect::Resend(request)],
+            },
             Action::CopyCurl => match self.curl_of_selection(model) {
                 Some(text) => {
                     self.flash = Some(format!(
@@ -311,6 +320,23 @@ impl App {
             format!("http://{listen}")
         };
         crate::curl::command(model, call, &base)
+    }
+
+    /// The selected client call's request, to send again as it was sent.
+    pub fn resend_of_selection(&self, model: &Model) -> Option<mcpscope_engine::fault::Resend> {
+        let call = model.calls.get(self.call?)?;
+        if call.dir != mcpscope_engine::event::Direction::ClientToServer {
+            return None;
+        }
+        let stream = model.stream(call.request_stream)?;
+        let message = model.request_message(call)?;
+        Some(mcpscope_engine::fault::Resend {
+            method: stream.method.clone(),
+            path: stream.path.clone(),
+            headers: stream.request_headers.clone(),
+            body: message.body.to_string(),
+            of: call.id_text(),
+        })
     }
 
     /// Moves the selection of the focused pane by `delta` rows (clamped).

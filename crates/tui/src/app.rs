@@ -154,6 +154,8 @@ pub enum Effect {
         /// The fault, as the menu names it.
         spec: String,
     },
+    /// Send a request again through the live proxy.
+    Resend(mcpscope_engine::fault::Resend),
     /// Write a call's Mermaid diagram and Markdown row to `mcpscope-call-<N>.md`.
     Export {
         /// The call's index in the model.

@@ -118,6 +118,7 @@ pub const BINDINGS: &[Binding] = &[
     bind(&[Plain(Char('t'))], Normal, Action::CycleTheme, Line("t", "next colour theme")),
     bind(&[Plain(Char('y'))], Normal, Action::Copy, Line("y", "copy the selected message JSON (OSC 52)")),
     bind(&[Plain(Char('L'))], Normal, Action::ShowLogs, Line("L", "the session's notifications and logs")),
+    bind(&[Plain(Char('r'))], Live, Action::Resend, Line("r", "re-send the call's request (live; new exchange ↻)")),
     bind(&[Plain(Char('c'))], Normal, Action::CopyCurl, Line("c", "copy the request as curl (secrets redacted)")),
     bind(&[Plain(Char('e'))], Normal, Action::Export, Line("e", "save the call's diagram to ./mcpscope-call-N.md")),
     bind(&[Plain(Char('x'))], Normal, Action::FaultMenu, Line("x", "fault menu for the selected call's stream (live)")),

@@ -291,6 +291,16 @@ pub fn perform(
                 },
             );
         }
+        Effect::Resend(request) => {
+            let what = format!("{} {} (id={})", request.method, request.path, request.of);
+            app.flash = Some(match &app.faults {
+                Some(faults) => match faults.resend(request) {
+                    Ok(()) => format!("re-sent {what}: its answer is a new exchange marked ↻"),
+                    Err(e) => format!("re-sending {what} failed: {e}"),
+                },
+                None => "re-sending needs a live proxy".into(),
+            });
+        }
         Effect::ApplyFault { stream, spec } => {
             if let Some(faults) = &app.faults {
                 app.flash = Some(match faults.apply_to_stream(stream, &spec) {

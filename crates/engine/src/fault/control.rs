@@ -12,6 +12,24 @@ pub struct FaultChoice {
     pub description: String,
 }
 
+/// The header that marks a request mcpscope sent again itself (`r` in the view).
+pub const RESENT_HEADER: &str = "x-mcpscope-resent";
+
+/// A request to send again through the proxy.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Resend {
+    /// HTTP method.
+    pub method: String,
+    /// Path and query.
+    pub path: String,
+    /// Request headers (hop-by-hop ones and the length are the transport's).
+    pub headers: Vec<(String, String)>,
+    /// The body.
+    pub body: String,
+    /// What the mark says: the JSON-RPC id of the call sent again.
+    pub of: String,
+}
+
 /// Implemented by the live proxy's fault controller; absent in replays.
 pub trait FaultControl: Send + Sync {
     /// The faults that can be applied to a live stream now, in menu order.
@@ -25,4 +43,10 @@ pub trait FaultControl: Send + Sync {
     /// Disarms the rule with this id; returns whether it was still armed. A rule that fired in
     /// the meantime is gone, and no other rule is disarmed in its place.
     fn disarm(&self, id: RuleId) -> bool;
+    /// Sends a request again through the proxy, marked with [`RESENT_HEADER`], in the
+    /// background: its answer shows as a new exchange.
+    fn resend(&self, request: Resend) -> Result<(), String> {
+        let _ = request;
+        Err("re-sending needs a live proxy".into())
+    }
 }

@@ -174,6 +174,9 @@ pub fn render(frame: &mut Frame, app: &App, model: &Model, now: DateTime<Utc>, a
             if call.injected {
                 title.push_str(" ⚡");
             }
+            if resent_of(model, call).is_some() {
+                title.push_str(" ↻");
+            }
             let cells: Vec<Cell> = cols
                 .iter()
                 .map(|c| match c {
@@ -229,4 +232,12 @@ pub fn render(frame: &mut Frame, app: &App, model: &Model, now: DateTime<Utc>, a
         .header(header)
         .style(Style::default().patch(theme.text()));
     frame.render_widget(table, inner);
+}
+
+/// The id of the call a request re-sent by mcpscope (`r`) copies, if it is one.
+pub fn resent_of(model: &Model, call: &mcpscope_engine::model::Call) -> Option<String> {
+    model
+        .stream(call.request_stream)?
+        .request_header(mcpscope_engine::fault::RESENT_HEADER)
+        .map(str::to_string)
 }

@@ -164,6 +164,13 @@ fn call_lines(app: &App, model: &Model, call: &Call, now: DateTime<Utc>) -> Vec<
             format!("{} (a client retry)", call.arrival),
         ));
     }
+    if let Some(of) = super::calls::resent_of(model, call) {
+        out.push(kv(
+            theme,
+            "re-sent",
+            format!("by mcpscope (a copy of id={of})"),
+        ));
+    }
     if call.injected {
         out.push(Line::from(Span::styled(
             "hit by an injected fault",
