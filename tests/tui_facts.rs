@@ -417,3 +417,36 @@ fn l_lists_the_session_s_notifications_and_logs_with_levels() {
     let error_line = model_lines.last().expect("a line");
     assert_eq!(error_line.spans[1].style, app.theme.error());
 }
+
+#[test]
+fn a_probe_the_client_fell_back_from_is_not_shown_as_an_error() {
+    let mut s = Script::ticking();
+    s.post(
+        1,
+        &[],
+        json!({"jsonrpc":"2.0","id":0,"method":"server/discover","params":{}}),
+    )
+    .respond(1, 400, "text/plain", &[])
+    .finish(1, EndHow::Eof, Leg::Upstream);
+    s.post(2, &[], json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18"}}))
+        .respond(2, 200, "application/json", &[("mcp-session-id", "s1")])
+        .json_body(2, json!({"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-06-18"}}));
+    let (model, _) = s.fold();
+    let mut app = app();
+    app.sync(&model);
+    let row = app.rows.iter().position(|&c| c == 0).expect("probe row");
+    app.select_row(&model, row);
+    let screen = screen(&mut app, &model, s.now(), 160);
+    let probe = screen
+        .lines()
+        .find(|l| l.contains("server/discover"))
+        .expect("probe row");
+    assert!(
+        probe.contains("fell back") && !probe.contains("error"),
+        "{probe}"
+    );
+    assert!(
+        screen.contains("a probe that failed (HTTP 400); the client fell back to initialize id=1"),
+        "{screen}"
+    );
+}

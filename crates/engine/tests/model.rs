@@ -704,6 +704,13 @@ fn a_refused_server_discover_followed_by_initialize_is_superseded_not_failed() {
     assert_eq!(json["method"], "server/discover");
     assert_eq!(json["error"], "HTTP 400");
     assert_eq!(json["by"], "initialize");
+    let (model, _) = s.fold();
+    let init = model
+        .calls
+        .iter()
+        .rposition(|c| c.method == "initialize")
+        .expect("initialize");
+    assert_eq!(model.calls[0].superseded_by, Some(init));
 }
 
 #[test]

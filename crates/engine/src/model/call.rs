@@ -102,6 +102,9 @@ pub struct Call {
     /// The death of the stream that carried it before a resumption took it over (its POST's),
     /// kept while the resumption is tried.
     pub first_death: Option<Death>,
+    /// The call the client fell back to after this probe (`server/discover`) failed
+    /// (`initialize`): a normal handshake step, not a failure.
+    pub superseded_by: Option<usize>,
 }
 
 impl Call {

@@ -697,11 +697,15 @@ impl Model {
             input_required: false,
             continues: None,
             first_death: None,
+            superseded_by: None,
         };
         if dir == Direction::ClientToServer
             && method == "initialize"
             && let Some(probe) = self.failed_probes.pop_front()
         {
+            if let Some(probe_call) = self.calls.get_mut(probe.index) {
+                probe_call.superseded_by = Some(index);
+            }
             out.push(Notice {
                 t,
                 what: What::CallSuperseded {

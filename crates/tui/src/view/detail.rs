@@ -90,7 +90,14 @@ fn call_lines(app: &App, model: &Model, call: &Call, now: DateTime<Utc>) -> Vec<
             "resumable — may be resumed from event id {}",
             last_event_id.as_deref().unwrap_or("-")
         ),
-        Verdict::Error { message } => format!("error — {message}"),
+        Verdict::Error { message } => match call.superseded_by.and_then(|c| model.calls.get(c)) {
+            Some(by) => format!(
+                "a probe that failed ({message}); the client fell back to {} id={}",
+                by.method,
+                by.id_text()
+            ),
+            None => format!("error — {message}"),
+        },
         other => other.name().to_string(),
     };
     out.push(Line::from(vec![
