@@ -11,7 +11,9 @@ use http_body_util::{BodyExt, Full};
 
 use crate::{Proxy, Shared};
 use mcpscope_engine::event::StreamId;
-use mcpscope_engine::fault::control::{FaultChoice, FaultControl, RESENT_HEADER, Resend};
+use mcpscope_engine::fault::control::{
+    FaultChoice, FaultControl, HeldRequest, RESENT_HEADER, Release, Resend,
+};
 use mcpscope_engine::fault::plan::{Fault, Plan};
 use mcpscope_engine::fault::rules::{RuleEngine, RuleId};
 use mcpscope_engine::fault::spec;
@@ -162,6 +164,20 @@ impl FaultControl for Controller {
 
     fn disarm(&self, id: RuleId) -> bool {
         self.engine.disarm(id)
+    }
+
+    fn set_intercept(&self, filter: Option<String>) -> Result<(), String> {
+        let parsed = filter.as_deref().and_then(crate::intercept::Filter::parse);
+        self.shared.intercept.set(parsed);
+        Ok(())
+    }
+
+    fn held(&self) -> Vec<HeldRequest> {
+        self.shared.intercept.held()
+    }
+
+    fn release(&self, id: u64, how: Release) -> Result<(), String> {
+        self.shared.intercept.release(id, how)
     }
 
     fn resend(&self, request: Resend) -> Result<(), String> {

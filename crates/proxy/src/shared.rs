@@ -33,6 +33,7 @@ pub struct Shared {
     live: Mutex<HashMap<StreamId, Live>>,
     down_until: Mutex<Option<Instant>>,
     planner: RwLock<Option<Arc<dyn Planner>>>,
+    pub(crate) intercept: crate::intercept::Intercept,
 }
 
 impl Shared {
@@ -47,6 +48,7 @@ impl Shared {
             live: Mutex::new(HashMap::new()),
             down_until: Mutex::new(None),
             planner: RwLock::new(None),
+            intercept: Default::default(),
         }
     }
 

@@ -30,6 +30,30 @@ pub struct Resend {
     pub of: String,
 }
 
+/// A request the intercept holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HeldRequest {
+    /// Its id among held requests.
+    pub id: u64,
+    /// The exchange it came on.
+    pub stream: StreamId,
+    /// `tools/call poke id=3`.
+    pub summary: String,
+    /// The body as the client sent it.
+    pub body: String,
+}
+
+/// What becomes of a held request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Release {
+    /// It goes on to the upstream: as it was, or with this body.
+    Forward(Option<String>),
+    /// It never reaches the upstream; the client gets a 502 from mcpscope.
+    Drop,
+    /// mcpscope answers it with this JSON-RPC error message.
+    Error(String),
+}
+
 /// Implemented by the live proxy's fault controller; absent in replays.
 pub trait FaultControl: Send + Sync {
     /// The faults that can be applied to a live stream now, in menu order.
@@ -48,5 +72,21 @@ pub trait FaultControl: Send + Sync {
     fn resend(&self, request: Resend) -> Result<(), String> {
         let _ = request;
         Err("re-sending needs a live proxy".into())
+    }
+    /// Sets the intercept's filter (`tool:NAME`, `method:M`, or text in the method or tool
+    /// name): matching requests are held until released. `None` clears it and releases every
+    /// held request unchanged.
+    fn set_intercept(&self, filter: Option<String>) -> Result<(), String> {
+        let _ = filter;
+        Err("intercepting needs a live proxy".into())
+    }
+    /// The requests held now, oldest first.
+    fn held(&self) -> Vec<HeldRequest> {
+        Vec::new()
+    }
+    /// Releases a held request.
+    fn release(&self, id: u64, how: Release) -> Result<(), String> {
+        let _ = (id, how);
+        Err("intercepting needs a live proxy".into())
     }
 }
