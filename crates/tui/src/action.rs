@@ -47,6 +47,22 @@ pub enum Action {
     ShowLogs,
     /// Send the selected call's request again through the live proxy.
     Resend,
+    /// Start typing the intercept's filter.
+    StartIntercept,
+    /// Open the list of held requests.
+    HeldList,
+    /// Close the list of held requests.
+    HeldClose,
+    /// Highlight the previous / next held request.
+    HeldMove(i64),
+    /// Forward the highlighted held request as sent.
+    HeldForward,
+    /// Edit the highlighted held request in `$EDITOR`, then forward it.
+    HeldEdit,
+    /// Drop the highlighted held request.
+    HeldDrop,
+    /// Answer the highlighted held request with an error.
+    HeldError,
     /// Write the selected call's Mermaid diagram and Markdown row to a file.
     Export,
     /// Open the fault menu for the selection's stream.
@@ -154,6 +170,44 @@ impl App {
                     None => self.flash = Some("no session: select a call".into()),
                 }
             }
+            Action::StartIntercept => match self.faults {
+                Some(_) => self.start_input(InputKind::Intercept),
+                None => self.flash = Some("intercepting needs a live proxy".into()),
+            },
+            Action::HeldList => match self.faults {
+                Some(_) => self.held_menu = Some(0),
+                None => self.flash = Some("intercepting needs a live proxy".into()),
+            },
+            Action::HeldClose => self.held_menu = None,
+            Action::HeldMove(delta) => {
+                if let Some(row) = &mut self.held_menu {
+                    let last = self.intercepted.len().saturating_sub(1) as i64;
+                    *row = (*row as i64 + delta).clamp(0, last.max(0)) as usize;
+                }
+            }
+            Action::HeldForward | Action::HeldDrop | Action::HeldError | Action::HeldEdit => {
+                let held = self
+                    .held_menu
+                    .and_then(|row| self.intercepted.get(row))
+                    .cloned();
+                let Some(held) = held else {
+                    self.flash = Some("nothing held".into());
+                    return Vec::new();
+                };
+                use mcpscope_engine::fault::Release;
+                let how = match action {
+                    Action::HeldForward => Release::Forward(None),
+                    Action::HeldDrop => Release::Drop,
+                    Action::HeldError => Release::Error("rejected in the intercept".into()),
+                    _ => {
+                        return vec![Effect::EditHeld {
+                            id: held.id,
+                            body: held.body,
+                        }];
+                    }
+                };
+                return vec![Effect::Release { id: held.id, how }];
+            }
             Action::Resend => match (&self.faults, self.resend_of_selection(model)) {
                 (None, _) => self.flash = Some("re-sending needs a live proxy".into()),
                 (Some(_), None) => {
@@ -240,6 +294,10 @@ impl App {
                         InputKind::Filter => self.filter = Filter::parse(&text),
                         InputKind::Arm => return vec![Effect::Arm(text.trim().to_string())],
                         InputKind::Seek => return vec![Effect::Replay(ReplayCmd::SeekTime(text))],
+                        InputKind::Intercept => {
+                            let text = text.trim().to_string();
+                            return vec![Effect::Intercept((!text.is_empty()).then_some(text))];
+                        }
                     }
                 }
             }
@@ -261,6 +319,7 @@ impl App {
     fn start_input(&mut self, kind: InputKind) {
         let text = match kind {
             InputKind::Filter => self.filter.text.clone(),
+            InputKind::Intercept => self.intercept.clone().unwrap_or_default(),
             InputKind::Arm | InputKind::Seek => String::new(),
         };
         self.input = Some(Input { kind, text });

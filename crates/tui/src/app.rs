@@ -89,6 +89,8 @@ pub enum InputKind {
     Arm,
     /// `:` seek to a time (replay).
     Seek,
+    /// `i` set the intercept's filter.
+    Intercept,
 }
 
 /// A line being typed.
@@ -156,6 +158,22 @@ pub enum Effect {
     },
     /// Send a request again through the live proxy.
     Resend(mcpscope_engine::fault::Resend),
+    /// Set (or clear, with `None`) the intercept's filter.
+    Intercept(Option<String>),
+    /// Release a held request.
+    Release {
+        /// Its id.
+        id: u64,
+        /// What becomes of it.
+        how: mcpscope_engine::fault::Release,
+    },
+    /// Edit a held request's body in `$EDITOR`, then forward it.
+    EditHeld {
+        /// Its id.
+        id: u64,
+        /// The body as held.
+        body: String,
+    },
     /// Write a call's Mermaid diagram and Markdown row to `mcpscope-call-<N>.md`.
     Export {
         /// The call's index in the model.
@@ -258,6 +276,12 @@ pub struct App {
     pub input: Option<Input>,
     /// The fault menu.
     pub fault_menu: Option<FaultMenu>,
+    /// The intercept's filter, when one is set (`i`).
+    pub intercept: Option<String>,
+    /// The requests the intercept holds (read from the proxy each frame).
+    pub intercepted: Vec<mcpscope_engine::fault::HeldRequest>,
+    /// The held-requests list (`I`), open, with its highlighted row.
+    pub held_menu: Option<usize>,
     /// The live proxy's fault control, if any.
     pub faults: Option<Arc<dyn FaultControl>>,
     /// The armed fault rules as last read by the runner: (id, label), oldest first.
@@ -318,6 +342,9 @@ impl App {
             help: false,
             input: None,
             fault_menu: None,
+            intercept: None,
+            intercepted: Vec::new(),
+            held_menu: None,
             faults: None,
             armed: Vec::new(),
             flash: None,

@@ -291,6 +291,37 @@ pub fn perform(
                 },
             );
         }
+        Effect::Intercept(filter) => {
+            if let Some(faults) = &app.faults {
+                app.flash = Some(match faults.set_intercept(filter.clone()) {
+                    Ok(()) => match &filter {
+                        Some(f) => format!("intercepting requests that match {f:?}"),
+                        None => "intercept off: held requests released".into(),
+                    },
+                    Err(e) => format!("intercept not set: {e}"),
+                });
+                app.intercept = filter;
+            }
+            read_armed(app);
+        }
+        Effect::Release { id, how } => {
+            if let Some(faults) = &app.faults {
+                let what = match &how {
+                    mcpscope_engine::fault::Release::Forward(None) => "forwarded",
+                    mcpscope_engine::fault::Release::Forward(Some(_)) => "forwarded edited",
+                    mcpscope_engine::fault::Release::Drop => "dropped",
+                    mcpscope_engine::fault::Release::Error(_) => "answered with an error",
+                };
+                app.flash = Some(match faults.release(id, how) {
+                    Ok(()) => format!("held request {id} {what}"),
+                    Err(e) => format!("held request {id} not released: {e}"),
+                });
+            }
+            read_armed(app);
+        }
+        Effect::EditHeld { id, .. } => {
+            app.flash = Some(format!("held request {id}: editing needs the terminal"));
+        }
         Effect::Resend(request) => {
             let what = format!("{} {} (id={})", request.method, request.path, request.of);
             app.flash = Some(match &app.faults {
@@ -332,17 +363,61 @@ pub fn perform(
     Ok(Flow::Continue)
 }
 
-/// Reads the armed fault rules into the view (for the status bar and `D`).
+/// Reads the armed fault rules and the held requests into the view (for the status bar, `D`
+/// and the held list).
 pub fn read_armed(app: &mut App) {
     app.armed = app
         .faults
         .as_ref()
         .map(|faults| faults.armed())
         .unwrap_or_default();
+    app.intercepted = app
+        .faults
+        .as_ref()
+        .map(|faults| faults.held())
+        .unwrap_or_default();
+    if let Some(row) = &mut app.held_menu {
+        *row = (*row).min(app.intercepted.len().saturating_sub(1));
+    }
+}
+
+/// Lets go of whatever the intercept holds (on quit: nothing held is lost).
+pub fn release_intercept(app: &mut App) {
+    if app.intercept.take().is_some()
+        && let Some(faults) = &app.faults
+    {
+        let _ = faults.set_intercept(None);
+    }
 }
 
 /// Runs the loop until quit.
-pub async fn run(mut app: App, mut source: impl Source) -> anyhow::Result<()> {
+pub async fn run(mut app: App, source: impl Source) -> anyhow::Result<()> {
+    let result = run_loop(&mut app, source).await;
+    // Nothing the intercept holds is lost: it goes on unchanged.
+    release_intercept(&mut app);
+    result
+}
+
+/// Edits a held request in the editor (the terminal handed over meanwhile), then forwards it.
+fn edit_held(app: &mut App, term: Term, id: u64, body: &str) -> anyhow::Result<Term> {
+    drop(term);
+    let edited = crate::edit::edit(id, body);
+    let term = Term::enter()?;
+    app.flash = Some(match (edited, &app.faults) {
+        (Ok(body), Some(faults)) => {
+            match faults.release(id, mcpscope_engine::fault::Release::Forward(Some(body))) {
+                Ok(()) => format!("held request {id} forwarded edited"),
+                Err(e) => format!("held request {id} not released: {e}"),
+            }
+        }
+        (Ok(_), None) => "intercepting needs a live proxy".into(),
+        (Err(e), _) => format!("held request {id} still held: {e}"),
+    });
+    read_armed(app);
+    Ok(term)
+}
+
+async fn run_loop(app: &mut App, mut source: impl Source) -> anyhow::Result<()> {
     let mut term = Term::enter()?;
     let mut input = EventStream::new();
     let mut tick = tokio::time::interval(FRAME);
@@ -354,15 +429,15 @@ pub async fn run(mut app: App, mut source: impl Source) -> anyhow::Result<()> {
     loop {
         tokio::select! {
             _ = tick.tick() => {
-                if source.pump(&mut app) {
+                if source.pump(app) {
                     dirty = true;
                 }
                 if dirty || last_draw.is_none_or(|t| t.elapsed() >= TIMER_REDRAW) {
                     let now = source.now();
                     let size = term.terminal.size()?;
-                    read_armed(&mut app);
+                    read_armed(app);
                     app.layout(source.model(), now, Rect::from((Position::ORIGIN, size)));
-                    term.terminal.draw(|f| view::render(f, &app, source.model(), now))?;
+                    term.terminal.draw(|f| view::render(f, app, source.model(), now))?;
                     dirty = false;
                     last_draw = Some(Instant::now());
                 }
@@ -378,7 +453,11 @@ pub async fn run(mut app: App, mut source: impl Source) -> anyhow::Result<()> {
                     None => return Ok(()),
                 };
                 for effect in effects {
-                    if perform(&mut app, effect, &mut source, &mut |text| term.copy(text))? == Flow::Quit {
+                    if let Effect::EditHeld { id, body } = &effect {
+                        term = edit_held(app, term, *id, body)?;
+                        continue;
+                    }
+                    if perform(app, effect, &mut source, &mut |text| term.copy(text))? == Flow::Quit {
                         return Ok(());
                     }
                 }

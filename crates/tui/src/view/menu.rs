@@ -67,3 +67,47 @@ pub fn render(frame: &mut Frame, app: &App, area: Rect) {
         .style(theme.help());
     frame.render_widget(Paragraph::new(all).block(block), rect);
 }
+
+/// Draws the list of held requests (`I`), if open, centred in `area`: each one's summary and
+/// body, the highlighted one marked, and the keys.
+pub fn render_held(frame: &mut Frame, app: &App, area: Rect) {
+    let Some(selected) = app.held_menu else {
+        return;
+    };
+    let theme = &app.theme;
+    let mut lines: Vec<Line> = Vec::new();
+    if app.intercepted.is_empty() {
+        lines.push(Line::from(Span::styled(" nothing held", theme.dim())));
+    }
+    for (i, held) in app.intercepted.iter().enumerate() {
+        let style = if i == selected {
+            theme.selection()
+        } else {
+            theme.help()
+        };
+        lines.push(Line::from(vec![
+            Span::styled(format!(" {:>3} ", held.id), style.patch(theme.injected())),
+            Span::styled(format!("#{} {}  ", held.stream, held.summary), style),
+            Span::styled(held.body.clone(), theme.dim()),
+        ]));
+    }
+    lines.push(Line::from(Span::styled(
+        " a forward · e edit in $EDITOR · d drop · E error · Esc closes",
+        theme.dim(),
+    )));
+    let width = area.width.saturating_sub(4).min(120);
+    let height = (lines.len() as u16 + 2).min(area.height);
+    let rect = super::centered(area, width, height);
+    frame.render_widget(Clear, rect);
+    let block = Block::bordered()
+        .title(Span::styled(
+            format!(
+                " Held by the intercept ({}) ",
+                app.intercept.as_deref().unwrap_or("off")
+            ),
+            theme.title(),
+        ))
+        .border_style(theme.border_focused())
+        .style(theme.help());
+    frame.render_widget(Paragraph::new(lines).block(block), rect);
+}

@@ -44,6 +44,7 @@ pub fn render(frame: &mut Frame, app: &App, model: &Model, now: DateTime<Utc>) {
     }
     status::render(frame, app, model, now, panes.status);
     menu::render(frame, app, area);
+    menu::render_held(frame, app, area);
     if app.help {
         help::render(frame, app, area);
     }

@@ -18,6 +18,7 @@ pub fn render(frame: &mut Frame, app: &App, model: &Model, now: DateTime<Utc>, a
             InputKind::Filter => "filter (tool: method: status: session: body: text) / ",
             InputKind::Arm => "arm fault rule: ",
             InputKind::Seek => "seek to HH:MM:SS[.mmm]: ",
+            InputKind::Intercept => "intercept (tool:NAME method:M; empty turns it off): ",
         };
         let line = Line::from(vec![
             Span::styled(prompt, theme.header()),
@@ -89,6 +90,17 @@ pub fn render(frame: &mut Frame, app: &App, model: &Model, now: DateTime<Utc>, a
         let labels: Vec<&str> = app.armed.iter().map(|(_, label)| label.as_str()).collect();
         spans.push(sep());
         spans.push(Span::styled(format!("armed: {}", labels.join(", ")), alert));
+    }
+    if app.intercept.is_some() || !app.intercepted.is_empty() {
+        spans.push(sep());
+        spans.push(Span::styled(
+            format!(
+                "INTERCEPT {} · {} held (I lists)",
+                app.intercept.as_deref().unwrap_or("off"),
+                app.intercepted.len()
+            ),
+            alert,
+        ));
     }
     if !app.filter.is_empty() {
         spans.push(sep());
