@@ -18,7 +18,7 @@ use super::replay::{ReplayCursor, Speed};
 use super::save;
 use super::term::Term;
 use super::view;
-use mcpscope_engine::event::Event;
+use mcpscope_engine::event::{Event, StreamId};
 use mcpscope_engine::model::Model;
 
 /// Events folded per frame at most (the rest wait in the channel for the next frame).
@@ -381,22 +381,42 @@ pub fn read_armed(app: &mut App) {
     }
 }
 
-/// Lets go of whatever the intercept holds (on quit: nothing held is lost).
-pub fn release_intercept(app: &mut App) {
-    if app.intercept.take().is_some()
-        && let Some(faults) = &app.faults
-    {
+/// Lets go of whatever the intercept holds (on quit: nothing held is lost); returns the
+/// exchanges released.
+pub fn release_intercept(app: &mut App) -> Vec<StreamId> {
+    let Some(faults) = &app.faults else {
+        return Vec::new();
+    };
+    let held: Vec<StreamId> = faults.held().iter().map(|h| h.stream).collect();
+    if app.intercept.take().is_some() || !held.is_empty() {
         let _ = faults.set_intercept(None);
     }
+    held
 }
 
 /// Runs the loop until quit.
-pub async fn run(mut app: App, source: impl Source) -> anyhow::Result<()> {
-    let result = run_loop(&mut app, source).await;
-    // Nothing the intercept holds is lost: it goes on unchanged.
-    release_intercept(&mut app);
+pub async fn run(mut app: App, mut source: impl Source) -> anyhow::Result<()> {
+    let result = run_loop(&mut app, &mut source).await;
+    // Nothing the intercept holds is lost: it goes on unchanged, and the exit waits (a while)
+    // for those exchanges to end.
+    let released = release_intercept(&mut app);
+    let deadline = Instant::now() + RELEASE_PATIENCE;
+    while !released.is_empty() && Instant::now() < deadline {
+        source.pump(&mut app);
+        let model = source.model();
+        if released
+            .iter()
+            .all(|&id| model.stream(id).is_none_or(|s| !s.is_open()))
+        {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     result
 }
+
+/// How long quitting waits for the exchanges the intercept released to end.
+const RELEASE_PATIENCE: Duration = Duration::from_secs(10);
 
 /// Edits a held request in the editor (the terminal handed over meanwhile), then forwards it.
 fn edit_held(app: &mut App, term: Term, id: u64, body: &str) -> anyhow::Result<Term> {
@@ -417,7 +437,7 @@ fn edit_held(app: &mut App, term: Term, id: u64, body: &str) -> anyhow::Result<T
     Ok(term)
 }
 
-async fn run_loop(app: &mut App, mut source: impl Source) -> anyhow::Result<()> {
+async fn run_loop(app: &mut App, source: &mut impl Source) -> anyhow::Result<()> {
     let mut term = Term::enter()?;
     let mut input = EventStream::new();
     let mut tick = tokio::time::interval(FRAME);
@@ -457,7 +477,7 @@ async fn run_loop(app: &mut App, mut source: impl Source) -> anyhow::Result<()> 
                         term = edit_held(app, term, *id, body)?;
                         continue;
                     }
-                    if perform(app, effect, &mut source, &mut |text| term.copy(text))? == Flow::Quit {
+                    if perform(app, effect, source, &mut |text| term.copy(text))? == Flow::Quit {
                         return Ok(());
                     }
                 }
