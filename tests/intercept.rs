@@ -131,3 +131,64 @@ async fn held_requests_are_forwarded_edited_dropped_or_refused() {
         .await
         .expect("bounded");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_json_response_is_held_too_and_can_be_edited() {
+    let run = async {
+        let server = testserver::start(testserver::Options {
+            json_responses: true,
+            ..Default::default()
+        })
+        .await
+        .expect("test server");
+        let (tx, mut rx) = mpsc::unbounded_channel::<Event>();
+        let config = Config {
+            listen: "127.0.0.1:0".parse().expect("addr"),
+            upstream: server.url().parse().expect("uri"),
+            ..Default::default()
+        };
+        let proxy = proxy::start(config, EventSink::new(tx))
+            .await
+            .expect("proxy");
+        let engine = fault::install(&proxy, &[], None).expect("rules");
+        let control = fault::controller(&proxy, engine);
+        let url = format!("http://{}/mcp", proxy.addr);
+        control
+            .set_intercept(Some("tool:echo".into()))
+            .expect("intercept");
+        let call = echo(&url, "from the server");
+        let h = held(&control, 1).await;
+        control
+            .release(h[0].id, Release::Forward(None))
+            .expect("forward the request");
+        let h = held(&control, 1).await;
+        assert!(
+            h[0].summary.starts_with("response to tools/call echo id="),
+            "{h:?}"
+        );
+        assert!(h[0].body.contains("from the server"), "{h:?}");
+        let edited = h[0].body.replace("from the server", "from the intercept");
+        control
+            .release(h[0].id, Release::Forward(Some(edited)))
+            .expect("forward the response");
+        assert_eq!(text(&call.await.expect("task")), "from the intercept");
+        // The recording keeps what the server said, and notes what the client was sent.
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let mut notes = Vec::new();
+        while let Ok(event) = rx.try_recv() {
+            if let mcpscope_engine::event::EventKind::Note { text, .. } = event.kind {
+                notes.push(text);
+            }
+        }
+        assert!(
+            notes
+                .iter()
+                .any(|n| n.starts_with("response released by the intercept: sent edited")),
+            "{notes:?}"
+        );
+        server.shutdown().await;
+    };
+    tokio::time::timeout(Duration::from_secs(60), run)
+        .await
+        .expect("bounded");
+}

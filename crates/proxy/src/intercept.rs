@@ -1,5 +1,5 @@
-//! The intercept: requests that match its filter are held until the view releases them
-//! (forwarded as they were or edited, dropped, or answered with an error). Clearing the filter,
+//! The intercept: requests that match its filter, and their JSON responses, are held until the
+//! view releases them (forwarded as they were or edited, dropped, or answered with an error). Clearing the filter,
 //! or the proxy going away, releases every held request unchanged.
 
 use std::sync::Mutex;
@@ -126,6 +126,17 @@ impl Intercept {
         }
     }
 
+    /// Whether the filter matches this request message.
+    pub fn matches(&self, message: Option<&Value>) -> bool {
+        let Some(message) = message else {
+            return false;
+        };
+        self.filter
+            .lock()
+            .ok()
+            .is_some_and(|f| f.as_ref().is_some_and(|f| f.matches(message)))
+    }
+
     /// Holds the request when it matches: returns the receiver of its release, or `None` to
     /// let it pass.
     pub fn hold(
@@ -133,6 +144,26 @@ impl Intercept {
         stream: StreamId,
         message: Option<&Value>,
         body: &[u8],
+    ) -> Option<oneshot::Receiver<Release>> {
+        self.hold_as(stream, message, body, "")
+    }
+
+    /// Holds the (JSON) response to a request the filter matches, like [`Intercept::hold`].
+    pub fn hold_response(
+        &self,
+        stream: StreamId,
+        request: Option<&Value>,
+        body: &[u8],
+    ) -> Option<oneshot::Receiver<Release>> {
+        self.hold_as(stream, request, body, "response to ")
+    }
+
+    fn hold_as(
+        &self,
+        stream: StreamId,
+        message: Option<&Value>,
+        body: &[u8],
+        prefix: &str,
     ) -> Option<oneshot::Receiver<Release>> {
         let message = message?;
         let matches = self
@@ -148,9 +179,9 @@ impl Intercept {
             Kind::Request { id, method, params } => {
                 match params.get("name").and_then(Value::as_str) {
                     Some(tool) if method == "tools/call" => {
-                        format!("{method} {tool} id={}", id_text(id))
+                        format!("{prefix}{method} {tool} id={}", id_text(id))
                     }
-                    _ => format!("{method} id={}", id_text(id)),
+                    _ => format!("{prefix}{method} id={}", id_text(id)),
                 }
             }
             _ => return None,
