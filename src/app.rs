@@ -109,6 +109,23 @@ pub fn create_recording(args: &ProxyArgs, redacted: bool) -> anyhow::Result<Opti
 /// How long the end of a run waits for the hub to write what it was sent.
 const FINISH_PATIENCE: std::time::Duration = std::time::Duration::from_secs(5);
 
+/// How long the start-up check of the upstream waits for a TCP connection.
+const PROBE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Opens (and closes) one TCP connection to the upstream's host and port, to warn at start when
+/// nothing listens there.
+async fn probe_upstream(upstream: &Uri) -> Result<(), String> {
+    let host = upstream.host().ok_or("no host")?;
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    let https = upstream.scheme_str() == Some("https");
+    let port = upstream.port_u16().unwrap_or(if https { 443 } else { 80 });
+    match tokio::time::timeout(PROBE_TIMEOUT, tokio::net::TcpStream::connect((host, port))).await {
+        Ok(Ok(_)) => Ok(()),
+        Ok(Err(e)) => Err(e.to_string()),
+        Err(_) => Err(format!("no connection within {PROBE_TIMEOUT:?}")),
+    }
+}
+
 /// `mcpscope --listen … --upstream …`: runs until Ctrl-C (headless) or quit (TUI).
 pub async fn run_proxy(args: ProxyArgs) -> anyhow::Result<()> {
     let Some(upstream) = args.upstream.as_deref() else {
@@ -173,6 +190,18 @@ pub async fn run_proxy(args: ProxyArgs) -> anyhow::Result<()> {
     if let Some(path) = &running.hub.recording {
         eprintln!("mcpscope: recording to {}", path.display());
     }
+    // The check runs beside the proxy: start-up (and a signal during it) does not wait on it.
+    let probe = {
+        let (upstream, shown) = (upstream.clone(), upstream_shown.clone());
+        tokio::spawn(async move {
+            if let Err(e) = probe_upstream(&upstream).await {
+                eprintln!(
+                    "mcpscope: WARNING: the upstream {shown} cannot be reached now ({e}); \
+                     requests get 502 until it can"
+                );
+            }
+        })
+    };
     let feed = running
         .hub
         .take_output()
@@ -196,6 +225,8 @@ pub async fn run_proxy(args: ProxyArgs) -> anyhow::Result<()> {
             signal = shutdown.wait() => tracing::info!("{signal}: shutting down"),
         }
     } else {
+        // Said before the screen is taken over (and left in the terminal's scrollback).
+        let _ = probe.await;
         let info = mcpscope_tui::Info {
             listen: Some(running.proxy.addr.to_string()),
             upstream: Some(upstream_shown),

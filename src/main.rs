@@ -45,10 +45,10 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(e) if e.use_stderr() => {
             // One clear line (clap's first), not the whole usage block.
-            let text = e.to_string();
-            let first = text.lines().next().unwrap_or("bad arguments");
-            let first = first.strip_prefix("error: ").unwrap_or(first);
-            eprintln!("mcpscope: {first} (see mcpscope --help)");
+            eprintln!(
+                "mcpscope: {} (see mcpscope --help)",
+                usage_line(&e.to_string())
+            );
             return ExitCode::from(2);
         }
         Err(e) => {
@@ -91,10 +91,45 @@ fn main() -> ExitCode {
             ExitCode::from(2)
         }
         Err(e) => {
-            eprintln!("mcpscope: {e:#}");
+            eprintln!("mcpscope: {}", error_chain(&e));
             ExitCode::FAILURE
         }
     }
+}
+
+/// Clap's message in one line: its first line, with what a line ending in `:` introduces (the
+/// missing arguments' names) joined to it.
+fn usage_line(text: &str) -> String {
+    let mut lines = text.lines().map(str::trim).filter(|l| !l.is_empty());
+    let first = lines.next().unwrap_or("bad arguments");
+    let mut line = first.strip_prefix("error: ").unwrap_or(first).to_string();
+    if line.ends_with(':') {
+        let named: Vec<&str> = lines
+            .take_while(|l| !l.starts_with("Usage:") && !l.starts_with("For more"))
+            .collect();
+        if !named.is_empty() {
+            line.push(' ');
+            line.push_str(&named.join(", "));
+        }
+    }
+    line
+}
+
+/// An error and its causes joined by `: `, each cause once (a message that already ends with
+/// its cause's text does not repeat it).
+fn error_chain(e: &anyhow::Error) -> String {
+    let mut out = String::new();
+    for cause in e.chain() {
+        let text = cause.to_string();
+        if out.ends_with(&text) {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push_str(": ");
+        }
+        out.push_str(&text);
+    }
+    out
 }
 
 /// `mcpscope check`: 0 when every recording passes, 1 when one fails, 2 for bad arguments or an

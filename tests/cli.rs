@@ -80,3 +80,24 @@ fn help_and_version_exit_0() {
     let (code, _) = run(&["--version"]);
     assert_eq!(code, 0);
 }
+
+#[test]
+fn replay_without_a_file_names_the_missing_argument() {
+    assert_usage_error(&["replay"], "<FILE>");
+}
+
+#[test]
+fn a_missing_recording_says_its_cause_once() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("absent.jsonl");
+    let path = path.to_str().expect("utf-8 path");
+    let (code, stderr) = run(&["replay", "--headless", path]);
+    assert_eq!(code, 1, "{stderr}");
+    assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr:?}");
+    assert!(stderr.contains(path), "{stderr:?}");
+    assert_eq!(
+        stderr.matches("No such file or directory").count(),
+        1,
+        "{stderr:?}"
+    );
+}

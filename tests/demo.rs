@@ -80,6 +80,10 @@ fn demo_reports_the_orphaned_poke() {
             "{tool} not answered:\n{stdout}"
         );
     }
+    // Every answer says whether it is a tool's error; the demo's tools succeed.
+    for answered in notices.iter().filter(|n| n["kind"] == "call_answered") {
+        assert_eq!(answered["is_error"], Value::Bool(false), "{answered}");
+    }
     assert!(
         notices
             .iter()

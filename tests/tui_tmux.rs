@@ -235,3 +235,78 @@ fn every_signal_restores_the_terminal() {
         });
     }
 }
+
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "needs tmux: install it (CI does, in .ci/run), then run scripts/test.sh"]
+async fn the_intercept_holds_edits_in_the_editor_and_quitting_releases() {
+    use mcpscope_testkit::client::McpClient;
+    use serde_json::json;
+
+    let server = mcpscope_testkit::testserver::start(Default::default())
+        .await
+        .expect("test server");
+    let port = {
+        let probe = std::net::TcpListener::bind("127.0.0.1:0").expect("probe");
+        probe.local_addr().expect("addr").port()
+    };
+    let tmux = Tmux::start(160, 40);
+    // `sed -i` stands in for the editor: it rewrites the held body in place.
+    let command = format!(
+        "EDITOR='sed -i s/before/after/' {} --listen 127.0.0.1:{port} --upstream {} --no-record; echo EXIT=$?",
+        env!("CARGO_BIN_EXE_mcpscope"),
+        server.url()
+    );
+    tmux.keys(&[&command, "Enter"]);
+    tmux.wait_for("the TUI", Duration::from_secs(10), |s| {
+        s.contains("Calls") && s.contains("? help")
+    });
+    tmux.keys(&["i"]);
+    tmux.keys(&["-l", "tool:echo"]);
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("the intercept", Duration::from_secs(3), |s| {
+        s.contains("INTERCEPT tool:echo")
+    });
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let echo = |text: &'static str| {
+        let url = url.clone();
+        tokio::spawn(async move {
+            let mut c = McpClient::new(&url).expect("client");
+            c.handshake().await.expect("initialize");
+            let answer = c
+                .call("echo", json!({"text": text}), false)
+                .await
+                .expect("echo");
+            answer.text().map(str::to_string)
+        })
+    };
+
+    let edited = echo("before");
+    tmux.wait_for("one held", Duration::from_secs(5), |s| s.contains("1 held"));
+    tmux.keys(&["I"]);
+    tmux.wait_for("the held list", Duration::from_secs(3), |s| {
+        s.contains("Held by the intercept")
+    });
+    tmux.keys(&["e"]);
+    let answer = tokio::time::timeout(Duration::from_secs(10), edited)
+        .await
+        .expect("answered")
+        .expect("task");
+    assert_eq!(answer.as_deref(), Some("after"));
+    tmux.wait_for("the TUI back", Duration::from_secs(5), |s| {
+        s.contains("forwarded edited")
+    });
+
+    let at_quit = echo("at quit");
+    tmux.wait_for("one held", Duration::from_secs(5), |s| s.contains("1 held"));
+    tmux.keys(&["Escape"]);
+    tmux.keys(&["q"]);
+    let answer = tokio::time::timeout(Duration::from_secs(10), at_quit)
+        .await
+        .expect("released at quit")
+        .expect("task");
+    assert_eq!(answer.as_deref(), Some("at quit"));
+    tmux.wait_for("the shell again", Duration::from_secs(5), |s| {
+        s.contains("EXIT=0")
+    });
+    server.shutdown().await;
+}

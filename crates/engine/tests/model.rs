@@ -35,6 +35,7 @@ fn kinds(notices: &[Notice]) -> Vec<&'static str> {
             What::CallAnswered { .. } => "call_answered",
             What::CallFailed { .. } => "call_failed",
             What::CallCancelled { .. } => "call_cancelled",
+            What::CallSuperseded { .. } => "call_superseded",
             What::ClientRetry { .. } => "client_retry",
             What::UpstreamUnreachable { .. } => "upstream_unreachable",
             What::InvalidMessage { .. } => "invalid_message",
@@ -389,7 +390,7 @@ fn retries_are_flagged_by_the_tools_annotations() {
         s.post(stream + 1, S1, call(tool, stream as i64 + 1));
     }
     let (model, notices) = s.fold();
-    let retries: Vec<(Option<String>, u32, bool)> = notices
+    let retries: Vec<(Option<String>, u32, Option<bool>)> = notices
         .iter()
         .filter_map(|n| match &n.what {
             What::ClientRetry {
@@ -404,8 +405,8 @@ fn retries_are_flagged_by_the_tools_annotations() {
     assert_eq!(
         retries,
         [
-            (Some("poke".into()), 2, false),
-            (Some("peek".into()), 2, true)
+            (Some("poke".into()), 2, Some(false)),
+            (Some("peek".into()), 2, Some(true))
         ]
     );
     let first_poke = model
@@ -532,4 +533,313 @@ fn server_requests_are_reported() {
         k.contains(&"server_request") && k.contains(&"server_request_answered"),
         "{k:?}"
     );
+}
+
+/// `initialize` on `stream` from client `name`, answered with session `sid`.
+fn init_session(s: &mut Script, stream: u64, name: &str, sid: &str) {
+    s.post(stream, &[], json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","clientInfo":{"name":name,"version":"1"}}}))
+        .respond(stream, 200, "application/json", &[("mcp-session-id", sid)])
+        .json_body(stream, json!({"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-06-18"}}))
+        .finish(stream, EndHow::Eof, Leg::Upstream);
+}
+
+fn retry_count(notices: &[Notice]) -> usize {
+    kinds(notices)
+        .iter()
+        .filter(|k| **k == "client_retry")
+        .count()
+}
+
+#[test]
+fn concurrent_identical_calls_are_not_retries() {
+    let mut s = Script::ticking();
+    init_session(&mut s, 1, "a", "s1");
+    init_session(&mut s, 2, "b", "s2");
+    let s2: &[(&str, &str)] = &[("mcp-session-id", "s2")];
+    // Two sessions and one session twice: the same call, overlapping, all answered.
+    s.post(3, S1, call("echo", 1)).post(4, s2, call("echo", 1));
+    s.post(5, S1, call("echo", 2));
+    for stream in [3, 4, 5] {
+        let id = if stream == 5 { 2 } else { 1 };
+        s.respond(stream, 200, "application/json", &[])
+            .json_body(stream, result(id));
+    }
+    // An identical call after the earlier ones were answered is a new call too.
+    s.post(6, S1, call("echo", 3));
+    let (model, notices) = s.fold();
+    assert_eq!(retry_count(&notices), 0, "{:?}", kinds(&notices));
+    assert!(model.calls.iter().all(|c| c.retry_of.is_none()));
+}
+
+#[test]
+fn a_call_overlapping_a_later_failed_original_is_not_its_retry() {
+    let mut s = Script::ticking();
+    init_session(&mut s, 1, "a", "s1");
+    s.post(2, S1, call("echo", 1))
+        .respond(2, 200, "text/event-stream", S1);
+    s.post(3, S1, call("echo", 2));
+    s.finish(2, EndHow::Reset, Leg::Upstream);
+    let (_, notices) = s.fold();
+    assert_eq!(retry_count(&notices), 0, "{:?}", kinds(&notices));
+    // After the failure the client re-sends: that one is a retry.
+    s.post(4, S1, call("echo", 3));
+    let (model, notices) = s.fold();
+    assert_eq!(retry_count(&notices), 1);
+    assert_eq!(model.calls.last().and_then(|c| c.retry_of), Some(1));
+}
+
+#[test]
+fn a_retry_may_follow_in_the_clients_new_session_but_not_in_another_clients() {
+    let mut s = Script::ticking();
+    init_session(&mut s, 1, "a", "s1");
+    s.post(2, S1, call("poke", 1))
+        .respond(2, 200, "text/event-stream", S1)
+        .finish(2, EndHow::Reset, Leg::Upstream);
+    // Another client process, already running, makes the same call: not a retry.
+    init_session(&mut s, 3, "b", "s2");
+    s.post(4, &[("mcp-session-id", "s2")], call("poke", 1));
+    let (_, notices) = s.fold();
+    assert_eq!(retry_count(&notices), 0, "{:?}", kinds(&notices));
+    // The first client re-initializes and re-sends it: a retry, whose tool annotations are
+    // unknown (neither session listed tools).
+    init_session(&mut s, 5, "a", "s3");
+    s.post(6, &[("mcp-session-id", "s3")], call("poke", 2));
+    let (model, notices) = s.fold();
+    let retries: Vec<_> = notices
+        .iter()
+        .filter_map(|n| match &n.what {
+            What::ClientRetry {
+                call, idempotent, ..
+            } => Some((call.session.clone(), *idempotent)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(retries, [(Some("s3".to_string()), None)]);
+    assert_eq!(
+        model.calls[1].reaction.summary(),
+        "retried ×1, re-initialized"
+    );
+}
+
+#[test]
+fn a_session_still_in_use_is_not_followed_by_a_new_one_of_the_same_name() {
+    let mut s = Script::ticking();
+    init_session(&mut s, 1, "a", "s1");
+    s.post(2, S1, call("poke", 1))
+        .respond(2, 200, "text/event-stream", S1)
+        .finish(2, EndHow::Reset, Leg::Upstream);
+    init_session(&mut s, 3, "a", "s2");
+    // The first process goes on using its session: the second is a separate process.
+    s.post(4, S1, call("echo", 5));
+    s.post(5, &[("mcp-session-id", "s2")], call("poke", 1));
+    let (_, notices) = s.fold();
+    assert_eq!(retry_count(&notices), 0, "{:?}", kinds(&notices));
+}
+
+#[test]
+fn another_sessions_tool_list_does_not_speak_for_a_session_that_never_listed_tools() {
+    let mut s = Script::ticking();
+    init_session(&mut s, 1, "a", "s1");
+    init_session(&mut s, 2, "b", "s2");
+    let s2: &[(&str, &str)] = &[("mcp-session-id", "s2")];
+    s.post(3, s2, json!({"jsonrpc":"2.0","id":1,"method":"tools/list"}))
+        .respond(3, 200, "application/json", &[])
+        .json_body(
+            3,
+            json!({"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"echo","annotations":{"readOnlyHint":true}}]}}),
+        );
+    s.post(4, S1, call("echo", 1))
+        .respond(4, 503, "text/plain", &[]);
+    s.post(5, S1, call("echo", 2));
+    let (model, notices) = s.fold();
+    let idempotent: Vec<_> = notices
+        .iter()
+        .filter_map(|n| match &n.what {
+            What::ClientRetry { idempotent, .. } => Some(*idempotent),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(idempotent, [None]);
+    assert!(model.tool_info(1, "echo").is_none());
+    assert!(
+        model
+            .tool_info(2, "echo")
+            .is_some_and(ToolInfo::safe_to_retry)
+    );
+}
+
+#[test]
+fn a_tool_result_with_is_error_is_answered_with_is_error() {
+    let mut s = Script::ticking();
+    init_session(&mut s, 1, "a", "s1");
+    s.post(2, S1, call("boom", 1))
+        .respond(2, 200, "application/json", &[])
+        .json_body(
+            2,
+            json!({"jsonrpc":"2.0","id":1,"result":{"content":[],"isError":true}}),
+        );
+    s.post(3, S1, call("echo", 2))
+        .respond(3, 200, "application/json", &[])
+        .json_body(3, result(2));
+    let (model, notices) = s.fold();
+    let answered: Vec<bool> = notices
+        .iter()
+        .filter_map(|n| match &n.what {
+            What::CallAnswered { is_error, .. } => Some(*is_error),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(answered, [false, true, false]);
+    let json = serde_json::to_value(&notices[notices.len() - 1]).expect("json");
+    assert_eq!(json["is_error"], json!(false));
+    assert!(last_call(&model, "boom").is_some_and(Call::is_tool_error));
+    assert!(!last_call(&model, "echo").is_some_and(Call::is_tool_error));
+    let boom = notices
+        .iter()
+        .find(|n| matches!(&n.what, What::CallAnswered { is_error: true, .. }))
+        .expect("boom answered");
+    assert!(boom.line().contains("isError: true"), "{}", boom.line());
+}
+
+fn discover_refused(s: &mut Script) {
+    s.post(
+        1,
+        &[],
+        json!({"jsonrpc":"2.0","id":0,"method":"server/discover","params":{}}),
+    )
+    .respond(1, 400, "text/plain", &[])
+    .finish(1, EndHow::Eof, Leg::Upstream);
+}
+
+#[test]
+fn a_refused_server_discover_followed_by_initialize_is_superseded_not_failed() {
+    let mut s = Script::ticking();
+    discover_refused(&mut s);
+    s.wait(50);
+    init_session(&mut s, 2, "a", "s1");
+    let (_, notices) = s.fold();
+    let k = kinds(&notices);
+    assert!(k.contains(&"call_superseded"), "{k:?}");
+    assert!(!k.contains(&"call_failed"), "{k:?}");
+    let json = serde_json::to_value(
+        notices
+            .iter()
+            .find(|n| matches!(n.what, What::CallSuperseded { .. }))
+            .expect("superseded"),
+    )
+    .expect("json");
+    assert_eq!(json["kind"], "call_superseded");
+    assert_eq!(json["method"], "server/discover");
+    assert_eq!(json["error"], "HTTP 400");
+    assert_eq!(json["by"], "initialize");
+    let (model, _) = s.fold();
+    let init = model
+        .calls
+        .iter()
+        .rposition(|c| c.method == "initialize")
+        .expect("initialize");
+    assert_eq!(model.calls[0].superseded_by, Some(init));
+}
+
+#[test]
+fn a_refused_server_discover_with_no_initialize_after_it_fails() {
+    let mut s = Script::ticking();
+    discover_refused(&mut s);
+    let (mut model, notices) = s.fold();
+    assert!(!kinds(&notices).contains(&"call_failed"));
+    let later = model.advance(s.now() + Duration::seconds(6));
+    assert_eq!(kinds(&later), ["call_failed"]);
+}
+
+#[test]
+fn resumptions_that_never_reach_the_upstream_leave_the_call_waiting_on_its_first_death() {
+    let mut s = sse_call("2025-11-25", "slow");
+    s.event(2, Some("e1"), None)
+        .finish(2, EndHow::Reset, Leg::Upstream);
+    let died = s.now();
+    for stream in [3, 4] {
+        s.open_with(
+            stream,
+            "GET",
+            &[("mcp-session-id", "s1"), ("last-event-id", "e1")],
+        );
+        s.push(EventKind::UpstreamUnreachable {
+            stream,
+            error: "connection refused".into(),
+        });
+        // mcpscope answers 502 itself.
+        s.respond(stream, 502, "application/json", &[])
+            .finish(stream, EndHow::Eof, Leg::Upstream);
+    }
+    let (mut model, notices) = s.fold();
+    assert!(
+        !kinds(&notices).contains(&"call_failed"),
+        "{:?}",
+        kinds(&notices)
+    );
+    match verdict_of(&model, "slow") {
+        Verdict::Resumable { death, .. } => assert_eq!((death.stream, death.at), (2, died)),
+        other => panic!("expected resumable, got {other:?}"),
+    }
+    let later = model.advance(died + Duration::milliseconds(RESUME_GRACE_MS));
+    assert_eq!(kinds(&later), ["call_orphaned"]);
+    let slow = last_call(&model, "slow").expect("slow");
+    match slow.verdict {
+        Verdict::Orphaned {
+            cause: OrphanCause::ResumeFailed,
+            death,
+        } => assert_eq!((death.stream, death.how), (2, Some(EndHow::Reset))),
+        ref other => panic!("expected orphaned, got {other:?}"),
+    }
+    assert_eq!(slow.owner, 2);
+    assert_eq!(slow.reaction.summary(), "resume tried ×2");
+}
+
+#[test]
+fn a_refused_resumption_dates_the_death_from_the_first_stream() {
+    let mut s = sse_call("2025-11-25", "slow");
+    s.event(2, Some("e1"), None)
+        .finish(2, EndHow::Eof, Leg::Upstream);
+    s.open_with(
+        3,
+        "GET",
+        &[("mcp-session-id", "s1"), ("last-event-id", "e1")],
+    )
+    .respond(3, 405, "text/plain", &[]);
+    let (model, _) = s.fold();
+    let slow = last_call(&model, "slow").expect("slow");
+    assert_eq!(slow.verdict.death().map(|d| d.stream), Some(2));
+    assert_eq!(slow.reaction.summary(), "resume tried ×1");
+}
+
+#[test]
+fn headless_lines_keep_their_columns() {
+    let mut s = sse_call("2025-06-18", "ask");
+    s.event(
+        2,
+        None,
+        Some(json!({"jsonrpc":"2.0","id":"e1","method":"elicitation/create","params":{}})),
+    );
+    s.post(
+        3,
+        S1,
+        json!({"jsonrpc":"2.0","id":"e1","result":{"action":"accept"}}),
+    );
+    s.open_with(4, "POST", S1);
+    s.push(EventKind::UpstreamUnreachable {
+        stream: 4,
+        error: "connection refused".into(),
+    });
+    s.finish(2, EndHow::Reset, Leg::Upstream);
+    let (_, notices) = s.fold();
+    let lines: Vec<String> = notices.iter().map(Notice::line).collect();
+    assert!(lines.len() > 5, "{lines:#?}");
+    for line in &lines {
+        // `HH:MM:SS.mmm ` then an 18-column label: the details start at column 31.
+        let (label, detail) = line.split_at(13 + 18);
+        assert!(
+            label.ends_with(' ') && !detail.starts_with(' '),
+            "out of line: {line}"
+        );
+    }
 }

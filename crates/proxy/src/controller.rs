@@ -1,12 +1,19 @@
 //! The live proxy's fault controller: scripted rules at start, and the [`FaultControl`] a view
 //! uses to fault a live stream or arm a rule.
 
+use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
 
 use crate::{Proxy, Shared};
 use mcpscope_engine::event::StreamId;
-use mcpscope_engine::fault::control::{FaultChoice, FaultControl};
+use mcpscope_engine::fault::control::{
+    FaultChoice, FaultControl, HeldRequest, RESENT_HEADER, Release, Resend,
+};
 use mcpscope_engine::fault::plan::{Fault, Plan};
 use mcpscope_engine::fault::rules::{RuleEngine, RuleId};
 use mcpscope_engine::fault::spec;
@@ -27,11 +34,13 @@ pub fn install(
     Ok(engine)
 }
 
-/// The [`FaultControl`] over `proxy` and `engine`, for the TUI.
+/// The [`FaultControl`] over `proxy` and `engine`, for the TUI; it re-sends requests to the
+/// proxy's own address.
 pub fn controller(proxy: &Proxy, engine: Arc<RuleEngine>) -> Arc<dyn FaultControl> {
     Arc::new(Controller {
         shared: proxy.shared.clone(),
         engine,
+        listen: Some(proxy.addr),
     })
 }
 
@@ -39,12 +48,60 @@ pub fn controller(proxy: &Proxy, engine: Arc<RuleEngine>) -> Arc<dyn FaultContro
 pub struct Controller {
     shared: Arc<Shared>,
     engine: Arc<RuleEngine>,
+    listen: Option<SocketAddr>,
 }
 
 impl Controller {
-    /// A controller over the proxy's shared state and a rule engine.
+    /// A controller over the proxy's shared state and a rule engine (it cannot re-send).
     pub fn new(shared: Arc<Shared>, engine: Arc<RuleEngine>) -> Self {
-        Self { shared, engine }
+        Self {
+            shared,
+            engine,
+            listen: None,
+        }
+    }
+}
+
+/// How long a re-sent request's answer is read before the connection is dropped.
+const RESEND_PATIENCE: Duration = Duration::from_secs(120);
+
+/// Headers the transport sets itself.
+const TRANSPORT_HEADERS: &[&str] = &[
+    "host",
+    "content-length",
+    "connection",
+    "transfer-encoding",
+    "keep-alive",
+    "upgrade",
+    RESENT_HEADER,
+];
+
+/// Sends `request` to the proxy at `addr` and reads the answer to its end (bounded).
+async fn send_again(addr: SocketAddr, request: http::Request<Full<Bytes>>) {
+    let exchange = async {
+        let stream = tokio::net::TcpStream::connect(addr)
+            .await
+            .map_err(|e| e.to_string())?;
+        let (mut sender, conn) =
+            hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
+                .await
+                .map_err(|e| e.to_string())?;
+        tokio::spawn(conn);
+        let response = sender
+            .send_request(request)
+            .await
+            .map_err(|e| e.to_string())?;
+        response
+            .into_body()
+            .collect()
+            .await
+            .map_err(|e| e.to_string())?;
+        Ok::<(), String>(())
+    };
+    match tokio::time::timeout(RESEND_PATIENCE, exchange).await {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => tracing::info!("re-sent request failed: {e}"),
+        Err(_) => tracing::info!("re-sent request still open after {RESEND_PATIENCE:?}: dropped"),
     }
 }
 
@@ -107,5 +164,42 @@ impl FaultControl for Controller {
 
     fn disarm(&self, id: RuleId) -> bool {
         self.engine.disarm(id)
+    }
+
+    fn set_intercept(&self, filter: Option<String>) -> Result<(), String> {
+        let parsed = filter.as_deref().and_then(crate::intercept::Filter::parse);
+        self.shared.intercept.set(parsed);
+        Ok(())
+    }
+
+    fn held(&self) -> Vec<HeldRequest> {
+        self.shared.intercept.held()
+    }
+
+    fn release(&self, id: u64, how: Release) -> Result<(), String> {
+        self.shared.intercept.release(id, how)
+    }
+
+    fn resend(&self, request: Resend) -> Result<(), String> {
+        let addr = self.listen.ok_or("this proxy cannot re-send")?;
+        let runtime = tokio::runtime::Handle::try_current().map_err(|e| e.to_string())?;
+        let mut builder = http::Request::builder()
+            .method(request.method.as_str())
+            .uri(request.path.as_str())
+            .header(http::header::HOST, addr.to_string())
+            .header(RESENT_HEADER, request.of.as_str());
+        for (name, value) in &request.headers {
+            if !TRANSPORT_HEADERS
+                .iter()
+                .any(|h| name.eq_ignore_ascii_case(h))
+            {
+                builder = builder.header(name.as_str(), value.as_str());
+            }
+        }
+        let request = builder
+            .body(Full::new(Bytes::from(request.body)))
+            .map_err(|e| e.to_string())?;
+        runtime.spawn(send_again(addr, request));
+        Ok(())
     }
 }

@@ -11,6 +11,7 @@ pub mod controller;
 pub mod error;
 pub mod forward;
 pub mod hub;
+pub mod intercept;
 pub mod mock;
 pub mod rescue;
 pub mod running;
@@ -248,7 +249,7 @@ async fn handle(
     Ok(response.map(|body| Tracked::new(body, in_flight)))
 }
 
-/// guard → read → plan → forward.
+/// guard → read → hold → plan → forward.
 async fn pipeline(
     req: Request<Incoming>,
     exchange: Exchange,
@@ -262,6 +263,10 @@ async fn pipeline(
         Ok(request) => request,
         Err(Unread::Answered(response)) => return Ok(response),
         Err(Unread::Vanished(e)) => return Err(e),
+    };
+    let request = match stage::hold::hold(shared, &exchange, request).await {
+        Ok(request) => request,
+        Err(response) => return Ok(response),
     };
     match plan::decide(shared, &exchange, &request).await {
         Decision::Answered(response) => Ok(response),

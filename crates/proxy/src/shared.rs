@@ -35,6 +35,7 @@ pub struct Shared {
     planner: RwLock<Option<Arc<dyn Planner>>>,
     /// Calls of resumable deaths kept for a rescue on their resumption (`--rescue`).
     pub(crate) parked: crate::rescue::Parking,
+    pub(crate) intercept: crate::intercept::Intercept,
 }
 
 impl Shared {
@@ -50,6 +51,7 @@ impl Shared {
             down_until: Mutex::new(None),
             planner: RwLock::new(None),
             parked: crate::rescue::Parking::default(),
+            intercept: Default::default(),
         }
     }
 

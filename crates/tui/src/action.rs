@@ -41,6 +41,28 @@ pub enum Action {
     CycleTheme,
     /// Copy the selected JSON.
     Copy,
+    /// Copy the selected call's request as a `curl` command.
+    CopyCurl,
+    /// Show the notifications and logs of the selected call's session, full screen.
+    ShowLogs,
+    /// Send the selected call's request again through the live proxy.
+    Resend,
+    /// Start typing the intercept's filter.
+    StartIntercept,
+    /// Open the list of held requests.
+    HeldList,
+    /// Close the list of held requests.
+    HeldClose,
+    /// Highlight the previous / next held request.
+    HeldMove(i64),
+    /// Forward the highlighted held request as sent.
+    HeldForward,
+    /// Edit the highlighted held request in `$EDITOR`, then forward it.
+    HeldEdit,
+    /// Drop the highlighted held request.
+    HeldDrop,
+    /// Answer the highlighted held request with an error.
+    HeldError,
     /// Write the selected call's Mermaid diagram and Markdown row to a file.
     Export,
     /// Open the fault menu for the selection's stream.
@@ -96,7 +118,11 @@ const NO_FAULTS: &str = "no live proxy: faults are unavailable";
 impl App {
     /// Applies one action; returns what the runner must do outside the view.
     pub fn update(&mut self, action: Action, model: &Model) -> Vec<Effect> {
+        let before = self.call;
         let effects = self.apply(action, model);
+        if self.call != before {
+            self.cursor_chosen = true;
+        }
         self.sync(model);
         effects
     }
@@ -126,6 +152,78 @@ impl App {
                     return vec![Effect::Copy(text)];
                 }
                 None => self.flash = Some("nothing to copy: select a call or message".into()),
+            },
+            Action::ShowLogs => {
+                let session = match self.selected {
+                    Selected::Session(s) => Some(s),
+                    _ => self
+                        .call
+                        .and_then(|c| model.calls.get(c))
+                        .map(|c| c.session),
+                };
+                match session {
+                    Some(session) => {
+                        self.selected = Selected::Session(session);
+                        self.detail_scroll = 0;
+                        self.zoom = true;
+                    }
+                    None => self.flash = Some("no session: select a call".into()),
+                }
+            }
+            Action::StartIntercept => match self.faults {
+                Some(_) => self.start_input(InputKind::Intercept),
+                None => self.flash = Some("intercepting needs a live proxy".into()),
+            },
+            Action::HeldList => match self.faults {
+                Some(_) => self.held_menu = Some(0),
+                None => self.flash = Some("intercepting needs a live proxy".into()),
+            },
+            Action::HeldClose => self.held_menu = None,
+            Action::HeldMove(delta) => {
+                if let Some(row) = &mut self.held_menu {
+                    let last = self.intercepted.len().saturating_sub(1) as i64;
+                    *row = (*row as i64 + delta).clamp(0, last.max(0)) as usize;
+                }
+            }
+            Action::HeldForward | Action::HeldDrop | Action::HeldError | Action::HeldEdit => {
+                let held = self
+                    .held_menu
+                    .and_then(|row| self.intercepted.get(row))
+                    .cloned();
+                let Some(held) = held else {
+                    self.flash = Some("nothing held".into());
+                    return Vec::new();
+                };
+                use mcpscope_engine::fault::Release;
+                let how = match action {
+                    Action::HeldForward => Release::Forward(None),
+                    Action::HeldDrop => Release::Drop,
+                    Action::HeldError => Release::Error("rejected in the intercept".into()),
+                    _ => {
+                        return vec![Effect::EditHeld {
+                            id: held.id,
+                            body: held.body,
+                        }];
+                    }
+                };
+                return vec![Effect::Release { id: held.id, how }];
+            }
+            Action::Resend => match (&self.faults, self.resend_of_selection(model)) {
+                (None, _) => self.flash = Some("re-sending needs a live proxy".into()),
+                (Some(_), None) => {
+                    self.flash = Some("nothing to re-send: select a client call".into())
+                }
+                (Some(_), Some(request)) => return vec![Effect::Resend(request)],
+            },
+            Action::CopyCurl => match self.curl_of_selection(model) {
+                Some(text) => {
+                    self.flash = Some(format!(
+                        "copied the request as curl ({} bytes; secrets redacted)",
+                        text.len()
+                    ));
+                    return vec![Effect::Copy(text)];
+                }
+                None => self.flash = Some("nothing to copy as curl: select a call".into()),
             },
             Action::Export => match self.call.filter(|&c| model.calls.contains(c)) {
                 Some(call) => return vec![Effect::Export { call }],
@@ -201,6 +299,10 @@ impl App {
                         InputKind::Filter => self.filter = Filter::parse(&text),
                         InputKind::Arm => return vec![Effect::Arm(text.trim().to_string())],
                         InputKind::Seek => return vec![Effect::Replay(ReplayCmd::SeekTime(text))],
+                        InputKind::Intercept => {
+                            let text = text.trim().to_string();
+                            return vec![Effect::Intercept((!text.is_empty()).then_some(text))];
+                        }
                     }
                 }
             }
@@ -222,6 +324,7 @@ impl App {
     fn start_input(&mut self, kind: InputKind) {
         let text = match kind {
             InputKind::Filter => self.filter.text.clone(),
+            InputKind::Intercept => self.intercept.clone().unwrap_or_default(),
             InputKind::Arm | InputKind::Seek => String::new(),
         };
         self.input = Some(Input { kind, text });
@@ -276,6 +379,40 @@ impl App {
     /// The pane the selection keys act on: the detail while zoomed, else the focused one.
     fn active_pane(&self) -> Pane {
         if self.zoom { Pane::Detail } else { self.focus }
+    }
+
+    /// The selected call's request as a `curl` command aimed at the proxy (or, in a replay of a
+    /// recording, at the address it was recorded on).
+    pub fn curl_of_selection(&self, model: &Model) -> Option<String> {
+        let call = model.calls.get(self.call?)?;
+        let listen = self
+            .info
+            .listen
+            .clone()
+            .or_else(|| model.proxy.as_ref().map(|p| p.listen.clone()))?;
+        let base = if listen.contains("://") {
+            listen
+        } else {
+            format!("http://{listen}")
+        };
+        crate::curl::command(model, call, &base)
+    }
+
+    /// The selected client call's request, to send again as it was sent.
+    pub fn resend_of_selection(&self, model: &Model) -> Option<mcpscope_engine::fault::Resend> {
+        let call = model.calls.get(self.call?)?;
+        if call.dir != mcpscope_engine::event::Direction::ClientToServer {
+            return None;
+        }
+        let stream = model.stream(call.request_stream)?;
+        let message = model.request_message(call)?;
+        Some(mcpscope_engine::fault::Resend {
+            method: stream.method.clone(),
+            path: stream.path.clone(),
+            headers: stream.request_headers.clone(),
+            body: message.body.to_string(),
+            of: call.id_text(),
+        })
     }
 
     /// Moves the selection of the focused pane by `delta` rows (clamped).

@@ -89,6 +89,8 @@ pub enum InputKind {
     Arm,
     /// `:` seek to a time (replay).
     Seek,
+    /// `i` set the intercept's filter.
+    Intercept,
 }
 
 /// A line being typed.
@@ -160,6 +162,24 @@ pub enum Effect {
         call: usize,
         /// Its event span ([`mcpscope_engine::model::Call::seq`]).
         span: (u64, u64),
+    },
+    /// Send a request again through the live proxy.
+    Resend(mcpscope_engine::fault::Resend),
+    /// Set (or clear, with `None`) the intercept's filter.
+    Intercept(Option<String>),
+    /// Release a held request.
+    Release {
+        /// Its id.
+        id: u64,
+        /// What becomes of it.
+        how: mcpscope_engine::fault::Release,
+    },
+    /// Edit a held request's body in `$EDITOR`, then forward it.
+    EditHeld {
+        /// Its id.
+        id: u64,
+        /// The body as held.
+        body: String,
     },
     /// Write a call's Mermaid diagram and Markdown row to `mcpscope-call-<N>.md`.
     Export {
@@ -236,6 +256,9 @@ pub struct App {
     pub row_offset: usize,
     /// The selected call (stays selected when rows move).
     pub call: Option<usize>,
+    /// Whether the user has moved the cursor: until then it stays on the first listed row
+    /// (the most urgent call) as rows come and go.
+    pub cursor_chosen: bool,
     /// The tree's state.
     pub tree: TreeState<Node>,
     /// The tree pane as the layout pass drew it (drawing copies it onto the frame).
@@ -260,6 +283,12 @@ pub struct App {
     pub input: Option<Input>,
     /// The fault menu.
     pub fault_menu: Option<FaultMenu>,
+    /// The intercept's filter, when one is set (`i`).
+    pub intercept: Option<String>,
+    /// The requests the intercept holds (read from the proxy each frame).
+    pub intercepted: Vec<mcpscope_engine::fault::HeldRequest>,
+    /// The held-requests list (`I`), open, with its highlighted row.
+    pub held_menu: Option<usize>,
     /// The live proxy's fault control, if any.
     pub faults: Option<Arc<dyn FaultControl>>,
     /// The armed fault rules as last read by the runner: (id, label), oldest first.
@@ -307,6 +336,7 @@ impl App {
             rows: Vec::new(),
             rows_key: None,
             row: 0,
+            cursor_chosen: false,
             row_offset: 0,
             call: None,
             tree: TreeState::default(),
@@ -321,6 +351,9 @@ impl App {
             help: false,
             input: None,
             fault_menu: None,
+            intercept: None,
+            intercepted: Vec::new(),
+            held_menu: None,
             faults: None,
             armed: Vec::new(),
             flash: None,
@@ -346,7 +379,9 @@ impl App {
         if self.rows_key.as_ref() != Some(&key) {
             self.rows = rows::build(model, &self.filter, self.hide_answered);
             self.rows_key = Some(key);
-            if let Some(call) = self.call
+            if !self.cursor_chosen {
+                self.row = 0;
+            } else if let Some(call) = self.call
                 && let Some(pos) = self.rows.iter().position(|&c| c == call)
             {
                 self.row = pos;

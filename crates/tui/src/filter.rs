@@ -1,4 +1,5 @@
-//! The `/` filter: `tool:`, `method:`, `status:`, `session:` tokens and free text, all ANDed.
+//! The `/` filter: `tool:`, `method:`, `status:`, `session:`, `body:` tokens and free text, all
+//! ANDed. Free text and `body:` also search the request's and the response's JSON text.
 
 use mcpscope_engine::model::{Call, Model};
 
@@ -16,6 +17,7 @@ enum Token {
     Method(String),
     Status(String),
     Session(String),
+    Body(String),
     Free(String),
 }
 
@@ -31,6 +33,7 @@ impl Filter {
                     Some(("method", v)) => Token::Method(v.to_string()),
                     Some(("status", v)) => Token::Status(v.to_string()),
                     Some(("session", v)) => Token::Session(v.to_string()),
+                    Some(("body", v)) => Token::Body(v.to_string()),
                     _ => Token::Free(lower),
                 }
             })
@@ -46,6 +49,17 @@ impl Filter {
         self.tokens.is_empty()
     }
 
+    /// The words to highlight in message bodies (free text and `body:` values), lower case.
+    pub fn search_terms(&self) -> Vec<&str> {
+        self.tokens
+            .iter()
+            .filter_map(|t| match t {
+                Token::Body(v) | Token::Free(v) if !v.is_empty() => Some(v.as_str()),
+                _ => None,
+            })
+            .collect()
+    }
+
     /// Whether a call passes the filter.
     pub fn matches(&self, model: &Model, call: &Call) -> bool {
         self.tokens.iter().all(|token| match token {
@@ -58,6 +72,7 @@ impl Filter {
             Token::Session(v) => session_label(model, call)
                 .to_lowercase()
                 .contains(v.as_str()),
+            Token::Body(v) => body_contains(call, v),
             Token::Free(v) => {
                 call.title().to_lowercase().contains(v.as_str())
                     || call.id_text().to_lowercase().contains(v.as_str())
@@ -68,9 +83,16 @@ impl Filter {
                     || model
                         .stream(call.owner)
                         .is_some_and(|s| s.label().to_lowercase().contains(v.as_str()))
+                    || body_contains(call, v)
             }
         })
     }
+}
+
+/// Whether the call's params or its response, as JSON text, contain `needle` (lower case).
+fn body_contains(call: &Call, needle: &str) -> bool {
+    let hit = |v: &serde_json::Value| v.to_string().to_lowercase().contains(needle);
+    hit(&call.params) || call.response.as_deref().is_some_and(hit)
 }
 
 fn session_label(model: &Model, call: &Call) -> String {

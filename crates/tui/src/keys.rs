@@ -43,6 +43,8 @@ pub enum Context {
     Input,
     /// The fault menu is open (other keys do nothing).
     Menu,
+    /// The held-requests list is open (other keys do nothing).
+    HeldList,
     /// Viewing a replay (before the ordinary keys).
     Replay,
     /// Viewing a live proxy (before the ordinary keys).
@@ -86,7 +88,7 @@ const fn bind(keys: &'static [Key], context: Context, action: Action, help: Help
     }
 }
 
-use Context::{Always, Input as Typing, Live, Menu, Normal, Replay, Tree};
+use Context::{Always, HeldList, Input as Typing, Live, Menu, Normal, Replay, Tree};
 use Help::{Hidden, Line, Shared};
 use Key::{Ctrl, Plain};
 use KeyCode::{
@@ -111,12 +113,17 @@ pub const BINDINGS: &[Binding] = &[
     bind(&[Plain(Left)], Tree, Action::TreeLeft, Hidden),
     bind(&[Plain(Right)], Tree, Action::TreeRight, Hidden),
     bind(&[Plain(Esc)], Normal, Action::Back, Line("Esc", "back (close overlay, leave detail, clear filter)")),
-    bind(&[Plain(Char('/'))], Normal, Action::StartFilter, Line("/", "filter: tool:NAME method:M status:orphaned session:S text")),
+    bind(&[Plain(Char('/'))], Normal, Action::StartFilter, Line("/", "filter/search: tool: method: status: body: text")),
     bind(&[Plain(Char('h'))], Normal, Action::ToggleAnswered, Line("h", "hide / show answered calls")),
     bind(&[Plain(Char('f'))], Normal, Action::ToggleFollow, Line("f", "follow the newest call")),
     bind(&[Plain(Char('p'))], Live, Action::TogglePause, Line("p", "pause the live view (events are kept)")),
     bind(&[Plain(Char('t'))], Normal, Action::CycleTheme, Line("t", "next colour theme")),
     bind(&[Plain(Char('y'))], Normal, Action::Copy, Line("y", "copy the selected message JSON (OSC 52)")),
+    bind(&[Plain(Char('L'))], Normal, Action::ShowLogs, Line("L", "the session's notifications and logs")),
+    bind(&[Plain(Char('r'))], Live, Action::Resend, Line("r", "re-send the call's request (live; new exchange ↻)")),
+    bind(&[Plain(Char('i'))], Live, Action::StartIntercept, Line("i", "intercept: hold requests matching tool:N method:M")),
+    bind(&[Plain(Char('I'))], Live, Action::HeldList, Line("I", "held requests: a forward, e edit, d drop, E error")),
+    bind(&[Plain(Char('c'))], Normal, Action::CopyCurl, Line("c", "copy the request as curl (secrets redacted)")),
     bind(&[Plain(Char('e'))], Normal, Action::Export, Line("e", "save the call's diagram to ./mcpscope-call-N.md")),
     bind(&[Plain(Char('x'))], Normal, Action::FaultMenu, Line("x", "fault menu for the selected call's stream (live)")),
     bind(&[Plain(Char('a'))], Normal, Action::StartArm, Line("a", "arm a fault rule (live)")),
@@ -139,6 +146,13 @@ pub const BINDINGS: &[Binding] = &[
     bind(&[Plain(Up), Plain(Char('k'))], Menu, Action::MenuUp, Hidden),
     bind(&[Plain(Down), Plain(Char('j'))], Menu, Action::MenuDown, Hidden),
     bind(&[Plain(Enter)], Menu, Action::MenuApply, Hidden),
+    bind(&[Plain(Esc), Plain(Char('q')), Plain(Char('I'))], HeldList, Action::HeldClose, Hidden),
+    bind(&[Plain(Up), Plain(Char('k'))], HeldList, Action::HeldMove(-1), Hidden),
+    bind(&[Plain(Down), Plain(Char('j'))], HeldList, Action::HeldMove(1), Hidden),
+    bind(&[Plain(Char('a')), Plain(Enter)], HeldList, Action::HeldForward, Hidden),
+    bind(&[Plain(Char('e'))], HeldList, Action::HeldEdit, Hidden),
+    bind(&[Plain(Char('d'))], HeldList, Action::HeldDrop, Hidden),
+    bind(&[Plain(Char('E'))], HeldList, Action::HeldError, Hidden),
 ];
 
 /// The help overlay's lines, from [`BINDINGS`]: (keys as shown, what they do).
@@ -169,6 +183,8 @@ impl App {
             vec![Always, Typing]
         } else if self.fault_menu.is_some() {
             vec![Always, Menu]
+        } else if self.held_menu.is_some() {
+            vec![Always, HeldList]
         } else {
             let mut contexts = vec![Always];
             contexts.push(if self.replay.is_some() { Replay } else { Live });

@@ -14,14 +14,32 @@ const COMPACT_WIDTH: u16 = 80;
 /// Below this height only the focused pane is shown.
 const COMPACT_HEIGHT: u16 = 22;
 
+/// The most lines a status message may take above the status bar.
+const MESSAGE_LINES: u16 = 4;
+
+/// How many lines a status message of `text` takes when wrapped at `width` (none without one).
+pub fn message_lines(text: Option<&str>, width: u16) -> u16 {
+    let Some(text) = text else {
+        return 0;
+    };
+    let width = usize::from(width.max(1));
+    let chars = text.chars().count().max(1);
+    u16::try_from(chars.div_ceil(width))
+        .unwrap_or(MESSAGE_LINES)
+        .min(MESSAGE_LINES)
+}
+
 /// Where the panes of a view go on a screen of `area`: the detail alone when `zoom`, only the
-/// `focus`ed pane on a small screen, else all four; the status bar is the last line.
-pub fn areas(zoom: bool, focus: Pane, area: Rect) -> Areas {
+/// `focus`ed pane on a small screen, else all four; the status bar is the last line, with
+/// `message` lines for a status message above it.
+pub fn areas(zoom: bool, focus: Pane, message: u16, area: Rect) -> Areas {
     let mut out = Areas::default();
     if area.width == 0 || area.height == 0 {
         return out;
     }
-    let [main, bar] = Layout::vertical([Constraint::Min(0), Constraint::Length(1)]).areas(area);
+    let bar_lines = (1 + message).min(area.height / 3).max(1);
+    let [main, bar] =
+        Layout::vertical([Constraint::Min(0), Constraint::Length(bar_lines)]).areas(area);
     out.status = bar;
     if main.height > 0 {
         if zoom {
@@ -71,7 +89,8 @@ impl App {
     /// table's first row and page, the detail's scroll, the tree's scroll and rows).
     pub fn layout(&mut self, model: &Model, now: DateTime<Utc>, area: Rect) {
         self.sync(model);
-        self.areas = areas(self.zoom, self.focus, area);
+        let message = message_lines(self.flash.as_deref(), area.width);
+        self.areas = areas(self.zoom, self.focus, message, area);
         if self.areas.calls != Rect::ZERO {
             let inner = Block::bordered().inner(self.areas.calls);
             if inner.width > 0 && inner.height > 0 {

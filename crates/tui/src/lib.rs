@@ -8,6 +8,8 @@
 
 pub mod action;
 pub mod app;
+pub mod curl;
+pub mod edit;
 pub mod filter;
 pub mod keys;
 pub mod layout;

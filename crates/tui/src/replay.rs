@@ -167,10 +167,11 @@ impl ReplayCursor {
         self.seek(self.pos.saturating_sub(1));
     }
 
-    /// Seeks to just after the last event at or before `t`.
+    /// Seeks to just after the last event at or before `t`; a time before the recording goes
+    /// to its start (the first event applied), as `[` does.
     pub fn seek_time(&mut self, t: DateTime<Utc>) {
         let index = self.events.partition_point(|e| e.t <= t);
-        self.seek(index);
+        self.seek(index.max(1));
     }
 
     /// Applies every event up to `clock` (playback); returns whether any was applied.

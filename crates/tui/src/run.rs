@@ -18,7 +18,7 @@ use super::replay::{ReplayCursor, Speed};
 use super::save;
 use super::term::Term;
 use super::view;
-use mcpscope_engine::event::Event;
+use mcpscope_engine::event::{Event, StreamId};
 use mcpscope_engine::model::{Model, Retention};
 
 /// Events folded per frame at most (the rest wait in the channel for the next frame).
@@ -308,6 +308,47 @@ pub fn perform(
                 },
             );
         }
+        Effect::Intercept(filter) => {
+            if let Some(faults) = &app.faults {
+                app.flash = Some(match faults.set_intercept(filter.clone()) {
+                    Ok(()) => match &filter {
+                        Some(f) => format!("intercepting requests that match {f:?}"),
+                        None => "intercept off: held requests released".into(),
+                    },
+                    Err(e) => format!("intercept not set: {e}"),
+                });
+                app.intercept = filter;
+            }
+            read_armed(app);
+        }
+        Effect::Release { id, how } => {
+            if let Some(faults) = &app.faults {
+                let what = match &how {
+                    mcpscope_engine::fault::Release::Forward(None) => "forwarded",
+                    mcpscope_engine::fault::Release::Forward(Some(_)) => "forwarded edited",
+                    mcpscope_engine::fault::Release::Drop => "dropped",
+                    mcpscope_engine::fault::Release::Error(_) => "answered with an error",
+                };
+                app.flash = Some(match faults.release(id, how) {
+                    Ok(()) => format!("held request {id} {what}"),
+                    Err(e) => format!("held request {id} not released: {e}"),
+                });
+            }
+            read_armed(app);
+        }
+        Effect::EditHeld { id, .. } => {
+            app.flash = Some(format!("held request {id}: editing needs the terminal"));
+        }
+        Effect::Resend(request) => {
+            let what = format!("{} {} (id={})", request.method, request.path, request.of);
+            app.flash = Some(match &app.faults {
+                Some(faults) => match faults.resend(request) {
+                    Ok(()) => format!("re-sent {what}: its answer is a new exchange marked ↻"),
+                    Err(e) => format!("re-sending {what} failed: {e}"),
+                },
+                None => "re-sending needs a live proxy".into(),
+            });
+        }
         Effect::ApplyFault { stream, spec } => {
             if let Some(faults) = &app.faults {
                 app.flash = Some(match faults.apply_to_stream(stream, &spec) {
@@ -339,17 +380,81 @@ pub fn perform(
     Ok(Flow::Continue)
 }
 
-/// Reads the armed fault rules into the view (for the status bar and `D`).
+/// Reads the armed fault rules and the held requests into the view (for the status bar, `D`
+/// and the held list).
 pub fn read_armed(app: &mut App) {
     app.armed = app
         .faults
         .as_ref()
         .map(|faults| faults.armed())
         .unwrap_or_default();
+    app.intercepted = app
+        .faults
+        .as_ref()
+        .map(|faults| faults.held())
+        .unwrap_or_default();
+    if let Some(row) = &mut app.held_menu {
+        *row = (*row).min(app.intercepted.len().saturating_sub(1));
+    }
+}
+
+/// Lets go of whatever the intercept holds (on quit: nothing held is lost); returns the
+/// exchanges released.
+pub fn release_intercept(app: &mut App) -> Vec<StreamId> {
+    let Some(faults) = &app.faults else {
+        return Vec::new();
+    };
+    let held: Vec<StreamId> = faults.held().iter().map(|h| h.stream).collect();
+    if app.intercept.take().is_some() || !held.is_empty() {
+        let _ = faults.set_intercept(None);
+    }
+    held
 }
 
 /// Runs the loop until quit.
 pub async fn run(mut app: App, mut source: impl Source) -> anyhow::Result<()> {
+    let result = run_loop(&mut app, &mut source).await;
+    // Nothing the intercept holds is lost: it goes on unchanged, and the exit waits (a while)
+    // for those exchanges to end.
+    let released = release_intercept(&mut app);
+    let deadline = Instant::now() + RELEASE_PATIENCE;
+    while !released.is_empty() && Instant::now() < deadline {
+        source.pump(&mut app);
+        let model = source.model();
+        if released
+            .iter()
+            .all(|&id| model.stream(id).is_none_or(|s| !s.is_open()))
+        {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    result
+}
+
+/// How long quitting waits for the exchanges the intercept released to end.
+const RELEASE_PATIENCE: Duration = Duration::from_secs(10);
+
+/// Edits a held request in the editor (the terminal handed over meanwhile), then forwards it.
+fn edit_held(app: &mut App, term: Term, id: u64, body: &str) -> anyhow::Result<Term> {
+    drop(term);
+    let edited = crate::edit::edit(id, body);
+    let term = Term::enter()?;
+    app.flash = Some(match (edited, &app.faults) {
+        (Ok(body), Some(faults)) => {
+            match faults.release(id, mcpscope_engine::fault::Release::Forward(Some(body))) {
+                Ok(()) => format!("held request {id} forwarded edited"),
+                Err(e) => format!("held request {id} not released: {e}"),
+            }
+        }
+        (Ok(_), None) => "intercepting needs a live proxy".into(),
+        (Err(e), _) => format!("held request {id} still held: {e}"),
+    });
+    read_armed(app);
+    Ok(term)
+}
+
+async fn run_loop(app: &mut App, source: &mut impl Source) -> anyhow::Result<()> {
     let mut term = Term::enter()?;
     let mut input = EventStream::new();
     let mut tick = tokio::time::interval(FRAME);
@@ -361,15 +466,15 @@ pub async fn run(mut app: App, mut source: impl Source) -> anyhow::Result<()> {
     loop {
         tokio::select! {
             _ = tick.tick() => {
-                if source.pump(&mut app) {
+                if source.pump(app) {
                     dirty = true;
                 }
                 if dirty || last_draw.is_none_or(|t| t.elapsed() >= TIMER_REDRAW) {
                     let now = source.now();
                     let size = term.terminal.size()?;
-                    read_armed(&mut app);
+                    read_armed(app);
                     app.layout(source.model(), now, Rect::from((Position::ORIGIN, size)));
-                    term.terminal.draw(|f| view::render(f, &app, source.model(), now))?;
+                    term.terminal.draw(|f| view::render(f, app, source.model(), now))?;
                     dirty = false;
                     last_draw = Some(Instant::now());
                 }
@@ -385,7 +490,11 @@ pub async fn run(mut app: App, mut source: impl Source) -> anyhow::Result<()> {
                     None => return Ok(()),
                 };
                 for effect in effects {
-                    if perform(&mut app, effect, &mut source, &mut |text| term.copy(text))? == Flow::Quit {
+                    if let Effect::EditHeld { id, body } = &effect {
+                        term = edit_held(app, term, *id, body)?;
+                        continue;
+                    }
+                    if perform(app, effect, source, &mut |text| term.copy(text))? == Flow::Quit {
                         return Ok(());
                     }
                 }

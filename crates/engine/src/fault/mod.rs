@@ -6,7 +6,7 @@ pub mod plan;
 pub mod rules;
 pub mod spec;
 
-pub use control::{FaultChoice, FaultControl};
+pub use control::{FaultChoice, FaultControl, HeldRequest, RESENT_HEADER, Release, Resend};
 pub use plan::{Fault, Plan, Planner, RequestInfo, Trigger};
 pub use rules::{Repeat, Rule, RuleEngine, RuleId};
 pub use spec::SpecError;

@@ -5,13 +5,13 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 
-use super::verdict::Verdict;
+use super::verdict::{Death, Verdict};
 use crate::event::{Direction, StreamId};
 
 /// What the client did after a call was orphaned or left resumable.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Reaction {
-    /// How many times the same method and params arrived again.
+    /// How many times the client re-sent it after seeing it fail.
     pub retries: u32,
     /// The client sent `notifications/cancelled` for it.
     pub cancelled: bool,
@@ -19,12 +19,18 @@ pub struct Reaction {
     pub reinitialized: bool,
     /// The client opened a new GET stream in the session.
     pub new_get: bool,
+    /// How many times the client tried to resume it (GET with `Last-Event-ID`).
+    pub resume_attempts: u32,
 }
 
 impl Reaction {
-    /// A short summary: `silent`, `retried ×2`, `cancelled`, `re-initialized`, `new GET`, joined by `, `.
+    /// A short summary: `silent`, `resume tried ×3`, `retried ×2`, `cancelled`,
+    /// `re-initialized`, `new GET`, joined by `, `.
     pub fn summary(&self) -> String {
         let mut parts = Vec::new();
+        if self.resume_attempts > 0 {
+            parts.push(format!("resume tried ×{}", self.resume_attempts));
+        }
         if self.retries > 0 {
             parts.push(format!("retried ×{}", self.retries));
         }
@@ -102,6 +108,12 @@ pub struct Call {
     /// The error the proxy answered the client with when its stream died (`--rescue`), if it
     /// did; the verdict stays what the upstream did.
     pub rescued: Option<String>,
+    /// The death of the stream that carried it before a resumption took it over (its POST's),
+    /// kept while the resumption is tried.
+    pub first_death: Option<Death>,
+    /// The call the client fell back to after this probe (`server/discover`) failed
+    /// (`initialize`): a normal handshake step, not a failure.
+    pub superseded_by: Option<usize>,
 }
 
 impl Call {
@@ -118,6 +130,15 @@ impl Call {
 }
 
 impl Call {
+    /// Whether it was answered with a tool's error (a result with `isError: true`).
+    pub fn is_tool_error(&self) -> bool {
+        self.verdict == Verdict::Answered
+            && self
+                .response
+                .as_deref()
+                .is_some_and(super::fold::is_tool_error)
+    }
+
     /// The id as text (`7`, `"abc"`).
     pub fn id_text(&self) -> String {
         crate::wire::jsonrpc::id_text(&self.id)

@@ -2,12 +2,12 @@
 
 use std::sync::Arc;
 
-use chrono::{DateTime, SecondsFormat, Utc};
+use chrono::{DateTime, SecondsFormat, TimeDelta, Utc};
 use serde_json::Value;
 
 use super::{
-    Call, Death, End, Mark, MessageRec, Model, Notice, OrphanCause, ProxyInfo, Reaction, Session,
-    SessionEnd, Stream, ToolInfo, Verdict, What,
+    Call, Death, End, FailedProbe, Mark, MessageRec, Model, Notice, OrphanCause, ProxyInfo,
+    Reaction, Session, SessionEnd, Stream, ToolInfo, Verdict, What,
 };
 use crate::event::{Direction, EndHow, Event, EventKind, Header, Leg, StreamId, header};
 use crate::wire::ContentKind;
@@ -15,6 +15,14 @@ use crate::wire::jsonrpc::{Kind, canonical, classify, id_text, messages};
 
 /// The first revision without sessions, GET streams or resumption.
 const STATELESS_REVISION: &str = "2026-07-28";
+
+/// How many earlier identical calls a new call is compared with when looking for the one it
+/// retries.
+const RETRY_LOOKBACK: usize = 64;
+
+/// How long after a failed `server/discover` an `initialize` may follow and make it a probe the
+/// client fell back from (`call_superseded`) rather than a failure (`call_failed`).
+const PROBE_GRACE_MS: i64 = 5_000;
 
 /// Methods whose repetition is not a retry.
 const NOT_RETRIES: &[&str] = &["initialize", "ping", "server/discover"];
@@ -31,6 +39,29 @@ pub(super) fn retry_key(method: &str, params: &Value) -> String {
         obj.remove("requestState");
     }
     format!("{method} {}", canonical(&params))
+}
+
+/// `name version` from an `initialize` request's `clientInfo`.
+fn client_name(params: &Value) -> Option<String> {
+    let info = params.get("clientInfo")?;
+    let name = info.get("name").and_then(Value::as_str).unwrap_or("?");
+    let version = info.get("version").and_then(Value::as_str).unwrap_or("");
+    Some(format!("{name} {version}").trim().to_string())
+}
+
+/// Whether a result is a tool's error (`isError: true`).
+pub(super) fn is_tool_error(result: &Value) -> bool {
+    result.get("isError").and_then(Value::as_bool) == Some(true)
+}
+
+/// When the client saw a call fail, if it did: its error or cancellation, or its stream's death.
+fn failure_seen(verdict: &Verdict, ended_at: Option<DateTime<Utc>>) -> Option<DateTime<Utc>> {
+    match verdict {
+        Verdict::Pending | Verdict::Answered => None,
+        Verdict::Cancelled { at } => Some(*at),
+        Verdict::Orphaned { death, .. } | Verdict::Resumable { death, .. } => Some(death.at),
+        Verdict::Error { .. } => ended_at,
+    }
 }
 
 /// Whether a result is a 2026-07-28 `InputRequiredResult` (the client must retry with input).
@@ -155,7 +186,9 @@ impl Model {
                     self.streams[si].unreachable = Some(error.clone());
                     let message = format!("upstream unreachable: {error}");
                     for index in self.open_calls_owned_by(si) {
-                        self.fail(index, message.clone(), t, &mut out);
+                        if !self.resume_unreached(si, index) {
+                            self.fail(index, message.clone(), t, &mut out);
+                        }
                     }
                 }
                 out.push(Notice {
@@ -341,9 +374,13 @@ impl Model {
             return;
         };
         for index in self.streams[ti].calls.clone() {
-            let call = &self.calls[index];
+            let call = &mut self.calls[index];
             if call.owner != target || !matches!(call.verdict, Verdict::Resumable { .. }) {
                 continue;
+            }
+            call.reaction.resume_attempts += 1;
+            if call.first_death.is_none() {
+                call.first_death = call.verdict.death().copied();
             }
             self.set_verdict(index, Verdict::Pending, None);
             self.calls[index].owner = new_id;
@@ -357,6 +394,26 @@ impl Model {
                 },
             });
         }
+    }
+
+    /// A resumption that never reached the upstream leaves the call as it was before it:
+    /// waiting for a resumption since its first stream died (the window still counts from that
+    /// death). Returns whether it did.
+    fn resume_unreached(&mut self, si: usize, index: usize) -> bool {
+        let stream = &self.streams[si];
+        let (Some(target), Some(death)) = (stream.resumes, self.calls[index].first_death) else {
+            return false;
+        };
+        let last_event_id = stream.request_header("last-event-id").map(str::to_string);
+        let retry_ms = self.stream(target).and_then(|s| s.retry_ms);
+        self.calls[index].owner = target;
+        let verdict = Verdict::Resumable {
+            death,
+            last_event_id,
+            retry_ms,
+        };
+        self.set_verdict(index, verdict, None);
+        true
     }
 
     fn response_head(
@@ -428,6 +485,12 @@ impl Model {
         self.streams[si].session = session;
         for index in self.streams[si].calls.clone() {
             let call = &mut self.calls[index];
+            if call.method == "initialize"
+                && call.dir == Direction::ClientToServer
+                && let Some(client) = client_name(&call.params)
+            {
+                self.sessions[session].client = Some(client);
+            }
             let old_key = (call.session, call.dir, id_text(&call.id));
             call.session = session;
             let new_key = (session, call.dir, id_text(&call.id));
@@ -665,13 +728,29 @@ impl Model {
             seq: (stream.opened_seq, self.seq()),
             evicted: None,
             rescued: None,
+            first_death: None,
+            superseded_by: None,
         };
+        if dir == Direction::ClientToServer
+            && method == "initialize"
+            && let Some(probe) = self.failed_probes.pop_front()
+        {
+            if let Some(probe_call) = self.calls.get_mut(probe.index) {
+                probe_call.superseded_by = Some(index);
+            }
+            out.push(Notice {
+                t,
+                what: What::CallSuperseded {
+                    call: self.call_ref(probe.index),
+                    error: probe.error,
+                    by: method.to_string(),
+                    by_request_id: rid.clone(),
+                },
+            });
+        }
         if dir == Direction::ClientToServer && method == "initialize" {
-            if let Some(info) = params.get("clientInfo") {
-                let name = info.get("name").and_then(Value::as_str).unwrap_or("?");
-                let version = info.get("version").and_then(Value::as_str).unwrap_or("");
-                self.sessions[session].client =
-                    Some(format!("{name} {version}").trim().to_string());
+            if let Some(client) = client_name(params) {
+                self.sessions[session].client = Some(client);
             }
             for other in self.calls.iter_mut() {
                 if matches!(
@@ -685,18 +764,16 @@ impl Model {
         let mut retry_notice = None;
         if dir == Direction::ClientToServer && !NOT_RETRIES.contains(&method) {
             let key = retry_key(method, params);
+            let continuing =
+                params.get("inputResponses").is_some() || params.get("requestState").is_some();
             let earlier = self
                 .calls_by_key
                 .get(&key)
                 .and_then(|list| list.last())
                 .copied();
-            let continuing =
-                params.get("inputResponses").is_some() || params.get("requestState").is_some();
             if let Some(prev) = earlier.filter(|&p| continuing && self.calls[p].input_required) {
                 call.continues = Some(prev);
-            } else if let Some(prev) =
-                earlier.filter(|&p| self.calls[p].verdict != Verdict::Answered)
-            {
+            } else if let Some(prev) = self.retried_call(&key, session) {
                 call.arrival = self.calls[prev].arrival + 1;
                 call.retry_of = Some(prev);
                 let mut root = prev;
@@ -710,8 +787,9 @@ impl Model {
                 let idempotent = match &call.tool {
                     Some(tool) => self
                         .tool_info(session, tool)
-                        .is_some_and(ToolInfo::safe_to_retry),
-                    None => true,
+                        .or_else(|| self.tool_info(self.calls[prev].session, tool))
+                        .map(ToolInfo::safe_to_retry),
+                    None => Some(true),
                 };
                 retry_notice = Some((call.arrival, idempotent, self.calls[prev].id.clone()));
             }
@@ -768,6 +846,46 @@ impl Model {
             }
         }
         index
+    }
+
+    /// The earlier call with the same method and params that a new call in `session` re-sends,
+    /// if it is a retry: the client saw that call fail (an error, its stream's death, or its
+    /// own cancellation) before re-sending it, in the same session or in the session that
+    /// replaced it ([`Model::follows`]). Identical calls still pending overlap it and are not
+    /// what it retries; one answered in the same session since means the client moved on.
+    fn retried_call(&self, key: &str, session: usize) -> Option<usize> {
+        let list = self.calls_by_key.get(key)?;
+        for &prev in list.iter().rev().take(RETRY_LOOKBACK) {
+            let earlier = &self.calls[prev];
+            let Some(failed_at) = failure_seen(&earlier.verdict, earlier.ended_at) else {
+                if earlier.session == session && earlier.verdict == Verdict::Answered {
+                    return None;
+                }
+                continue;
+            };
+            if earlier.session == session || self.follows(session, earlier.session, failed_at) {
+                return Some(prev);
+            }
+        }
+        None
+    }
+
+    /// Whether `new` is the session the client of `old` opened after a failure at `failed_at`:
+    /// the same client (`clientInfo`), first seen after the failure, and `old` opened no stream
+    /// since `new` began.
+    fn follows(&self, new: usize, old: usize, failed_at: DateTime<Utc>) -> bool {
+        let (Some(new_s), Some(old_s)) = (self.sessions.get(new), self.sessions.get(old)) else {
+            return false;
+        };
+        if new == 0 || old == 0 || new_s.client.is_none() || new_s.client != old_s.client {
+            return false;
+        }
+        let old_quiet = old_s
+            .streams
+            .last()
+            .and_then(|id| self.stream(*id))
+            .is_none_or(|s| s.opened_at <= new_s.started_at);
+        new_s.started_at >= failed_at && old_quiet
     }
 
     fn notification(
@@ -909,6 +1027,7 @@ impl Model {
                         call,
                         stream: stream_id,
                         elapsed_ms,
+                        is_error: is_tool_error(result),
                     },
                 };
                 out.push(Notice { t, what });
@@ -942,10 +1061,7 @@ impl Model {
                 read_only: hint("readOnlyHint"),
                 idempotent: hint("idempotentHint"),
             };
-            self.sessions[session]
-                .tools
-                .insert(name.to_string(), info.clone());
-            self.tools.insert(name.to_string(), info);
+            self.sessions[session].tools.insert(name.to_string(), info);
         }
     }
 
@@ -1041,12 +1157,13 @@ impl Model {
     ) {
         let stream = self.streams[si].id;
         for index in self.open_calls_owned_by(si) {
-            let death = Death {
+            // A refused resumption: the call died with its first stream.
+            let death = self.calls[index].first_death.unwrap_or(Death {
                 stream,
                 at: t,
                 how: None,
                 leg: None,
-            };
+            });
             self.orphan(index, cause, death, t, out);
         }
     }
@@ -1097,7 +1214,18 @@ impl Model {
             },
             Some(t),
         );
-        if self.calls[index].dir == Direction::ClientToServer {
+        if self.calls[index].dir == Direction::ClientToServer
+            && self.calls[index].method == "server/discover"
+        {
+            // A probe: the client falls back to `initialize` when it fails. Its fate is told
+            // when that follows, or when the grace ends without it.
+            self.failed_probes.push_back(FailedProbe {
+                index,
+                error: message,
+                elapsed_ms,
+                due: t + TimeDelta::milliseconds(PROBE_GRACE_MS),
+            });
+        } else if self.calls[index].dir == Direction::ClientToServer {
             out.push(Notice {
                 t,
                 what: What::CallFailed {

@@ -14,7 +14,7 @@ pub mod store;
 pub mod stream;
 pub mod verdict;
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
@@ -83,6 +83,16 @@ pub struct ProxyInfo {
     pub upstream: String,
 }
 
+/// A `server/discover` that failed, waiting to learn whether the client falls back to
+/// `initialize`.
+#[derive(Debug, Clone)]
+struct FailedProbe {
+    index: usize,
+    error: String,
+    elapsed_ms: i64,
+    due: DateTime<Utc>,
+}
+
 /// Counts for a status bar.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Counts {
@@ -126,7 +136,7 @@ pub struct Model {
     event_owner: HashMap<(usize, String), StreamId>,
     calls_by_id: HashMap<(usize, Direction, String), Vec<usize>>,
     calls_by_key: HashMap<String, Vec<usize>>,
-    tools: HashMap<String, ToolInfo>,
+    failed_probes: VecDeque<FailedProbe>,
     counts: Counts,
     retention: Retention,
     evicted: Evicted,
@@ -177,12 +187,10 @@ impl Model {
         }
     }
 
-    /// What `tools/list` said of a tool, in this session or any.
+    /// What `tools/list` said of a tool in this session (another session's listing does not
+    /// speak for it).
     pub fn tool_info(&self, session: usize, tool: &str) -> Option<&ToolInfo> {
-        self.sessions
-            .get(session)
-            .and_then(|s| s.tools.get(tool))
-            .or_else(|| self.tools.get(tool))
+        self.sessions.get(session).and_then(|s| s.tools.get(tool))
     }
 
     /// The 0-based sequence number of the event being folded (the recording's event order).
@@ -206,6 +214,21 @@ impl Model {
         }
         self.clock = Some(now);
         let mut notices = Vec::new();
+        while let Some(probe) = self.failed_probes.front() {
+            if probe.due > now {
+                break;
+            }
+            if let Some(probe) = self.failed_probes.pop_front() {
+                notices.push(Notice {
+                    t: probe.due,
+                    what: What::CallFailed {
+                        call: self.call_ref(probe.index),
+                        error: probe.error,
+                        elapsed_ms: probe.elapsed_ms,
+                    },
+                });
+            }
+        }
         while let Some(&(deadline, index)) = self.resume_due.first() {
             if deadline > now {
                 break;

@@ -118,6 +118,8 @@ pub enum What {
         stream: StreamId,
         /// From request to response.
         elapsed_ms: i64,
+        /// Whether the result is a tool's error (`isError: true`).
+        is_error: bool,
     },
     /// A call got an error.
     CallFailed {
@@ -128,6 +130,19 @@ pub enum What {
         error: String,
         /// From request to error.
         elapsed_ms: i64,
+    },
+    /// A probe (`server/discover`) failed and the client fell back to another method
+    /// (`initialize`): the normal handshake with an older server, not a failure.
+    CallSuperseded {
+        /// The probe.
+        #[serde(flatten)]
+        call: CallRef,
+        /// How it failed.
+        error: String,
+        /// The method the client fell back to.
+        by: String,
+        /// The request id of the call it fell back to.
+        by_request_id: Value,
     },
     /// A round of a multi-round-trip call ended asking the client for input.
     CallInputRequired {
@@ -169,15 +184,17 @@ pub enum What {
         #[serde(flatten)]
         call: CallRef,
     },
-    /// The same method and params arrived again while an earlier one was unanswered.
+    /// The client re-sent a call it saw fail (same method and params, in the same session or
+    /// the session that replaced it).
     ClientRetry {
         /// The new call.
         #[serde(flatten)]
         call: CallRef,
         /// Which arrival (2 for the first retry).
         arrival: u32,
-        /// Whether the tool says it is safe to repeat (`readOnlyHint` or `idempotentHint`).
-        idempotent: bool,
+        /// Whether the tool says it is safe to repeat (`readOnlyHint` or `idempotentHint`);
+        /// null when the client's session never listed the tool.
+        idempotent: Option<bool>,
         /// The request id of the call it repeats.
         retry_of: Value,
     },
@@ -283,9 +300,11 @@ impl Notice {
             What::CallAnswered {
                 call: c,
                 elapsed_ms,
+                is_error,
                 ..
             } => {
-                format!("call answered     {} in {elapsed_ms} ms", call(c))
+                let error = if *is_error { " with isError: true" } else { "" };
+                format!("call answered     {} in {elapsed_ms} ms{error}", call(c))
             }
             What::CallFailed {
                 call: c,
@@ -294,6 +313,9 @@ impl Notice {
             } => {
                 format!("call failed       {} in {elapsed_ms} ms: {error}", call(c))
             }
+            What::CallSuperseded {
+                call: c, error, by, ..
+            } => format!("call superseded   {} ({error}) by {by}", call(c)),
             What::CallCancelled { call: c } => format!("call cancelled    {}", call(c)),
             What::CallInputRequired { call: c, .. } => format!("input required    {}", call(c)),
             What::CallContinued {
@@ -313,7 +335,7 @@ impl Notice {
                 call: c,
                 elapsed_ms,
             } => {
-                format!("server request answered {} in {elapsed_ms} ms", call(c))
+                format!("client answered   {} in {elapsed_ms} ms", call(c))
             }
             What::ClientRetry {
                 call: c,
@@ -323,14 +345,14 @@ impl Notice {
             } => format!(
                 "CLIENT RETRY      {} arrival {arrival}{}",
                 call(c),
-                if *idempotent {
-                    ""
-                } else {
-                    " — tool is neither read-only nor idempotent"
+                match idempotent {
+                    Some(true) => "",
+                    Some(false) => " — tool is neither read-only nor idempotent",
+                    None => " — tool annotations unknown (the session never listed tools)",
                 }
             ),
             What::UpstreamUnreachable { stream, error } => {
-                format!("upstream unreachable on #{stream}: {error}")
+                format!("UNREACHABLE       upstream on #{stream}: {error}")
             }
             What::InvalidMessage { stream, reason } => {
                 format!("invalid message   on #{stream}: {reason}")

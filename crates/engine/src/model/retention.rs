@@ -271,15 +271,13 @@ impl Model {
         call.progress = Vec::new();
         self.full_calls -= 1;
         self.evicted.compacted += 1;
-        // A later identical request looks only at the last call with its key: when that one
-        // is answered, it is no retry of anything, exactly as when the key is unknown.
+        // An answered call is no retry target; the identical calls that went wrong stay listed.
         if let Some(key) = key
             && let Some(list) = self.calls_by_key.get_mut(&key)
         {
-            if list.last() == Some(&index) {
+            list.retain(|&i| i != index);
+            if list.is_empty() {
                 self.calls_by_key.remove(&key);
-            } else {
-                list.retain(|&i| i != index);
             }
         }
         if let Some(list) = self.calls_by_id.get_mut(&id_key) {

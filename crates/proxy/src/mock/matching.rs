@@ -4,7 +4,8 @@
 //! method and params, ignoring ids, `jsonrpc`, `params._meta`, and null or empty-object fields
 //! (`initialize` matches on its method alone: client names and capabilities differ between
 //! clients). A GET matches a GET with the same `Last-Event-ID` (or none). Among the candidates,
-//! one from the same session comes first, then recording order; each exchange is used once.
+//! the least used come first (a second client run replays the recording again), then one from
+//! the same session, then recording order.
 
 use std::collections::HashMap;
 
@@ -325,13 +326,21 @@ pub fn matches(ex: &Exchange, q: &Query<'_>) -> bool {
     }
 }
 
-/// Picks the exchange for a live request among those not used yet; marks it used.
-pub fn pick(exchanges: &[Exchange], used: &mut [bool], q: &Query<'_>) -> Option<usize> {
+/// Picks the exchange for a live request: among the matching ones, those used least (so that a
+/// second client run replays the recording again), then one from the same session, then
+/// recording order. Counts the use.
+pub fn pick(exchanges: &[Exchange], uses: &mut [u32], q: &Query<'_>) -> Option<usize> {
+    let least = exchanges
+        .iter()
+        .enumerate()
+        .filter(|(_, ex)| matches(ex, q))
+        .filter_map(|(i, _)| uses.get(i).copied())
+        .min()?;
     let candidates = || {
         exchanges
             .iter()
             .enumerate()
-            .filter(|(i, ex)| !used.get(*i).copied().unwrap_or(true) && matches(ex, q))
+            .filter(|(i, ex)| uses.get(*i) == Some(&least) && matches(ex, q))
     };
     let same_session = q
         .session
@@ -339,8 +348,8 @@ pub fn pick(exchanges: &[Exchange], used: &mut [bool], q: &Query<'_>) -> Option<
     let chosen = same_session
         .or_else(|| candidates().next())
         .map(|(i, _)| i)?;
-    if let Some(slot) = used.get_mut(chosen) {
-        *slot = true;
+    if let Some(count) = uses.get_mut(chosen) {
+        *count = count.saturating_add(1);
     }
     Some(chosen)
 }

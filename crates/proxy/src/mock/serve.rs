@@ -80,7 +80,7 @@ impl ServeHandle {
             .exchanges
             .iter()
             .zip(used.iter())
-            .filter(|(ex, used)| !**used && matchable(ex))
+            .filter(|(ex, uses)| **uses == 0 && matchable(ex))
             .map(|(ex, _)| format!("#{} {}", ex.stream, ex.describe()))
             .collect()
     }
@@ -99,7 +99,8 @@ impl Drop for ServeHandle {
 
 struct State {
     exchanges: Vec<Exchange>,
-    used: Mutex<Vec<bool>>,
+    /// How many live requests each exchange has answered.
+    used: Mutex<Vec<u32>>,
     /// (recorded session, recorded request id) → the live request id.
     ids: Mutex<HashMap<(Option<String>, String), Value>>,
     /// (recorded session, recorded progress token) → the live token.
@@ -138,7 +139,7 @@ impl State {
         self.exchanges
             .iter()
             .zip(used.iter())
-            .all(|(ex, used)| *used || ex.opened >= t || ex.is_plain_get() || !matchable(ex))
+            .all(|(ex, uses)| *uses > 0 || ex.opened >= t || ex.is_plain_get() || !matchable(ex))
     }
 
     fn scaled(&self, from: DateTime<Utc>, to: DateTime<Utc>) -> Duration {
@@ -236,7 +237,7 @@ pub async fn serve(
     let exchanges = matching::exchanges(&recording.events);
     let (clock, _) = watch::channel(None);
     let state = Arc::new(State {
-        used: Mutex::new(vec![false; exchanges.len()]),
+        used: Mutex::new(vec![0; exchanges.len()]),
         exchanges,
         ids: Mutex::new(HashMap::new()),
         tokens: Mutex::new(HashMap::new()),
@@ -315,6 +316,7 @@ fn accepted() -> Reply {
 
 async fn handle(req: Request<Incoming>, reset: ResetFlag, state: Arc<State>) -> Reply {
     let http_method = req.method().as_str().to_string();
+    let path = req.uri().path().to_string();
     let text_header = |name: &str| {
         req.headers()
             .get(name)
@@ -351,20 +353,10 @@ async fn handle(req: Request<Incoming>, reset: ResetFlag, state: Arc<State>) -> 
         .ok()
         .and_then(|mut used| matching::pick(&state.exchanges, &mut used, &query));
     let Some(index) = picked else {
-        return no_match(
-            &state,
-            &http_method,
-            body.as_ref(),
-            last_event_id.as_deref(),
-        );
+        return no_match(&state, &query, &path);
     };
     let Some(ex) = state.exchanges.get(index).cloned() else {
-        return no_match(
-            &state,
-            &http_method,
-            body.as_ref(),
-            last_event_id.as_deref(),
-        );
+        return no_match(&state, &query, &path);
     };
     tracing::info!("replay serve: {} → recorded #{}", ex.describe(), ex.stream);
     if let Some(live) = &body {
@@ -374,15 +366,12 @@ async fn handle(req: Request<Incoming>, reset: ResetFlag, state: Arc<State>) -> 
     reenact(ex, body, reset, state).await
 }
 
-fn no_match(
-    state: &State,
-    http_method: &str,
-    body: Option<&Value>,
-    last_event_id: Option<&str>,
-) -> Reply {
-    let what = matching::describe(http_method, body, last_event_id);
+fn no_match(state: &State, query: &Query<'_>, path: &str) -> Reply {
+    let (http_method, body) = (query.http_method, query.body);
+    let what = matching::describe(http_method, body, query.last_event_id);
     let message = format!("mcpscope replay: no recorded exchange matches {what}");
-    state.mismatch(what);
+    let session = query.session.unwrap_or("-");
+    state.mismatch(format!("{what} on {path} session={session}"));
     match (http_method, body) {
         ("POST", Some(body)) => {
             let error = |m: &Value| {

@@ -17,8 +17,8 @@ use crate::shared::{Shared, lock};
 use crate::tap::{TapBody, TapContext};
 use crate::upstream::{self, SendError, UpstreamConn};
 use crate::{ConnSlot, ProxyBody, transport};
-use mcpscope_engine::event::{Direction, EndHow, EventKind, Leg};
-use mcpscope_engine::fault::Plan;
+use mcpscope_engine::event::{Direction, EndHow, EventKind, Leg, StreamId};
+use mcpscope_engine::fault::{Plan, Release};
 use mcpscope_engine::wire::ContentKind;
 
 /// With `--rescue`: the calls parked for this resumption (a GET with `Last-Event-ID`), if any.
@@ -251,7 +251,72 @@ pub async fn forward(
             rescue,
         },
     );
+    if content == ContentKind::Json && shared.intercept.matches(message.as_ref()) {
+        return hold_response(shared, stream, message.as_ref(), parts, tap).await;
+    }
     Ok(Response::from_parts(parts, tap.boxed_unsync()))
+}
+
+/// A JSON response to a request the intercept matches: read whole (and reported as usual), held
+/// until released, then sent as it came, edited, replaced by a 502 (dropped) or by an error.
+async fn hold_response(
+    shared: &Arc<Shared>,
+    stream: StreamId,
+    request: Option<&serde_json::Value>,
+    mut parts: http::response::Parts,
+    tap: TapBody,
+) -> Result<Response<ProxyBody>, ProxyError> {
+    let body = tap.collect().await?.to_bytes();
+    let Some(released) = shared.intercept.hold_response(stream, request, &body) else {
+        return Ok(Response::from_parts(parts, answer::full(body)));
+    };
+    let note = |text: String| {
+        shared.sink.emit(EventKind::Note {
+            stream: Some(stream),
+            text,
+        })
+    };
+    note("response held by the intercept".into());
+    let id = || answer::request_id(request);
+    match released.await.unwrap_or(Release::Forward(None)) {
+        Release::Forward(None) => {
+            note("response released by the intercept: sent as it came".into());
+            Ok(Response::from_parts(parts, answer::full(body)))
+        }
+        Release::Forward(Some(edited)) => {
+            note(format!(
+                "response released by the intercept: sent edited: {edited}"
+            ));
+            parts.headers.remove(http::header::CONTENT_LENGTH);
+            Ok(Response::from_parts(parts, answer::full(edited)))
+        }
+        Release::Drop => {
+            note("response released by the intercept: dropped".into());
+            Ok(local_response(
+                StatusCode::BAD_GATEWAY,
+                "text/plain",
+                "mcpscope: the response was dropped by the intercept".into(),
+            ))
+        }
+        Release::Error(message) => {
+            note(format!(
+                "response released by the intercept: replaced by an error: {message}"
+            ));
+            let body =
+                answer::jsonrpc_error(id(), -32000, &format!("mcpscope intercept: {message}"));
+            Ok(local_response(StatusCode::OK, "application/json", body))
+        }
+    }
+}
+
+/// A response mcpscope makes in place of a held one (the exchange itself was reported whole).
+fn local_response(status: StatusCode, content_type: &str, body: String) -> Response<ProxyBody> {
+    let mut response = Response::new(answer::full(body));
+    *response.status_mut() = status;
+    if let Ok(v) = HeaderValue::from_str(content_type) {
+        response.headers_mut().insert(http::header::CONTENT_TYPE, v);
+    }
+    response
 }
 
 /// Answers for an upstream that could not be reached or did not answer in time, recording why

@@ -1,11 +1,12 @@
 //! The request pipeline, one stage a module: [`guard`] (may the request pass?), [`read`] (its
-//! body, reported), [`plan`] (a fault for it, or a status answered at once), [`forward`] (to the
+//! body, reported), [`hold`] (the intercept), [`plan`] (a fault for it, or a status answered at once), [`forward`] (to the
 //! upstream, with the response body tapped). [`answer`] holds the responses the proxy gives
 //! itself; [`pending`] ends an exchange dropped before any of them answered.
 
 pub mod answer;
 pub mod forward;
 pub mod guard;
+pub mod hold;
 pub mod pending;
 pub mod plan;
 pub mod read;

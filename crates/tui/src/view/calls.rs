@@ -125,10 +125,14 @@ pub fn render(frame: &mut Frame, app: &App, model: &Model, now: DateTime<Utc>, a
     let page = usize::from(inner.height.saturating_sub(1)).max(1);
     let header = Row::new(cols.iter().map(|c| Cell::from(c.header()))).style(theme.header());
     if app.rows.is_empty() {
-        let text = if app.filter.is_empty() {
-            "no calls yet: waiting for traffic"
-        } else {
+        let text = if !app.filter.is_empty() {
             "no call matches the filter (Esc clears it)"
+        } else if app.replay.as_ref().is_some_and(|r| !r.playing) {
+            "no calls yet at this point: space plays, . steps one event, ] goes to the end"
+        } else if app.replay.is_some() {
+            "no calls yet at this point of the recording"
+        } else {
+            "no calls yet: waiting for traffic"
         };
         let rows = vec![Row::new(vec![Cell::from(Span::styled(text, theme.dim()))])];
         let table = Table::new(rows, [Constraint::Min(1)]).header(header);
@@ -142,7 +146,13 @@ pub fn render(frame: &mut Frame, app: &App, model: &Model, now: DateTime<Utc>, a
         .enumerate()
         .filter_map(|(i, &ci)| {
             let call = model.calls.get(ci)?;
-            let style = verdict_style(theme, &call.verdict);
+            let style = if call.is_tool_error() {
+                theme.error()
+            } else if call.superseded_by.is_some() {
+                theme.dim()
+            } else {
+                verdict_style(theme, &call.verdict)
+            };
             let (state, dead) = stream_state(model, call, app.tz);
             let owner = model
                 .stream(call.owner)
@@ -166,6 +176,9 @@ pub fn render(frame: &mut Frame, app: &App, model: &Model, now: DateTime<Utc>, a
             if call.injected {
                 title.push_str(" ⚡");
             }
+            if resent_of(model, call).is_some() {
+                title.push_str(" ↻");
+            }
             let cells: Vec<Cell> = cols
                 .iter()
                 .map(|c| match c {
@@ -185,7 +198,13 @@ pub fn render(frame: &mut Frame, app: &App, model: &Model, now: DateTime<Utc>, a
                     )),
                     Column::Elapsed => Cell::from(duration_ms(call.elapsed_ms(now))),
                     Column::SinceDeath => Cell::from(since.clone()),
-                    Column::Verdict => Cell::from(call.verdict.name()),
+                    Column::Verdict => Cell::from(if call.is_tool_error() {
+                        "isError"
+                    } else if call.superseded_by.is_some() {
+                        "fell back"
+                    } else {
+                        call.verdict.name()
+                    }),
                     Column::Reaction => Cell::from(reaction.clone()),
                 })
                 .collect();
@@ -198,9 +217,31 @@ pub fn render(frame: &mut Frame, app: &App, model: &Model, now: DateTime<Utc>, a
             Some(Row::new(cells).style(row_style))
         })
         .collect();
-    let widths: Vec<Constraint> = cols.iter().map(|c| c.width()).collect();
+    // The stream column grows to the longest label shown (`GET#23 resumed`).
+    let stream_width = visible
+        .iter()
+        .filter_map(|&ci| model.calls.get(ci))
+        .filter_map(|call| model.stream(call.owner))
+        .map(|s| s.label().chars().count() as u16)
+        .max()
+        .unwrap_or(0);
+    let widths: Vec<Constraint> = cols
+        .iter()
+        .map(|c| match (c, c.width()) {
+            (Column::Stream, Constraint::Length(n)) => Constraint::Length(n.max(stream_width)),
+            (_, width) => width,
+        })
+        .collect();
     let table = Table::new(rows, widths)
         .header(header)
         .style(Style::default().patch(theme.text()));
     frame.render_widget(table, inner);
+}
+
+/// The id of the call a request re-sent by mcpscope (`r`) copies, if it is one.
+pub fn resent_of(model: &Model, call: &mcpscope_engine::model::Call) -> Option<String> {
+    model
+        .stream(call.request_stream)?
+        .request_header(mcpscope_engine::fault::RESENT_HEADER)
+        .map(str::to_string)
 }

@@ -4,6 +4,7 @@
 use chrono::{DateTime, Utc};
 use ratatui::Frame;
 use ratatui::layout::Rect;
+use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Paragraph};
 
@@ -125,7 +126,14 @@ fn call_lines(app: &App, model: &Model, call: &Call, now: DateTime<Utc>) -> Vec<
             "resumable — may be resumed from event id {}",
             last_event_id.as_deref().unwrap_or("-")
         ),
-        Verdict::Error { message } => format!("error — {message}"),
+        Verdict::Error { message } => match call.superseded_by.and_then(|c| model.calls.get(c)) {
+            Some(by) => format!(
+                "a probe that failed ({message}); the client fell back to {} id={}",
+                by.method,
+                by.id_text()
+            ),
+            None => format!("error — {message}"),
+        },
         other => other.name().to_string(),
     };
     out.push(Line::from(vec![
@@ -161,6 +169,34 @@ fn call_lines(app: &App, model: &Model, call: &Call, now: DateTime<Utc>) -> Vec<
             ),
         ]));
     }
+    if let Some(first) = call
+        .first_death
+        .filter(|first| Some(first) != call.verdict.death())
+    {
+        let label = model
+            .stream(first.stream)
+            .map(|s| s.label())
+            .unwrap_or_default();
+        out.push(Line::from(vec![
+            Span::styled(format!("{:<11}", "first died"), theme.header()),
+            Span::styled(
+                format!(
+                    "{label} {} {} ({}) — {} ago",
+                    clock(first.at, app.tz),
+                    first.how.map(|h| h.as_str()).unwrap_or("no body"),
+                    first.leg.map(|l| l.as_str()).unwrap_or("-"),
+                    duration_ms((now - first.at).num_milliseconds())
+                ),
+                theme.stream_dead(),
+            ),
+        ]));
+    }
+    if call.is_tool_error() {
+        out.push(Line::from(Span::styled(
+            "the tool reported an error (isError: true)",
+            theme.error(),
+        )));
+    }
     if !matches!(call.verdict, Verdict::Pending | Verdict::Answered) {
         out.push(kv(theme, "reaction", call.reaction.summary()));
     }
@@ -169,6 +205,13 @@ fn call_lines(app: &App, model: &Model, call: &Call, now: DateTime<Utc>) -> Vec<
             theme,
             "arrival",
             format!("{} (a client retry)", call.arrival),
+        ));
+    }
+    if let Some(of) = super::calls::resent_of(model, call) {
+        out.push(kv(
+            theme,
+            "re-sent",
+            format!("by mcpscope (a copy of id={of})"),
         ));
     }
     if call.injected {
@@ -186,15 +229,25 @@ fn call_lines(app: &App, model: &Model, call: &Call, now: DateTime<Utc>) -> Vec<
     if let Some(stream) = model.stream(call.owner) {
         timing_lines(app, model, stream, call.started_at, &mut out);
     }
+    let terms = app.filter.search_terms();
+    let mark = Style::default().add_modifier(Modifier::REVERSED);
     if let Some(req) = model.request_message(call) {
         out.push(Line::default());
         out.push(head(theme, "Request"));
-        out.extend(json::lines(&req.body, theme, 2));
+        out.extend(json::highlight(
+            json::lines(&req.body, theme, 2),
+            &terms,
+            mark,
+        ));
     }
     if let Some(resp) = model.response_message(call) {
         out.push(Line::default());
         out.push(head(theme, "Response"));
-        out.extend(json::lines(&resp.body, theme, 2));
+        out.extend(json::highlight(
+            json::lines(&resp.body, theme, 2),
+            &terms,
+            mark,
+        ));
     }
     out
 }
@@ -252,7 +305,20 @@ fn timing_lines(
             Span::styled(summary, style),
         ]));
     }
-    if let Some(end) = &stream.ended {
+    if let (Some(end), Some(err)) = (&stream.ended, &stream.unreachable) {
+        // The answer mcpscope made itself: no upstream stream ended.
+        out.push(Line::from(vec![
+            Span::styled(format!("{:<11}", "  end"), theme.header()),
+            Span::styled(
+                format!(
+                    "{}  {}  answered by mcpscope (upstream unreachable: {err})",
+                    clock(end.at, app.tz),
+                    since(end.at, from),
+                ),
+                theme.stream_dead(),
+            ),
+        ]));
+    } else if let Some(end) = &stream.ended {
         let style = if model.fate(stream).is_death() {
             theme.stream_dead()
         } else {
@@ -373,7 +439,13 @@ fn message_lines(app: &App, model: &Model, index: usize) -> Vec<Line<'static>> {
         )));
     }
     out.push(Line::default());
-    out.extend(json::lines(&rec.body, theme, 0));
+    let terms = app.filter.search_terms();
+    let mark = Style::default().add_modifier(Modifier::REVERSED);
+    out.extend(json::highlight(
+        json::lines(&rec.body, theme, 0),
+        &terms,
+        mark,
+    ));
     out
 }
 
@@ -419,5 +491,7 @@ fn session_lines(app: &App, model: &Model, index: usize) -> Vec<Line<'static>> {
         };
         out.push(kv(theme, "  tool", format!("{name} ({hint})")));
     }
+    out.push(Line::default());
+    out.extend(super::notifications::lines(app, model, index));
     out
 }

@@ -1,5 +1,6 @@
 //! Pretty, syntax-coloured JSON as ratatui lines.
 
+use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use serde_json::Value;
 
@@ -75,4 +76,59 @@ fn write(
             cur.push(Span::styled("}", punct));
         }
     }
+}
+
+/// Marks every case-insensitive occurrence of the `terms` (lower case) in `lines` with `mark`,
+/// splitting spans where a match starts and ends.
+pub fn highlight(lines: Vec<Line<'static>>, terms: &[&str], mark: Style) -> Vec<Line<'static>> {
+    if terms.is_empty() {
+        return lines;
+    }
+    lines
+        .into_iter()
+        .map(|line| {
+            let style = line.style;
+            let spans: Vec<Span<'static>> = line
+                .spans
+                .into_iter()
+                .flat_map(|span| split_span(span, terms, mark))
+                .collect();
+            Line::from(spans).style(style)
+        })
+        .collect()
+}
+
+fn split_span(span: Span<'static>, terms: &[&str], mark: Style) -> Vec<Span<'static>> {
+    let text = span.content.to_string();
+    let lower = text.to_lowercase();
+    // Lower-casing may change byte lengths (rare outside ASCII): then the span stays as is.
+    if lower.len() != text.len() {
+        return vec![span];
+    }
+    let mut marked = vec![false; text.len()];
+    for term in terms {
+        for (at, _) in lower.match_indices(term) {
+            marked[at..at + term.len()]
+                .iter_mut()
+                .for_each(|m| *m = true);
+        }
+    }
+    if !marked.contains(&true) {
+        return vec![span];
+    }
+    let mut out = Vec::new();
+    let mut start = 0;
+    for end in 1..=text.len() {
+        let boundary = end == text.len() || marked[end] != marked[start];
+        if boundary && text.is_char_boundary(end) {
+            let style = if marked[start] {
+                span.style.patch(mark)
+            } else {
+                span.style
+            };
+            out.push(Span::styled(text[start..end].to_string(), style));
+            start = end;
+        }
+    }
+    out
 }

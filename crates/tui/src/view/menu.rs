@@ -13,7 +13,24 @@ pub fn render(frame: &mut Frame, app: &App, area: Rect) {
         return;
     };
     let theme = &app.theme;
-    let width = 64.min(area.width);
+    // The spec column fits the longest spec and a gap; the menu fits the longest line.
+    let spec_width = menu
+        .choices
+        .iter()
+        .map(|c| c.spec.chars().count())
+        .max()
+        .unwrap_or(0)
+        + 2;
+    let text_width = menu
+        .choices
+        .iter()
+        .map(|c| 1 + spec_width + c.description.chars().count())
+        .max()
+        .unwrap_or(0)
+        .max(" Enter applies · Esc closes".chars().count());
+    let width = u16::try_from(text_width + 3)
+        .unwrap_or(u16::MAX)
+        .min(area.width);
     let height = (menu.choices.len() as u16 + 3).min(area.height);
     let rect = super::centered(area, width, height);
     let lines: Vec<Line> = menu
@@ -27,7 +44,10 @@ pub fn render(frame: &mut Frame, app: &App, area: Rect) {
                 theme.help()
             };
             Line::from(vec![
-                Span::styled(format!(" {:<14}", c.spec), style.patch(theme.injected())),
+                Span::styled(
+                    format!(" {:<spec_width$}", c.spec),
+                    style.patch(theme.injected()),
+                ),
                 Span::styled(c.description.clone(), style),
             ])
         })
@@ -46,4 +66,48 @@ pub fn render(frame: &mut Frame, app: &App, area: Rect) {
         .border_style(theme.border_focused())
         .style(theme.help());
     frame.render_widget(Paragraph::new(all).block(block), rect);
+}
+
+/// Draws the list of held requests (`I`), if open, centred in `area`: each one's summary and
+/// body, the highlighted one marked, and the keys.
+pub fn render_held(frame: &mut Frame, app: &App, area: Rect) {
+    let Some(selected) = app.held_menu else {
+        return;
+    };
+    let theme = &app.theme;
+    let mut lines: Vec<Line> = Vec::new();
+    if app.intercepted.is_empty() {
+        lines.push(Line::from(Span::styled(" nothing held", theme.dim())));
+    }
+    for (i, held) in app.intercepted.iter().enumerate() {
+        let style = if i == selected {
+            theme.selection()
+        } else {
+            theme.help()
+        };
+        lines.push(Line::from(vec![
+            Span::styled(format!(" {:>3} ", held.id), style.patch(theme.injected())),
+            Span::styled(format!("#{} {}  ", held.stream, held.summary), style),
+            Span::styled(held.body.clone(), theme.dim()),
+        ]));
+    }
+    lines.push(Line::from(Span::styled(
+        " a forward · e edit in $EDITOR · d drop · E error · Esc closes",
+        theme.dim(),
+    )));
+    let width = area.width.saturating_sub(4).min(120);
+    let height = (lines.len() as u16 + 2).min(area.height);
+    let rect = super::centered(area, width, height);
+    frame.render_widget(Clear, rect);
+    let block = Block::bordered()
+        .title(Span::styled(
+            format!(
+                " Held by the intercept ({}) ",
+                app.intercept.as_deref().unwrap_or("off")
+            ),
+            theme.title(),
+        ))
+        .border_style(theme.border_focused())
+        .style(theme.help());
+    frame.render_widget(Paragraph::new(lines).block(block), rect);
 }

@@ -6,6 +6,7 @@ pub mod fmt;
 pub mod help;
 pub mod json;
 pub mod menu;
+pub mod notifications;
 pub mod status;
 pub mod tree;
 pub mod waterfall;
@@ -26,7 +27,8 @@ pub fn render(frame: &mut Frame, app: &App, model: &Model, now: DateTime<Utc>) {
     if area.width == 0 || area.height == 0 {
         return;
     }
-    let panes = areas(app.zoom, app.focus, area);
+    let message = crate::layout::message_lines(app.flash.as_deref(), area.width);
+    let panes = areas(app.zoom, app.focus, message, area);
     frame.render_widget(Block::default().style(app.theme.text()), area);
     if panes.calls != Rect::ZERO {
         calls::render(frame, app, model, now, panes.calls);
@@ -42,6 +44,7 @@ pub fn render(frame: &mut Frame, app: &App, model: &Model, now: DateTime<Utc>) {
     }
     status::render(frame, app, model, now, panes.status);
     menu::render(frame, app, area);
+    menu::render_held(frame, app, area);
     if app.help {
         help::render(frame, app, area);
     }

@@ -2,9 +2,9 @@
 
 use chrono::{DateTime, Utc};
 use ratatui::Frame;
-use ratatui::layout::Rect;
+use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::Paragraph;
+use ratatui::widgets::{Paragraph, Wrap};
 
 use super::fmt::clock;
 use crate::app::{App, InputKind};
@@ -15,9 +15,10 @@ pub fn render(frame: &mut Frame, app: &App, model: &Model, now: DateTime<Utc>, a
     let theme = &app.theme;
     if let Some(input) = &app.input {
         let prompt = match input.kind {
-            InputKind::Filter => "filter (tool: method: status: session: text) / ",
+            InputKind::Filter => "filter (tool: method: status: session: body: text) / ",
             InputKind::Arm => "arm fault rule: ",
             InputKind::Seek => "seek to HH:MM:SS[.mmm]: ",
+            InputKind::Intercept => "intercept (tool:NAME method:M; empty turns it off): ",
         };
         let line = Line::from(vec![
             Span::styled(prompt, theme.header()),
@@ -33,17 +34,19 @@ pub fn render(frame: &mut Frame, app: &App, model: &Model, now: DateTime<Utc>, a
     if let Some(r) = &app.replay {
         spans.push(Span::styled(
             format!(
-                " REPLAY {} {} {} · event {}/{}",
+                " REPLAY {} {} {} · event {}/{}{}",
                 if r.playing { "▶" } else { "⏸" },
                 r.speed,
                 clock(now, app.tz),
                 r.position,
-                r.len
+                r.len,
+                if r.playing { "" } else { " · space plays" }
             ),
             alert,
         ));
         spans.push(sep());
     }
+    let fixed_start = spans.len();
     let listen = app
         .info
         .listen
@@ -69,6 +72,8 @@ pub fn render(frame: &mut Frame, app: &App, model: &Model, now: DateTime<Utc>, a
         spans.push(Span::styled(format!("rec {}", rec.display()), bar));
         spans.push(sep());
     }
+    // Where the addresses and the recording end: the first to go when the bar is too long.
+    let fixed_end = spans.len();
     let c = model.counts();
     spans.push(Span::styled(
         format!(
@@ -86,6 +91,17 @@ pub fn render(frame: &mut Frame, app: &App, model: &Model, now: DateTime<Utc>, a
         spans.push(sep());
         spans.push(Span::styled(format!("armed: {}", labels.join(", ")), alert));
     }
+    if app.intercept.is_some() || !app.intercepted.is_empty() {
+        spans.push(sep());
+        spans.push(Span::styled(
+            format!(
+                "INTERCEPT {} · {} held (I lists)",
+                app.intercept.as_deref().unwrap_or("off"),
+                app.intercepted.len()
+            ),
+            alert,
+        ));
+    }
     if !app.filter.is_empty() {
         spans.push(sep());
         spans.push(Span::styled(format!("filter: {}", app.filter.text), bar));
@@ -102,11 +118,41 @@ pub fn render(frame: &mut Frame, app: &App, model: &Model, now: DateTime<Utc>, a
         spans.push(sep());
         spans.push(Span::styled("feed closed", alert));
     }
+    // The message takes the lines above the bar, wrapped, so that it is never cut.
+    let [message_area, bar_area] =
+        Layout::vertical([Constraint::Min(0), Constraint::Length(1)]).areas(area);
     if let Some(flash) = &app.flash {
-        spans.push(sep());
-        spans.push(Span::styled(flash.clone(), alert));
+        if message_area.height > 0 {
+            let message = Paragraph::new(Span::styled(flash.clone(), alert))
+                .style(bar)
+                .wrap(Wrap { trim: false });
+            frame.render_widget(message, message_area);
+        } else {
+            spans.push(sep());
+            spans.push(Span::styled(flash.clone(), alert));
+        }
     }
-    spans.push(sep());
-    spans.push(Span::styled("? help", bar));
-    frame.render_widget(Paragraph::new(Line::from(spans)).style(bar), area);
+    let help = " │ ? help";
+    let help_width = help.chars().count();
+    let fits = |spans: &[Span]| {
+        spans.iter().map(Span::width).sum::<usize>() + help_width <= usize::from(bar_area.width)
+    };
+    if !fits(&spans) {
+        spans.drain(fixed_start..fixed_end);
+    }
+    let line = Line::from(spans);
+    if line.width() + help_width <= usize::from(bar_area.width) {
+        let mut line = line;
+        line.push_span(Span::styled(help, bar));
+        frame.render_widget(Paragraph::new(line).style(bar), bar_area);
+        return;
+    }
+    // Too long for the width: `? help` keeps its place at the right end, the rest is cut.
+    let help_width = u16::try_from(help_width)
+        .unwrap_or(u16::MAX)
+        .min(bar_area.width);
+    let [left, right] =
+        Layout::horizontal([Constraint::Min(0), Constraint::Length(help_width)]).areas(bar_area);
+    frame.render_widget(Paragraph::new(line).style(bar), left);
+    frame.render_widget(Paragraph::new(Span::styled(help, bar)).style(bar), right);
 }

@@ -1,0 +1,194 @@
+//! The intercept on real sockets: the test server behind the proxy, the MCP test client, and the
+//! controller the TUI uses. A matching request is held (others pass), then forwarded as sent or
+//! edited, dropped, or answered with an error; clearing the filter releases what is held.
+
+use std::time::{Duration, Instant};
+
+use mcpscope_engine::event::Event;
+use mcpscope_engine::fault::{FaultControl, HeldRequest, Release};
+use mcpscope_proxy::controller as fault;
+use mcpscope_proxy::{self as proxy, Config, sink::EventSink};
+use mcpscope_testkit::client::{Answer, McpClient, Outcome};
+use mcpscope_testkit::testserver;
+use serde_json::json;
+use std::sync::Arc;
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+
+const WAIT: Duration = Duration::from_secs(10);
+
+/// A new session that calls `echo` with `text`, in the background.
+fn echo(url: &str, text: &str) -> JoinHandle<Answer> {
+    let (url, text) = (url.to_string(), text.to_string());
+    tokio::spawn(async move {
+        let mut c = McpClient::new(&url).expect("client");
+        c.handshake().await.expect("initialize");
+        c.call("echo", json!({"text": text}), false)
+            .await
+            .expect("echo")
+    })
+}
+
+/// Waits until `n` requests are held; returns them.
+async fn held(control: &Arc<dyn FaultControl>, n: usize) -> Vec<HeldRequest> {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let held = control.held();
+        if held.len() == n {
+            return held;
+        }
+        assert!(Instant::now() < deadline, "{} held, not {n}", held.len());
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+fn text(a: &Answer) -> String {
+    a.text()
+        .map(str::to_string)
+        .unwrap_or_else(|| format!("{:?}", a.outcome))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn held_requests_are_forwarded_edited_dropped_or_refused() {
+    let run = async {
+        let server = testserver::start(testserver::Options::default())
+            .await
+            .expect("test server");
+        let (tx, _rx) = mpsc::unbounded_channel::<Event>();
+        let config = Config {
+            listen: "127.0.0.1:0".parse().expect("addr"),
+            upstream: server.url().parse().expect("uri"),
+            ..Default::default()
+        };
+        let proxy = proxy::start(config, EventSink::new(tx))
+            .await
+            .expect("proxy");
+        let engine = fault::install(&proxy, &[], None).expect("rules");
+        let control = fault::controller(&proxy, engine);
+        let url = format!("http://{}/mcp", proxy.addr);
+        control
+            .set_intercept(Some("tool:echo".into()))
+            .expect("intercept");
+
+        // Held; the handshake (not a tools/call echo) passed.
+        let first = echo(&url, "as sent");
+        let h = held(&control, 1).await;
+        assert!(h[0].summary.starts_with("tools/call echo id="), "{h:?}");
+        assert!(h[0].body.contains("as sent"), "{h:?}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        assert!(!first.is_finished(), "a held request is not answered");
+        control
+            .release(h[0].id, Release::Forward(None))
+            .expect("forward");
+        assert_eq!(text(&first.await.expect("task")), "as sent");
+
+        // Edited before it goes on.
+        let edited = echo(&url, "before");
+        let h = held(&control, 1).await;
+        let body = h[0].body.replace("before", "after the edit");
+        control
+            .release(h[0].id, Release::Forward(Some(body)))
+            .expect("forward edited");
+        assert_eq!(text(&edited.await.expect("task")), "after the edit");
+
+        // Dropped: the upstream never sees it; the client gets mcpscope's 502.
+        let dropped = echo(&url, "dropped");
+        let h = held(&control, 1).await;
+        control.release(h[0].id, Release::Drop).expect("drop");
+        let answer = dropped.await.expect("task");
+        assert!(
+            matches!(answer.outcome, Outcome::Status(502, _)),
+            "{:?}",
+            answer.outcome
+        );
+
+        // Answered with an error.
+        let refused = echo(&url, "refused");
+        let h = held(&control, 1).await;
+        control
+            .release(h[0].id, Release::Error("not today".into()))
+            .expect("error");
+        let answer = refused.await.expect("task");
+        let Outcome::Response(v) = &answer.outcome else {
+            panic!("{:?}", answer.outcome)
+        };
+        assert_eq!(
+            v.pointer("/error/message").and_then(|m| m.as_str()),
+            Some("mcpscope intercept: not today")
+        );
+
+        // Clearing the filter (as quitting the view does) releases what is held, unchanged.
+        let a = echo(&url, "one");
+        let b = echo(&url, "two");
+        held(&control, 2).await;
+        control.set_intercept(None).expect("clear");
+        assert_eq!(text(&a.await.expect("task")), "one");
+        assert_eq!(text(&b.await.expect("task")), "two");
+        assert!(control.held().is_empty());
+        server.shutdown().await;
+    };
+    tokio::time::timeout(Duration::from_secs(60), run)
+        .await
+        .expect("bounded");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_json_response_is_held_too_and_can_be_edited() {
+    let run = async {
+        let server = testserver::start(testserver::Options {
+            json_responses: true,
+            ..Default::default()
+        })
+        .await
+        .expect("test server");
+        let (tx, mut rx) = mpsc::unbounded_channel::<Event>();
+        let config = Config {
+            listen: "127.0.0.1:0".parse().expect("addr"),
+            upstream: server.url().parse().expect("uri"),
+            ..Default::default()
+        };
+        let proxy = proxy::start(config, EventSink::new(tx))
+            .await
+            .expect("proxy");
+        let engine = fault::install(&proxy, &[], None).expect("rules");
+        let control = fault::controller(&proxy, engine);
+        let url = format!("http://{}/mcp", proxy.addr);
+        control
+            .set_intercept(Some("tool:echo".into()))
+            .expect("intercept");
+        let call = echo(&url, "from the server");
+        let h = held(&control, 1).await;
+        control
+            .release(h[0].id, Release::Forward(None))
+            .expect("forward the request");
+        let h = held(&control, 1).await;
+        assert!(
+            h[0].summary.starts_with("response to tools/call echo id="),
+            "{h:?}"
+        );
+        assert!(h[0].body.contains("from the server"), "{h:?}");
+        let edited = h[0].body.replace("from the server", "from the intercept");
+        control
+            .release(h[0].id, Release::Forward(Some(edited)))
+            .expect("forward the response");
+        assert_eq!(text(&call.await.expect("task")), "from the intercept");
+        // The recording keeps what the server said, and notes what the client was sent.
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let mut notes = Vec::new();
+        while let Ok(event) = rx.try_recv() {
+            if let mcpscope_engine::event::EventKind::Note { text, .. } = event.kind {
+                notes.push(text);
+            }
+        }
+        assert!(
+            notes
+                .iter()
+                .any(|n| n.starts_with("response released by the intercept: sent edited")),
+            "{notes:?}"
+        );
+        server.shutdown().await;
+    };
+    tokio::time::timeout(Duration::from_secs(60), run)
+        .await
+        .expect("bounded");
+}
