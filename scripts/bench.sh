@@ -49,7 +49,7 @@ fi
 # --- build ------------------------------------------------------------------------------------
 say "building (release)"
 cargo build --release --quiet --bin mcpscope --example bench_e2e --example bench_scale \
-    --example bench_record_size
+    --example bench_record_size --example bench_memory
 cargo bench --quiet --bench wire --no-run >/dev/null 2>&1 || cargo bench --bench wire --no-run
 
 # --- run (one at a time: the machine is small) ------------------------------------------------
@@ -69,12 +69,20 @@ if [ -n "$QUICK" ]; then
 else
     "$TARGET/release/examples/bench_record_size" --work "$OUT" --out "$OUT/size.md"
 fi
+say "memory: the live proxy's RSS through an SSE flood, many calls and an idle pause"
+if [ -n "$QUICK" ]; then
+    "$TARGET/release/examples/bench_memory" --mcpscope "$TARGET/release/mcpscope" \
+        --events 100000 --calls 10000 --work "$OUT" --out "$OUT/memory.md"
+else
+    "$TARGET/release/examples/bench_memory" --mcpscope "$TARGET/release/mcpscope" \
+        --events 1000000,10000000 --calls 100000 --work "$OUT" --out "$OUT/memory.md"
+fi
 say "criterion: SSE parsing, JSON-RPC, model fold"
 rm -rf "$TARGET/criterion/sse_parse" "$TARGET/criterion/jsonrpc" "$TARGET/criterion/model"
 cargo bench --quiet --bench wire -- --noplot > "$OUT/criterion.txt" 2>&1
 
 # --- report -----------------------------------------------------------------------------------
-python3 "$ROOT/bench/report.py" --out "$REPORT" --e2e "$OUT/e2e.md" --scale "$OUT/scale.md" --size "$OUT/size.md" \
+python3 "$ROOT/bench/report.py" --out "$REPORT" --e2e "$OUT/e2e.md" --scale "$OUT/scale.md" --size "$OUT/size.md" --memory "$OUT/memory.md" \
     --criterion "$TARGET/criterion" --seconds "$(( $(date +%s) - START ))" \
     --mitm "$MITM_VERSION" --socat "$( ($SOCAT -V 2>/dev/null || true) | grep -m1 'socat version' || echo '?')" \
     --command "scripts/bench.sh${QUICK:+ --quick}"

@@ -253,7 +253,17 @@ pub fn judge(model: &Model, target: &Target, expect: Expect, run: &ClientRun) ->
             && may_have_executed(model, call)
             && may_have_executed(model, retry)
     });
-    let gave_up_ms = gave_up_at(&seen, run).map(|t| ms_between(seen.broke_at, t));
+    // A client that tried to resume gives up promptly when it does so soon after its last
+    // attempt failed, not after the first death.
+    let last_attempt = model
+        .streams
+        .iter()
+        .filter(|s| s.resumes == Some(call.request_stream))
+        .filter_map(|s| s.ended.as_ref().map(|end| end.at).or(s.head_at))
+        .max()
+        .filter(|t| *t > seen.broke_at)
+        .unwrap_or(seen.broke_at);
+    let gave_up_ms = gave_up_at(&seen, run).map(|t| ms_between(last_attempt, t));
     let (outcome, reaction_ms) = if resumed {
         let at = resumed_at(model, &seen);
         (Outcome::Resumed, at.map(|t| ms_between(seen.broke_at, t)))
