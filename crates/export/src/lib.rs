@@ -59,9 +59,13 @@ pub struct Folded {
 }
 
 impl Folded {
-    /// Folds events already in memory.
+    /// Folds events already in memory, holding the whole history (checks and exports look at
+    /// every call, however old).
     pub fn from_events(events: Vec<Event>) -> Self {
-        let (model, _) = Model::from_events(&events);
+        let mut model = Model::with_retention(mcpscope_engine::model::Retention::unbounded());
+        for event in &events {
+            model.apply(event);
+        }
         Self { events, model }
     }
 }
