@@ -14,6 +14,7 @@ use mcpscope_engine::record::Recorder;
 use mcpscope_engine::redact::Redactor;
 
 use crate::error::ProxyError;
+use crate::sink::Backlog;
 
 /// How long the hub lets a burst of events gather before taking it (bounds the view's lag).
 const COALESCE: std::time::Duration = std::time::Duration::from_micros(500);
@@ -52,6 +53,8 @@ pub struct Hub {
     pub output: Option<UnboundedReceiver<Event>>,
     /// The recording's path, if recording.
     pub recording: Option<PathBuf>,
+    /// Bytes sent to [`Hub::input`] and not yet taken (the sink counts, the hub releases).
+    pub backlog: Backlog,
     thread: Option<Done>,
 }
 
@@ -68,6 +71,7 @@ struct Done {
 struct Pump {
     recorder: Option<Recorder>,
     redactor: Redactor,
+    backlog: Backlog,
     view: UnboundedSender<Event>,
     failed: bool,
     seen: u64,
@@ -110,6 +114,7 @@ impl Pump {
 
     fn take(&mut self, mut event: Event) {
         self.seen += 1;
+        self.backlog.release(Backlog::weight(&event.kind));
         self.redactor.event(&mut event.kind);
         if let Some(rec) = self.recorder.as_mut() {
             let written = rec.write(&event);
@@ -142,6 +147,8 @@ impl Hub {
         let (done, tally) = sync_channel(1);
         let (stop, stopped) = oneshot::channel();
         let recording = recorder.as_ref().map(|r| r.path().to_path_buf());
+        let backlog = Backlog::default();
+        let released = backlog.clone();
         let runtime = tokio::runtime::Builder::new_current_thread()
             .build()
             .map_err(ProxyError::HubThread)?;
@@ -151,6 +158,7 @@ impl Hub {
                 let mut pump = Pump {
                     recorder,
                     redactor,
+                    backlog: released,
                     view,
                     failed: false,
                     seen: 0,
@@ -164,6 +172,7 @@ impl Hub {
             input,
             output: Some(output),
             recording,
+            backlog,
             thread: Some(Done {
                 thread,
                 stop,

@@ -23,6 +23,7 @@ pub async fn start_proxy(
     redactor: Redactor,
 ) -> anyhow::Result<Running> {
     let hub = Hub::start(recorder, redactor)?;
-    let proxy = crate::start(config, EventSink::new(hub.input.clone())).await?;
+    let sink = EventSink::new(hub.input.clone()).with_backlog(hub.backlog.clone());
+    let proxy = crate::start(config, sink).await?;
     Ok(Running { proxy, hub })
 }

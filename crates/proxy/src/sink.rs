@@ -4,7 +4,7 @@
 //! sent), and at shutdown every exchange still open is ended and the sink is sealed.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use tokio::sync::mpsc::UnboundedSender;
@@ -16,6 +16,46 @@ pub const SHUTDOWN: &str = "shutdown";
 
 /// Response bytes passed to the client so far, kept up to date by the exchange's tap.
 pub type Passed = Arc<AtomicU64>;
+
+/// Bytes of events sent to the hub and not yet taken by it: when the recorder falls behind the
+/// wire, the taps stop reading their upstreams until it catches up ([`EventSink::backlogged`]),
+/// so memory is bounded by [`Backlog::LIMIT`], not by the traffic, and nothing observed is
+/// dropped.
+#[derive(Debug, Clone, Default)]
+pub struct Backlog(Arc<AtomicUsize>);
+
+impl Backlog {
+    /// Bytes the hub may have queued before the taps wait for it.
+    pub const LIMIT: usize = 64 << 20;
+
+    /// What an event weighs in the backlog: its SSE data or raw text, plus a fixed part.
+    pub fn weight(kind: &EventKind) -> usize {
+        256 + match kind {
+            EventKind::SseEvent { data, .. } => data.len(),
+            EventKind::InvalidMessage { raw, .. } => raw.len(),
+            _ => 0,
+        }
+    }
+
+    /// Counts an event sent.
+    pub fn add(&self, weight: usize) {
+        self.0.fetch_add(weight, Ordering::Relaxed);
+    }
+
+    /// Counts an event taken (never below zero).
+    pub fn release(&self, weight: usize) {
+        let _ = self
+            .0
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| {
+                Some(n.saturating_sub(weight))
+            });
+    }
+
+    /// Bytes queued now.
+    pub fn bytes(&self) -> usize {
+        self.0.load(Ordering::Relaxed)
+    }
+}
 
 /// The exchanges opened and not yet ended; once sealed, nothing more is sent.
 #[derive(Debug, Default)]
@@ -29,6 +69,7 @@ struct Ledger {
 pub struct EventSink {
     tx: UnboundedSender<Event>,
     ledger: Arc<Mutex<Ledger>>,
+    backlog: Option<Backlog>,
 }
 
 impl EventSink {
@@ -37,7 +78,29 @@ impl EventSink {
         Self {
             tx,
             ledger: Arc::default(),
+            backlog: None,
         }
+    }
+
+    /// The same sink, counting what it sends in `backlog` (which the receiver releases).
+    pub fn with_backlog(mut self, backlog: Backlog) -> Self {
+        self.backlog = Some(backlog);
+        self
+    }
+
+    /// Whether the receiver is behind by more than [`Backlog::LIMIT`]: taps read no more of
+    /// their upstreams until it catches up.
+    pub fn backlogged(&self) -> bool {
+        self.backlog
+            .as_ref()
+            .is_some_and(|b| b.bytes() > Backlog::LIMIT)
+    }
+
+    fn send(&self, kind: EventKind) {
+        if let Some(backlog) = &self.backlog {
+            backlog.add(Backlog::weight(&kind));
+        }
+        let _ = self.tx.send(Event::now(kind));
     }
 
     fn ledger(&self) -> MutexGuard<'_, Ledger> {
@@ -70,7 +133,7 @@ impl EventSink {
             _ => {}
         }
         // Sent under the lock: an end recorded by `seal` is the exchange's last event.
-        let _ = self.tx.send(Event::now(kind));
+        self.send(kind);
     }
 
     /// The byte counter of an open exchange's response (for the end recorded at shutdown).
@@ -94,14 +157,14 @@ impl EventSink {
         let mut open: Vec<_> = ledger.open.drain().collect();
         open.sort_by_key(|(stream, _)| *stream);
         for (stream, passed) in &open {
-            let _ = self.tx.send(Event::now(EventKind::StreamEnded {
+            self.send(EventKind::StreamEnded {
                 stream: *stream,
                 dir: Direction::ServerToClient,
                 how: EndHow::Cancelled,
                 leg: Leg::Client,
                 bytes: passed.load(Ordering::Relaxed),
                 detail: Some(SHUTDOWN.into()),
-            }));
+            });
         }
         open.len()
     }
@@ -154,5 +217,40 @@ mod tests {
             &events[4].kind,
             EventKind::StreamEnded { stream: 2, how: EndHow::Cancelled, leg: Leg::Client, bytes: 7, detail: Some(d), .. } if d == SHUTDOWN
         ));
+    }
+
+    #[test]
+    fn the_backlog_counts_what_is_sent_until_the_hub_takes_it() {
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let backlog = Backlog::default();
+        let sink = EventSink::new(tx).with_backlog(backlog.clone());
+        let event = EventKind::SseEvent {
+            stream: 1,
+            id: None,
+            event: None,
+            retry: None,
+            data: "x".repeat(1 << 20),
+            start: 0,
+            end: 0,
+        };
+        for _ in 0..63 {
+            sink.emit(event.clone());
+        }
+        assert!(!sink.backlogged(), "63 MiB queued is under the limit");
+        sink.emit(event.clone());
+        sink.emit(event.clone());
+        assert!(sink.backlogged(), "65 MiB queued is over it");
+        while let Ok(taken) = rx.try_recv() {
+            backlog.release(Backlog::weight(&taken.kind));
+        }
+        assert_eq!(backlog.bytes(), 0);
+        assert!(!sink.backlogged());
+        // A sink without a backlog never waits.
+        let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+        let plain = EventSink::new(tx);
+        for _ in 0..80 {
+            plain.emit(event.clone());
+        }
+        assert!(!plain.backlogged());
     }
 }

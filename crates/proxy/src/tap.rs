@@ -3,6 +3,7 @@
 //! [observer](mcpscope_engine::wire::observe) (what the bytes say: SSE events, JSON-RPC
 //! messages) and the [shaper](crate::shaper) (what the client gets of them, and when).
 
+use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -27,6 +28,9 @@ use mcpscope_engine::wire::observe::{BodyEnd, BodyObserver, SeenEvent};
 
 /// The most upstream frames taken in one go when they are already there.
 const GATHER_FRAMES: usize = 64;
+
+/// How often a tap waiting for the recorder looks again.
+const BACKLOG_WAIT: std::time::Duration = std::time::Duration::from_millis(1);
 
 /// Everything the tap needs to know about its exchange.
 pub struct TapContext {
@@ -58,6 +62,8 @@ pub struct TapContext {
 
 /// The response body the client reads.
 pub struct TapBody {
+    /// Set while the tap waits for the recorder to catch up ([`EventSink::backlogged`]).
+    backlog_wait: Option<Pin<Box<tokio::time::Sleep>>>,
     stream: StreamId,
     sink: EventSink,
     reset: ResetFlag,
@@ -101,6 +107,7 @@ impl TapBody {
             session: ctx.session,
         };
         Self {
+            backlog_wait: None,
             stream: ctx.stream,
             observer: BodyObserver::new(ctx.stream, Direction::ServerToClient, ctx.content)
                 .with_limit(ctx.shared.config.limits.sse_event),
@@ -259,6 +266,9 @@ impl TapBody {
     /// carries it: bytes that arrived together leave together.
     fn gather(&mut self, cx: &mut Context<'_>) {
         for _ in 0..GATHER_FRAMES {
+            if self.sink.backlogged() {
+                return;
+            }
             if self.shaper.finish().is_some() || self.trailers.is_some() {
                 return;
             }
@@ -355,6 +365,18 @@ impl Body for TapBody {
                 }
                 Some(Finish::Hold) => return Poll::Pending,
                 None => {}
+            }
+            if this.sink.backlogged() {
+                // The recorder is behind the wire: read no more of the upstream until it
+                // catches up (nothing observed is dropped; forwarding waits for it).
+                let wait = this
+                    .backlog_wait
+                    .get_or_insert_with(|| Box::pin(tokio::time::sleep(BACKLOG_WAIT)));
+                if wait.as_mut().poll(cx).is_pending() {
+                    return Poll::Pending;
+                }
+                this.backlog_wait = None;
+                continue;
             }
             let Some(inner) = this.inner.as_mut() else {
                 return Poll::Pending;
