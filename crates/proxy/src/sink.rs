@@ -26,7 +26,7 @@ pub struct Backlog(Arc<AtomicUsize>);
 
 impl Backlog {
     /// Bytes the hub may have queued before the taps wait for it.
-    pub const LIMIT: usize = 64 << 20;
+    pub const LIMIT: usize = 16 << 20;
 
     /// What an event weighs in the backlog: its SSE data or raw text, plus a fixed part.
     pub fn weight(kind: &EventKind) -> usize {
@@ -233,13 +233,13 @@ mod tests {
             start: 0,
             end: 0,
         };
-        for _ in 0..63 {
+        for _ in 0..15 {
             sink.emit(event.clone());
         }
-        assert!(!sink.backlogged(), "63 MiB queued is under the limit");
+        assert!(!sink.backlogged(), "15 MiB queued is under the limit");
         sink.emit(event.clone());
         sink.emit(event.clone());
-        assert!(sink.backlogged(), "65 MiB queued is over it");
+        assert!(sink.backlogged(), "17 MiB queued is over it");
         while let Ok(taken) = rx.try_recv() {
             backlog.release(Backlog::weight(&taken.kind));
         }
