@@ -66,6 +66,10 @@ pub fn proxy_config(args: &ProxyArgs, upstream: Uri) -> Config {
             response_head: args.response_head_timeout.unwrap_or(defaults.response_head),
         },
         rescue: args.rescue,
+        limits: mcpscope_proxy::Limits {
+            request_body: args.max_request_body,
+            sse_event: args.max_sse_event,
+        },
         ..Default::default()
     }
 }

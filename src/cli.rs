@@ -149,6 +149,14 @@ pub struct ProxyArgs {
     /// https://app.example (repeatable).
     #[arg(long = "allow-origin", value_name = "ORIGIN")]
     pub allow_origins: Vec<String>,
+    /// A request body larger than this many bytes gets a 413 with a JSON-RPC error naming the
+    /// limit.
+    #[arg(long, value_name = "BYTES", default_value_t = 64 << 20)]
+    pub max_request_body: usize,
+    /// An SSE line or event's data larger than this many bytes is not decoded: the stream is
+    /// flagged (`invalid_message`) and its bytes forwarded unchanged.
+    #[arg(long, value_name = "BYTES", default_value_t = mcpscope_engine::wire::sse::DEFAULT_MAX_EVENT_BYTES)]
+    pub max_sse_event: usize,
     /// A client's request head must arrive within this [default: 10s].
     #[arg(long, value_name = "DURATION", value_parser = duration)]
     pub request_head_timeout: Option<Duration>,

@@ -304,3 +304,39 @@ async fn an_sse_event_past_the_limit_is_reported_once_and_forwarded_byte_exact()
     assert!(reasons[0].contains("128 bytes"), "{reasons:?}");
     assert_eq!(messages(&events), 1, "nothing decoded after the limit");
 }
+
+#[tokio::test]
+async fn the_binary_takes_its_body_limit_from_the_command_line() {
+    let upstream = raw_upstream(None).await;
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("free port")
+        .port();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_mcpscope"))
+        .args(["--listen", &format!("127.0.0.1:{port}"), "--upstream"])
+        .arg(format!("http://{upstream}/mcp"))
+        .args(["--no-record", "--json", "--max-request-body", "2048"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("mcpscope");
+    let addr = SocketAddr::from(([127, 0, 0, 1], port));
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while TcpStream::connect(addr).await.is_err() {
+        assert!(Instant::now() < deadline, "mcpscope did not listen");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let body = format!(
+        r#"{{"jsonrpc":"2.0","id":1,"method":"x","params":{{"pad":"{}"}}}}"#,
+        "a".repeat(8 * 1024)
+    );
+    let sent = Instant::now();
+    let sock = post_raw(addr, &post(addr, &body)).await;
+    let reply = read_reply(sock, sent, WAIT).await;
+    let _ = child.kill();
+    let _ = child.wait();
+    assert_eq!(reply.status, 413, "{reply:?}");
+    let answer: serde_json::Value = serde_json::from_slice(&reply.body).expect("JSON-RPC error");
+    let message = answer["error"]["message"].as_str().expect("message");
+    assert!(message.contains("2048 bytes"), "{message}");
+}
