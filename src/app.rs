@@ -70,7 +70,6 @@ pub fn proxy_config(args: &ProxyArgs, upstream: Uri) -> Config {
             request_body: args.max_request_body,
             sse_event: args.max_sse_event,
         },
-        ..Default::default()
     }
 }
 
