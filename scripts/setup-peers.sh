@@ -25,43 +25,31 @@ command -v python3 >/dev/null || die "python3 not found"
 command -v node >/dev/null || die "node not found"
 command -v npm >/dev/null || die "npm not found"
 
-# --- Python SDK -------------------------------------------------------------------------------
-if [ ! -x "$VENV/bin/python" ]; then
-    python3 -m venv "$VENV" || die "python3 -m venv failed (on Debian: apt-get install python3-venv)"
-fi
-if ! "$VENV/bin/python" - "$MCP_PY_PIN" <<'PY' >/dev/null 2>&1
+# --- Python SDKs: 2.x, and 1.x in its own venv -------------------------------------------------
+# venv_with DIR PIN: a venv at DIR holding exactly PIN (pip only when the version differs).
+venv_with() {
+    local dir=$1 pin=$2 log
+    if [ ! -x "$dir/bin/python" ]; then
+        python3 -m venv "$dir" || die "python3 -m venv failed (on Debian: apt-get install python3-venv)"
+    fi
+    if ! "$dir/bin/python" - "$pin" <<'PY' >/dev/null 2>&1
 import sys
 from importlib.metadata import version
 want = sys.argv[1].split("==")[1]
 sys.exit(0 if version("mcp") == want else 1)
 PY
-then
-    log="$(mktemp)"
-    if ! "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check "$MCP_PY_PIN" >"$log" 2>&1; then
-        cat "$log" >&2; rm -f "$log"; die "pip install $MCP_PY_PIN failed"
+    then
+        log="$(mktemp)"
+        if ! "$dir/bin/python" -m pip install --quiet --disable-pip-version-check "$pin" >"$log" 2>&1; then
+            cat "$log" >&2; rm -f "$log"; die "pip install $pin failed"
+        fi
+        rm -f "$log"
     fi
-    rm -f "$log"
-fi
+}
+venv_with "$VENV" "$MCP_PY_PIN"
 "$VENV/bin/python" -c 'import mcp, uvicorn; from mcp.server.mcpserver import MCPServer; from mcp import Client' \
     || die "the Python SDK in $VENV does not import"
-
-# --- Python SDK 1.x (its own venv) -------------------------------------------------------------
-if [ ! -x "$VENV1/bin/python" ]; then
-    python3 -m venv "$VENV1" || die "python3 -m venv failed (on Debian: apt-get install python3-venv)"
-fi
-if ! "$VENV1/bin/python" - "$MCP1_PY_PIN" <<'PY' >/dev/null 2>&1
-import sys
-from importlib.metadata import version
-want = sys.argv[1].split("==")[1]
-sys.exit(0 if version("mcp") == want else 1)
-PY
-then
-    log="$(mktemp)"
-    if ! "$VENV1/bin/python" -m pip install --quiet --disable-pip-version-check "$MCP1_PY_PIN" >"$log" 2>&1; then
-        cat "$log" >&2; rm -f "$log"; die "pip install $MCP1_PY_PIN failed"
-    fi
-    rm -f "$log"
-fi
+venv_with "$VENV1" "$MCP1_PY_PIN"
 "$VENV1/bin/python" -c 'import mcp; from mcp.client.streamable_http import streamablehttp_client' \
     || die "the Python SDK 1.x in $VENV1 does not import"
 
