@@ -41,12 +41,12 @@ impl Retention {
     pub const DEFAULT_KEEP_BYTES: usize = 64 << 20;
 
     /// The policy of the live and replay views: the last `keep_calls` calls, at most 64 MiB of
-    /// detail, ten times as many compact rows.
+    /// detail, three times as many compact rows.
     pub fn window(keep_calls: usize) -> Self {
         Self {
             keep_calls,
             keep_bytes: Self::DEFAULT_KEEP_BYTES,
-            max_rows: keep_calls.saturating_mul(10).max(1_000),
+            max_rows: keep_calls.saturating_mul(3).max(1_000),
             stream_detail: 2_048,
             max_notes: 10_000,
         }
