@@ -2,17 +2,16 @@
 //! controller the TUI uses. A matching request is held (others pass), then forwarded as sent or
 //! edited, dropped, or answered with an error; clearing the filter releases what is held.
 
+mod common;
+
 use std::time::{Duration, Instant};
 
-use mcpscope_engine::event::Event;
 use mcpscope_engine::fault::{FaultControl, HeldRequest, Release};
 use mcpscope_proxy::controller as fault;
-use mcpscope_proxy::{self as proxy, Config, sink::EventSink};
 use mcpscope_testkit::client::{Answer, McpClient, Outcome};
 use mcpscope_testkit::testserver;
 use serde_json::json;
 use std::sync::Arc;
-use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 const WAIT: Duration = Duration::from_secs(10);
@@ -51,21 +50,14 @@ fn text(a: &Answer) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn held_requests_are_forwarded_edited_dropped_or_refused() {
     let run = async {
-        let server = testserver::start(testserver::Options::default())
-            .await
-            .expect("test server");
-        let (tx, _rx) = mpsc::unbounded_channel::<Event>();
-        let config = Config {
-            listen: "127.0.0.1:0".parse().expect("addr"),
-            upstream: server.url().parse().expect("uri"),
-            ..Default::default()
-        };
-        let proxy = proxy::start(config, EventSink::new(tx))
-            .await
-            .expect("proxy");
-        let engine = fault::install(&proxy, &[], None).expect("rules");
+        let common::live::Live {
+            server,
+            proxy,
+            engine,
+            events: _rx,
+            url,
+        } = common::live::start().await;
         let control = fault::controller(&proxy, engine);
-        let url = format!("http://{}/mcp", proxy.addr);
         control
             .set_intercept(Some("tool:echo".into()))
             .expect("intercept");
@@ -135,24 +127,18 @@ async fn held_requests_are_forwarded_edited_dropped_or_refused() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_json_response_is_held_too_and_can_be_edited() {
     let run = async {
-        let server = testserver::start(testserver::Options {
+        let common::live::Live {
+            server,
+            proxy,
+            engine,
+            events: mut rx,
+            url,
+        } = common::live::start_with(testserver::Options {
             json_responses: true,
             ..Default::default()
         })
-        .await
-        .expect("test server");
-        let (tx, mut rx) = mpsc::unbounded_channel::<Event>();
-        let config = Config {
-            listen: "127.0.0.1:0".parse().expect("addr"),
-            upstream: server.url().parse().expect("uri"),
-            ..Default::default()
-        };
-        let proxy = proxy::start(config, EventSink::new(tx))
-            .await
-            .expect("proxy");
-        let engine = fault::install(&proxy, &[], None).expect("rules");
+        .await;
         let control = fault::controller(&proxy, engine);
-        let url = format!("http://{}/mcp", proxy.addr);
         control
             .set_intercept(Some("tool:echo".into()))
             .expect("intercept");

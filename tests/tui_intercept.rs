@@ -2,15 +2,14 @@
 //! `i` sets the filter, the status bar counts what is held, `I` lists it, `a` forwards, `E`
 //! answers with an error, `e` asks for the editor, and quitting releases what is still held.
 
+mod common;
+
 use std::time::{Duration, Instant};
 
 use chrono::{Offset, Utc};
-use mcpscope_engine::event::Event;
 use mcpscope_engine::model::Model;
 use mcpscope_proxy::controller as fault;
-use mcpscope_proxy::{self as proxy, Config, sink::EventSink};
 use mcpscope_testkit::client::{Answer, McpClient, Outcome};
-use mcpscope_testkit::testserver;
 use mcpscope_tui::app::{App, Effect};
 use mcpscope_tui::run::{self, LiveSource};
 use mcpscope_tui::{Info, Theme, render_to_buffer};
@@ -79,20 +78,13 @@ fn screen(app: &mut App, model: &Model) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn i_holds_i_lists_a_forwards_e_refuses_and_quitting_releases() {
     let run = async {
-        let server = testserver::start(testserver::Options::default())
-            .await
-            .expect("test server");
-        let (tx, _rx) = mpsc::unbounded_channel::<Event>();
-        let config = Config {
-            listen: "127.0.0.1:0".parse().expect("addr"),
-            upstream: server.url().parse().expect("uri"),
-            ..Default::default()
-        };
-        let proxy = proxy::start(config, EventSink::new(tx))
-            .await
-            .expect("proxy");
-        let engine = fault::install(&proxy, &[], None).expect("rules");
-        let url = format!("http://{}/mcp", proxy.addr);
+        let common::live::Live {
+            server,
+            proxy,
+            engine,
+            events: _rx,
+            url,
+        } = common::live::start().await;
         let model = Model::new();
         let info = Info {
             listen: Some(proxy.addr.to_string()),

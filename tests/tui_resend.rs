@@ -1,15 +1,15 @@
 //! `r` sends the selected call's request again through the live proxy: on real sockets (the test
 //! server behind the proxy), the answer arrives as a new exchange marked re-sent by mcpscope.
 
+mod common;
+
 use std::time::{Duration, Instant};
 
 use chrono::{Offset, Utc};
 use mcpscope_engine::event::Event;
 use mcpscope_engine::model::{Model, Verdict};
 use mcpscope_proxy::controller as fault;
-use mcpscope_proxy::{self as proxy, Config, sink::EventSink};
 use mcpscope_testkit::client::McpClient;
-use mcpscope_testkit::testserver;
 use mcpscope_tui::app::App;
 use mcpscope_tui::run::{self, LiveSource};
 use mcpscope_tui::{Info, Theme, render_to_buffer};
@@ -20,20 +20,13 @@ use tokio::sync::mpsc;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn r_resends_the_request_and_its_answer_is_a_new_marked_exchange() {
-    let server = testserver::start(testserver::Options::default())
-        .await
-        .expect("test server");
-    let (tx, mut rx) = mpsc::unbounded_channel::<Event>();
-    let config = Config {
-        listen: "127.0.0.1:0".parse().expect("addr"),
-        upstream: server.url().parse().expect("uri"),
-        ..Default::default()
-    };
-    let proxy = proxy::start(config, EventSink::new(tx))
-        .await
-        .expect("proxy");
-    let engine = fault::install(&proxy, &[], None).expect("rules");
-    let url = format!("http://{}/mcp", proxy.addr);
+    let common::live::Live {
+        server,
+        proxy,
+        engine,
+        events: mut rx,
+        url,
+    } = common::live::start().await;
     let mut client = McpClient::new(&url).expect("client");
     client.handshake().await.expect("initialize");
     let echo = client

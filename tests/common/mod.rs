@@ -1,4 +1,5 @@
 //! Shared helpers for the integration tests.
 
+pub mod live;
 pub mod peers;
 pub mod raw;
