@@ -1,13 +1,15 @@
 //! The TUI shows the facts a first session with a real server needs: tool errors, uncut stream
 //! labels, the death behind a failed resumption, and the cursor on the most urgent call.
 
-use chrono::{DateTime, Duration, Offset, Utc};
+mod common;
+
+use chrono::{DateTime, Duration, Utc};
+use common::screen::text;
 use mcpscope_engine::event::{EndHow, EventKind, Leg};
 use mcpscope_engine::model::{Model, RESUME_GRACE_MS, Verdict};
 use mcpscope_testkit::fixtures::{Script, last_call};
 use mcpscope_tui::app::App;
-use mcpscope_tui::{Info, Theme, render_to_buffer};
-use ratatui::buffer::Buffer;
+use mcpscope_tui::render_to_buffer;
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::layout::Rect;
 use serde_json::{Value, json};
@@ -15,34 +17,11 @@ use serde_json::{Value, json};
 const S1: &[(&str, &str)] = &[("mcp-session-id", "s1")];
 
 fn app() -> App {
-    let info = Info {
-        listen: Some("127.0.0.1:9000".into()),
-        upstream: Some("http://127.0.0.1:8765/mcp".into()),
-        recording: None,
-        theme: None,
-        speed: None,
-        telemetry: None,
-        retention: Default::default(),
-    };
-    App::new(info, Theme::dark(), Utc.fix())
+    common::screen::app(None)
 }
 
 fn call(name: &str, id: i64) -> Value {
     json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":{"name":name,"arguments":{}}})
-}
-
-fn text(buf: &Buffer) -> String {
-    let area = buf.area;
-    let mut out = String::new();
-    for y in 0..area.height {
-        let mut line = String::new();
-        for x in 0..area.width {
-            line.push_str(buf[(x, y)].symbol());
-        }
-        out.push_str(line.trim_end());
-        out.push('\n');
-    }
-    out
 }
 
 fn screen(app: &mut App, model: &Model, now: DateTime<Utc>, width: u16) -> String {

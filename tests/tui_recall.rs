@@ -1,8 +1,10 @@
 //! An answered call past the view's `--keep` window is a compact row in memory; opening it reads
 //! its detail back from the recording (or, without a recording, says why it cannot).
 
+mod common;
+
 use chrono::{Offset, Utc};
-use ratatui::buffer::Buffer;
+use common::screen::text;
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::layout::Rect;
 
@@ -12,17 +14,6 @@ use mcpscope_testkit::fixtures::many_calls;
 use mcpscope_tui::app::{App, Effect, Selected};
 use mcpscope_tui::run::{self, LiveSource, Source};
 use mcpscope_tui::{Info, Theme, render_to_buffer};
-
-fn text(buf: &Buffer) -> String {
-    let mut out = String::new();
-    for y in 0..buf.area.height {
-        for x in 0..buf.area.width {
-            out.push_str(buf[(x, y)].symbol());
-        }
-        out.push('\n');
-    }
-    out
-}
 
 /// A live view holding the last 100 calls of a 3,000-call session, and the recording written
 /// as the session ran (`None`: `--no-record`).

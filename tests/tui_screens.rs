@@ -1,43 +1,23 @@
 //! Whole-screen snapshots of the TUI on a `TestBackend`, built from synthetic events.
 
-use chrono::{DateTime, Offset, Utc};
+mod common;
+
+use chrono::{DateTime, Utc};
+use common::screen::text;
 use mcpscope_engine::model::Model;
 use mcpscope_testkit::fixtures::{at, scenario, scenario_now};
 use mcpscope_tui::app::{App, Pane};
-use mcpscope_tui::{Info, Theme, render_to_buffer};
+use mcpscope_tui::render_to_buffer;
 use ratatui::buffer::Buffer;
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::layout::Rect;
 
 fn app() -> App {
-    let info = Info {
-        listen: Some("127.0.0.1:9000".into()),
-        upstream: Some("http://127.0.0.1:8765/mcp".into()),
-        recording: Some("recordings/run.jsonl".into()),
-        theme: None,
-        speed: None,
-        telemetry: None,
-        retention: Default::default(),
-    };
-    App::new(info, Theme::dark(), Utc.fix())
+    common::screen::app(Some("recordings/run.jsonl"))
 }
 
 fn model() -> Model {
     Model::from_events(&scenario()).0
-}
-
-fn text(buf: &Buffer) -> String {
-    let area = buf.area;
-    let mut out = String::new();
-    for y in 0..area.height {
-        let mut line = String::new();
-        for x in 0..area.width {
-            line.push_str(buf[(x, y)].symbol());
-        }
-        out.push_str(line.trim_end());
-        out.push('\n');
-    }
-    out
 }
 
 /// Lays the view out for a `width` × `height` screen and draws it, as the live loop does.

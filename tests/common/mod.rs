@@ -3,3 +3,4 @@
 pub mod live;
 pub mod peers;
 pub mod raw;
+pub mod screen;
