@@ -190,7 +190,7 @@ fn a_million_calls_keep_every_orphan_and_pending_call_and_evict_only_old_answere
         assert_eq!(call.verdict, Verdict::Answered);
         assert!(call.ended_at.is_some());
         assert_eq!(call.tool.as_deref(), Some("work"));
-        assert!(call.response.is_none());
+        assert!(call.response().is_none());
         let (from, to) = call.evicted.expect("compacted");
         assert!(from < to && to < feed.events);
     }

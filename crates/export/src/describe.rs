@@ -77,15 +77,14 @@ pub fn cause(call: &Call) -> Option<String> {
 pub fn tool_error(call: &Call) -> bool {
     call.method == "tools/call"
         && call
-            .response
-            .as_ref()
+            .response()
             .and_then(|r| r.get("isError"))
             .and_then(serde_json::Value::as_bool)
             == Some(true)
 }
 
 fn tool_error_text(call: &Call) -> Option<String> {
-    let content = call.response.as_ref()?.get("content")?.as_array()?;
+    let content = call.response()?.get("content")?.as_array()?;
     let text = content
         .iter()
         .filter_map(|c| c.get("text").and_then(serde_json::Value::as_str))

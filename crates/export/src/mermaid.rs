@@ -298,7 +298,7 @@ fn progress(
     let whole =
         (stream.method == "POST" && stream.id == call.request_stream) || stream.resumes.is_some();
     let token = call
-        .params
+        .params()
         .get("_meta")
         .and_then(|m| m.get("progressToken"));
     for mark in &stream.marks {

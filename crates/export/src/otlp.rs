@@ -255,7 +255,7 @@ fn call_span(
     end_of_recording: DateTime<Utc>,
 ) -> Value {
     let (trace, parent) = call
-        .params
+        .params()
         .get("_meta")
         .and_then(|m| m.get("traceparent"))
         .and_then(Value::as_str)
@@ -296,8 +296,7 @@ fn call_span(
     let mut status = json!({});
     let error = match &call.verdict {
         Verdict::Error { .. } => Some(
-            call.response
-                .as_ref()
+            call.response()
                 .and_then(|r| r.get("code"))
                 .map(|c| c.to_string())
                 .unwrap_or_else(|| "_OTHER".to_string()),
@@ -308,8 +307,7 @@ fn call_span(
     };
     if let Some(error_type) = error {
         if let Some(code) = call
-            .response
-            .as_ref()
+            .response()
             .and_then(|r| r.get("code"))
             .filter(|_| matches!(call.verdict, Verdict::Error { .. }))
         {

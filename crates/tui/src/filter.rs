@@ -92,7 +92,7 @@ impl Filter {
 /// Whether the call's params or its response, as JSON text, contain `needle` (lower case).
 fn body_contains(call: &Call, needle: &str) -> bool {
     let hit = |v: &serde_json::Value| v.to_string().to_lowercase().contains(needle);
-    hit(&call.params) || call.response.as_deref().is_some_and(hit)
+    hit(call.params()) || call.response().is_some_and(hit)
 }
 
 fn session_label(model: &Model, call: &Call) -> String {

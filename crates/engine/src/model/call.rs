@@ -66,8 +66,9 @@ pub struct Call {
     pub method: String,
     /// The tool name, for `tools/call`.
     pub tool: Option<String>,
-    /// The request params (shared with the model's copy of the request).
-    pub params: Arc<Value>,
+    /// The request message, shared with its [`super::MessageRec`] (read its params with
+    /// [`Call::params`]); an empty object once the call is a compact row.
+    pub request: Arc<Value>,
     /// When the request was seen.
     pub started_at: DateTime<Utc>,
     /// The stream the request arrived on (its POST, or the SSE stream of a server request).
@@ -82,8 +83,9 @@ pub struct Call {
     pub verdict: Verdict,
     /// When the verdict stopped being pending.
     pub ended_at: Option<DateTime<Utc>>,
-    /// The response (result or error object), when it arrived.
-    pub response: Option<Arc<Value>>,
+    /// The response message, shared with its [`super::MessageRec`], when it arrived (read its
+    /// result or error with [`Call::response`]).
+    pub reply: Option<Arc<Value>>,
     /// Progress and other notifications seen on its stream, by time.
     pub progress: Vec<DateTime<Utc>>,
     /// What the client did after it was orphaned.
@@ -129,14 +131,24 @@ impl Call {
     }
 }
 
+/// What a missing member reads as.
+static NULL: Value = Value::Null;
+
 impl Call {
+    /// The request's params (`null` when it had none, or once the call is a compact row).
+    pub fn params(&self) -> &Value {
+        self.request.get("params").unwrap_or(&NULL)
+    }
+
+    /// The response's result or error object, when it arrived (and the call is not compact).
+    pub fn response(&self) -> Option<&Value> {
+        let reply = self.reply.as_deref()?;
+        reply.get("result").or_else(|| reply.get("error"))
+    }
+
     /// Whether it was answered with a tool's error (a result with `isError: true`).
     pub fn is_tool_error(&self) -> bool {
-        self.verdict == Verdict::Answered
-            && self
-                .response
-                .as_deref()
-                .is_some_and(super::fold::is_tool_error)
+        self.verdict == Verdict::Answered && self.response().is_some_and(super::fold::is_tool_error)
     }
 
     /// The id as text (`7`, `"abc"`).

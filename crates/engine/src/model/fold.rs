@@ -70,6 +70,14 @@ fn is_input_required(result: &Value) -> bool {
         || result.get("inputRequests").is_some()
 }
 
+/// A request as the fold reads it: its parts, and the message it came in (shared with the call).
+struct Request<'a> {
+    id: &'a Value,
+    method: &'a str,
+    params: &'a Value,
+    message: Arc<Value>,
+}
+
 impl Model {
     /// Folds one event into the state; returns the notable changes it caused.
     pub fn apply(&mut self, event: &Event) -> Vec<Notice> {
@@ -487,7 +495,7 @@ impl Model {
             let call = &mut self.calls[index];
             if call.method == "initialize"
                 && call.dir == Direction::ClientToServer
-                && let Some(client) = client_name(&call.params)
+                && let Some(client) = client_name(call.params())
             {
                 self.sessions[session].client = Some(client);
             }
@@ -623,6 +631,7 @@ impl Model {
                 call: None,
                 size,
             });
+            let shared = Arc::clone(&self.messages[index].body);
             self.streams[si].messages.push(index);
             let kind = classify(msg);
             let is_response = matches!(kind, Kind::Result { .. } | Kind::Error { .. });
@@ -635,7 +644,13 @@ impl Model {
                     method,
                     params,
                 } => {
-                    let call = self.start_call(t, si, dir, rid, method, params, batch, out);
+                    let request = Request {
+                        id: rid,
+                        method,
+                        params,
+                        message: shared,
+                    };
+                    let call = self.start_call(t, si, dir, request, batch, out);
                     self.messages[index].call = Some(call);
                 }
                 Kind::Notification { method, params } => {
@@ -644,13 +659,13 @@ impl Model {
                 Kind::Result { id: rid, result } => {
                     if let Some(call) = self.find_call(si, dir, rid) {
                         self.messages[index].call = Some(call);
-                        self.answer(call, si, Ok(result), t, out);
+                        self.answer(call, si, Ok(result), shared, t, out);
                     }
                 }
                 Kind::Error { id: rid, error } => {
                     if let Some(call) = self.find_call(si, dir, rid) {
                         self.messages[index].call = Some(call);
-                        self.answer(call, si, Err(error), t, out);
+                        self.answer(call, si, Err(error), shared, t, out);
                     }
                 }
                 Kind::Invalid(_) => {}
@@ -659,18 +674,21 @@ impl Model {
         self.trim_stream(si);
     }
 
-    #[allow(clippy::too_many_arguments)]
     fn start_call(
         &mut self,
         t: DateTime<Utc>,
         si: usize,
         dir: Direction,
-        rid: &Value,
-        method: &str,
-        params: &Value,
+        request: Request<'_>,
         batch: bool,
         out: &mut Vec<Notice>,
     ) -> usize {
+        let Request {
+            id: rid,
+            method,
+            params,
+            message,
+        } = request;
         let stream = &self.streams[si];
         let session = stream.session;
         let revision = stream
@@ -709,7 +727,7 @@ impl Model {
             id: rid.clone(),
             method: method.to_string(),
             tool,
-            params: Arc::new(params.clone()),
+            request: message,
             started_at: t,
             request_stream: stream.id,
             owner: stream.id,
@@ -717,7 +735,7 @@ impl Model {
             revision,
             verdict: Verdict::Pending,
             ended_at: None,
-            response: None,
+            reply: None,
             progress: Vec::new(),
             reaction: Reaction::default(),
             arrival: 1,
@@ -931,7 +949,7 @@ impl Model {
                     .collect();
                 let by_token = token.and_then(|tok| {
                     owned.iter().copied().find(|&c| {
-                        self.calls[c].params.pointer("/_meta/progressToken") == Some(tok)
+                        self.calls[c].params().pointer("/_meta/progressToken") == Some(tok)
                     })
                 });
                 if let Some(index) = by_token.or_else(|| owned.first().copied()) {
@@ -970,6 +988,7 @@ impl Model {
         index: usize,
         si: usize,
         response: Result<&Value, &Value>,
+        message: Arc<Value>,
         t: DateTime<Utc>,
         out: &mut Vec<Notice>,
     ) {
@@ -980,7 +999,7 @@ impl Model {
             let seq = self.seq();
             let call = &mut self.calls[index];
             if call.evicted.is_none() {
-                call.response = Some(Arc::new(response.map_or_else(Clone::clone, Clone::clone)));
+                call.reply = Some(message);
                 call.seq.1 = seq;
             }
             return;
@@ -994,7 +1013,7 @@ impl Model {
         let elapsed_ms = (t - self.calls[index].started_at).num_milliseconds();
         match response {
             Ok(result) => {
-                self.calls[index].response = Some(Arc::new(result.clone()));
+                self.calls[index].reply = Some(Arc::clone(&message));
                 if self.calls[index].method == "tools/list" {
                     self.learn_tools(self.calls[index].session, result);
                 }
@@ -1033,7 +1052,7 @@ impl Model {
                 out.push(Notice { t, what });
             }
             Err(error) => {
-                self.calls[index].response = Some(Arc::new(error.clone()));
+                self.calls[index].reply = Some(message);
                 let message = error
                     .get("message")
                     .and_then(Value::as_str)

@@ -263,11 +263,11 @@ impl Model {
         let empty = Arc::clone(&self.empty);
         let call = &mut self.calls[index];
         let key = (call.dir == Direction::ClientToServer)
-            .then(|| super::fold::retry_key(&call.method, &call.params));
+            .then(|| super::fold::retry_key(&call.method, call.params()));
         let id_key = (call.session, call.dir, id_text(&call.id));
         call.evicted = Some(call.seq);
-        call.params = empty;
-        call.response = None;
+        call.request = empty;
+        call.reply = None;
         call.progress = Vec::new();
         self.full_calls -= 1;
         self.evicted.compacted += 1;
