@@ -86,8 +86,8 @@ pub struct Call {
     /// The response message, shared with its [`super::MessageRec`], when it arrived (read its
     /// result or error with [`Call::response`]).
     pub reply: Option<Arc<Value>>,
-    /// Progress and other notifications seen on its stream, by time.
-    pub progress: Vec<DateTime<Utc>>,
+    /// Progress and other notifications seen on its stream (counted).
+    pub progress: Progress,
     /// What the client did after it was orphaned.
     pub reaction: Reaction,
     /// Which arrival of the same method and params this is (1 for the first).
@@ -129,6 +129,16 @@ impl Call {
         }
         round
     }
+}
+
+/// The notifications seen for a call while it ran: counted, not listed, so a call that streams
+/// a million progress notifications costs no more than one that streams none.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Progress {
+    /// How many.
+    pub count: u64,
+    /// When the last one arrived.
+    pub last: Option<DateTime<Utc>>,
 }
 
 /// What a missing member reads as.

@@ -6,8 +6,8 @@ use chrono::{DateTime, SecondsFormat, TimeDelta, Utc};
 use serde_json::Value;
 
 use super::{
-    Call, Death, End, FailedProbe, Mark, MessageRec, Model, Notice, OrphanCause, ProxyInfo,
-    Reaction, Session, SessionEnd, Stream, ToolInfo, Verdict, What,
+    Call, Death, End, FailedProbe, Mark, MessageRec, Model, Notice, OrphanCause, Progress,
+    ProxyInfo, Reaction, Session, SessionEnd, Stream, ToolInfo, Verdict, What,
 };
 use crate::event::{Direction, EndHow, Event, EventKind, Header, Leg, StreamId, header};
 use crate::wire::ContentKind;
@@ -736,7 +736,7 @@ impl Model {
             verdict: Verdict::Pending,
             ended_at: None,
             reply: None,
-            progress: Vec::new(),
+            progress: Progress::default(),
             reaction: Reaction::default(),
             arrival: 1,
             retry_of: None,
@@ -953,7 +953,9 @@ impl Model {
                     })
                 });
                 if let Some(index) = by_token.or_else(|| owned.first().copied()) {
-                    self.calls[index].progress.push(t);
+                    let progress = &mut self.calls[index].progress;
+                    progress.count += 1;
+                    progress.last = Some(t);
                 }
             }
             _ => {}

@@ -20,7 +20,7 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 
-pub use call::{Call, Reaction};
+pub use call::{Call, Progress, Reaction};
 pub use fate::Fate;
 pub use notice::{CallRef, Notice, What};
 pub use retention::{Evicted, Retention};

@@ -268,7 +268,6 @@ impl Model {
         call.evicted = Some(call.seq);
         call.request = empty;
         call.reply = None;
-        call.progress = Vec::new();
         self.full_calls -= 1;
         self.evicted.compacted += 1;
         // An answered call is no retry target; the identical calls that went wrong stay listed.

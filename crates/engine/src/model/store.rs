@@ -27,6 +27,13 @@ impl<T> Store<T> {
     /// Adds an item; returns its global index.
     pub fn push(&mut self, item: T) -> usize {
         let index = self.next;
+        if self.items.len() == self.items.capacity() {
+            // Grow by a quarter, not by doubling: a full store of large items (calls, streams)
+            // then wastes at most a fifth of its memory on spare room instead of half.
+            let more = (self.items.len() / 4).max(16);
+            self.items.reserve_exact(more);
+            self.keys.reserve_exact(more);
+        }
         self.keys.push(index);
         self.items.push(item);
         self.next += 1;
