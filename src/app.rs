@@ -194,11 +194,12 @@ pub async fn run_proxy(args: ProxyArgs) -> anyhow::Result<()> {
         eprintln!("mcpscope: recording to {}", path.display());
     }
     // Published until the run ends (dropping it removes the socket).
-    let _published = (!args.no_publish).then(|| {
-        let listen = running.proxy.addr.to_string();
-        crate::attach::publish_http(&running.hub, listen, upstream_shown.clone(), args.keep)
-    })
-    .flatten();
+    let _published = (!args.no_publish)
+        .then(|| {
+            let listen = running.proxy.addr.to_string();
+            crate::attach::publish_http(&running.hub, listen, upstream_shown.clone(), args.keep)
+        })
+        .flatten();
     // The check runs beside the proxy: start-up (and a signal during it) does not wait on it.
     let probe = {
         let (upstream, shown) = (upstream.clone(), upstream_shown.clone());

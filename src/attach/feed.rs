@@ -33,7 +33,9 @@ pub struct Attached {
 }
 
 fn update(status: &Mutex<Status>, change: impl FnOnce(&mut Status)) {
-    let mut guard = status.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let mut guard = status
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
     change(&mut guard);
 }
 

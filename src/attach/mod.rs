@@ -121,7 +121,8 @@ pub async fn run(args: &AttachArgs) -> anyhow::Result<()> {
     let pid = hello.pid;
     let line = move || {
         let s = status.lock().map(|s| s.clone()).unwrap_or_default();
-        let mut text = format!("attached to {pid} (read-only: faults and intercept are in its own view)");
+        let mut text =
+            format!("attached to {pid} (read-only: faults and intercept are in its own view)");
         if unrecorded {
             text.push_str(&format!(" · not recorded: shown from {joined}"));
         }

@@ -13,7 +13,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use tokio::io::AsyncWriteExt;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::unix::OwnedReadHalf;
 use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::mpsc::{UnboundedSender, unbounded_channel};
 use tokio::sync::oneshot;
@@ -132,8 +133,15 @@ struct Viewer {
     viewers: Arc<AtomicUsize>,
 }
 
+/// Resolves when the viewer has closed its side (viewers send nothing; anything sent is
+/// ignored).
+async fn gone(heard: &mut OwnedReadHalf) {
+    let mut buf = [0u8; 256];
+    while let Ok(1..) = heard.read(&mut buf).await {}
+}
+
 /// Writes the last line, if the viewer takes it in time.
-async fn say_end(stream: &mut UnixStream, reason: &str) {
+async fn say_end(stream: &mut (impl AsyncWriteExt + Unpin), reason: &str) {
     let _ = tokio::time::timeout(GRACE, stream.write_all(end_line(reason).as_bytes())).await;
 }
 
@@ -185,10 +193,12 @@ impl Viewer {
         if stream.write_all(text.as_bytes()).await.is_err() {
             return;
         }
+        let (mut heard, mut stream) = stream.into_split();
         let mut cut_open = true;
         loop {
             let next = tokio::select! {
                 biased;
+                () = gone(&mut heard) => return,
                 why = &mut cut_rx, if cut_open => match why {
                     Ok(why) => Err(why),
                     Err(_) => {
