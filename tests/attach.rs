@@ -456,3 +456,104 @@ async fn a_viewer_that_never_reads_is_cut_off_and_costs_the_session_nothing() {
     assert_eq!(hello["kind"], "http");
     proxy.stop();
 }
+
+/// A tmux session that is killed when dropped.
+struct Tmux {
+    name: String,
+}
+
+impl Tmux {
+    fn start(width: u16, height: u16) -> Self {
+        let name = format!("mcpscope-attach-{}", std::process::id());
+        let status = Command::new("tmux")
+            .args(["new-session", "-d", "-s", &name, "-x"])
+            .arg(width.to_string())
+            .arg("-y")
+            .arg(height.to_string())
+            .args(["bash", "--norc", "--noprofile"])
+            .env("PS1", "$ ")
+            .env("TERM", "xterm-256color")
+            .status()
+            .expect("tmux must be installed (apt-get install tmux)");
+        assert!(status.success(), "tmux new-session failed");
+        Self { name }
+    }
+
+    fn keys(&self, keys: &[&str]) {
+        let status = Command::new("tmux")
+            .args(["send-keys", "-t", &self.name])
+            .args(keys)
+            .status()
+            .expect("send-keys");
+        assert!(status.success());
+    }
+
+    fn screen(&self) -> String {
+        let out = Command::new("tmux")
+            .args(["capture-pane", "-p", "-t", &self.name])
+            .output()
+            .expect("capture-pane");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    fn wait_for(&self, what: &str, want: impl Fn(&str) -> bool) {
+        let deadline = Instant::now() + PATIENCE;
+        loop {
+            let screen = self.screen();
+            if want(&screen) {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "timed out waiting for {what}; screen:\n{screen}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = Command::new("tmux")
+            .args(["kill-session", "-t", &self.name])
+            .status();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs tmux: install it (CI does, in .ci/run), then run scripts/test.sh"]
+async fn attach_shows_the_tui_with_the_calls_and_stays_open_when_the_session_ends() {
+    let setup = Setup::new().await;
+    let proxy = setup.proxy(&["--record", "run.jsonl"]);
+    let mut client = McpClient::new(&proxy.url).expect("client");
+    client.handshake().await.expect("handshake");
+    client
+        .call("slow", json!({"steps": 1, "interval_ms": 1}), false)
+        .await
+        .expect("call");
+
+    let tmux = Tmux::start(200, 40);
+    let command = format!(
+        "XDG_RUNTIME_DIR={} MCPSCOPE_LOG={} {} attach; echo EXIT=$?",
+        setup.xdg().display(),
+        setup.dir.path().join("viewer.log").display(),
+        env!("CARGO_BIN_EXE_mcpscope")
+    );
+    tmux.keys(&[&command, "Enter"]);
+    let attached = format!("attached to {}, read-only", proxy.pid());
+    tmux.wait_for("the call made before attaching, in the TUI", |s| {
+        s.contains("slow") && s.contains(&attached)
+    });
+    echo(&mut client, "live").await;
+    tmux.wait_for("the call made while attached", |s| s.contains("echo"));
+    // A fault key needs the proxy itself: it says so, and nothing breaks.
+    tmux.keys(&["a"]);
+    tmux.wait_for("faults unavailable", |s| s.contains("unavailable"));
+
+    proxy.stop();
+    tmux.wait_for("the end of the session, the view still open", |s| {
+        s.contains("feed closed") && s.contains("slow")
+    });
+    tmux.keys(&["q"]);
+    tmux.wait_for("a clean exit", |s| s.contains("EXIT=0"));
+}

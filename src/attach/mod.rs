@@ -121,8 +121,8 @@ pub async fn run(args: &AttachArgs) -> anyhow::Result<()> {
     let pid = hello.pid;
     let line = move || {
         let s = status.lock().map(|s| s.clone()).unwrap_or_default();
-        let mut text =
-            format!("attached to {pid} (read-only: faults and intercept are in its own view)");
+        // Faults and intercept need the proxy itself: their keys say so when pressed.
+        let mut text = format!("attached to {pid}, read-only");
         if unrecorded {
             text.push_str(&format!(" · not recorded: shown from {joined}"));
         }
@@ -130,7 +130,7 @@ pub async fn run(args: &AttachArgs) -> anyhow::Result<()> {
             text.push_str(&format!(" · past incomplete: {missing}"));
         }
         if let Some(ended) = &s.ended {
-            text = format!("{pid}: {ended}");
+            text = format!("attached to {pid}: {ended}");
         }
         Some(text)
     };
