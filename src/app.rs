@@ -196,8 +196,11 @@ pub async fn run_proxy(args: ProxyArgs) -> anyhow::Result<()> {
     // Published until the run ends (dropping it removes the socket).
     let _published = (!args.no_publish)
         .then(|| {
-            let listen = running.proxy.addr.to_string();
-            crate::attach::publish_http(&running.hub, listen, upstream_shown.clone(), args.keep)
+            let mut session =
+                crate::attach::session_info("http", args.name.clone(), &running.hub, args.keep);
+            session.listen = Some(running.proxy.addr.to_string());
+            session.upstream = Some(upstream_shown.clone());
+            crate::attach::publish(&running.hub, session)
         })
         .flatten();
     // The check runs beside the proxy: start-up (and a signal during it) does not wait on it.

@@ -194,6 +194,10 @@ pub struct ProxyArgs {
     /// the user's runtime directory that only this user can open).
     #[arg(long)]
     pub no_publish: bool,
+    /// A name for this session, shown by `mcpscope attach --list` and accepted by
+    /// `mcpscope attach NAME`.
+    #[arg(long, value_name = "NAME")]
+    pub name: Option<String>,
     /// When a call's SSE stream dies before its response and the client cannot resume it,
     /// answer the call with a JSON-RPC error (code -32000) naming the death, then end the
     /// stream cleanly, instead of passing the death on.

@@ -54,17 +54,19 @@ impl Setup {
         cmd
     }
 
-    /// Starts a proxy in front of the test server; returns it with its MCP URL and stderr lines.
+    /// Starts a proxy (`--json`) in front of the test server; returns it with its MCP URL, its
+    /// notices and its stderr lines.
     fn proxy(&self, extra: &[&str]) -> Proxy {
         let mut child = self
             .mcpscope()
-            .args(["--listen", "127.0.0.1:0", "--headless", "--upstream"])
+            .args(["--listen", "127.0.0.1:0", "--json", "--upstream"])
             .arg(self.server.url())
             .args(extra)
-            .stdout(Stdio::null())
+            .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
             .expect("spawn proxy");
+        let out = lines(child.stdout.take().expect("stdout"));
         let stderr = lines(child.stderr.take().expect("stderr"));
         let mut said = String::new();
         let deadline = Instant::now() + PATIENCE;
@@ -85,6 +87,7 @@ impl Setup {
         Proxy {
             child,
             url,
+            out,
             stderr,
             said,
         }
@@ -119,6 +122,8 @@ impl Setup {
 struct Proxy {
     child: Child,
     url: String,
+    /// The proxy's own `--json` lines.
+    out: Receiver<String>,
     stderr: Receiver<String>,
     said: String,
 }
@@ -128,15 +133,16 @@ impl Proxy {
         self.child.id()
     }
 
-    /// Stops the proxy (SIGTERM) and waits for it.
-    fn stop(mut self) -> String {
+    /// Stops the proxy (SIGTERM) and waits for it; returns its stderr and its `--json` lines.
+    fn stop(mut self) -> (String, Vec<String>) {
         signal(self.child.id(), "-TERM");
         wait_exit(&mut self.child);
-        while let Ok(line) = self.stderr.try_recv() {
+        while let Ok(line) = self.stderr.recv_timeout(Duration::from_secs(1)) {
             self.said.push_str(&line);
             self.said.push('\n');
         }
-        self.said
+        let notices = std::iter::from_fn(|| self.out.recv_timeout(Duration::from_secs(1)).ok());
+        (self.said, notices.collect())
     }
 }
 
@@ -246,7 +252,7 @@ async fn echo(client: &mut McpClient, text: &str) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_viewers_one_killed_the_other_and_the_session_go_on() {
     let setup = Setup::new().await;
-    let proxy = setup.proxy(&["--record", "run.jsonl"]);
+    let proxy = setup.proxy(&["--record", "run.jsonl", "--name", "work"]);
     let mut client = McpClient::new(&proxy.url).expect("client");
     client.handshake().await.expect("handshake");
     echo(&mut client, "before anyone attached").await;
@@ -258,25 +264,34 @@ async fn two_viewers_one_killed_the_other_and_the_session_go_on() {
 
     // Both join late: the call made before comes from the recording.
     let first = setup.viewer(&["--json"]);
-    let second = setup.viewer(&[&proxy.pid().to_string(), "--json"]);
-    for viewer in [&first, &second] {
+    let second = setup.viewer(&["work", "--json"]);
+    let mut second_lines = Vec::new();
+    for (n, viewer) in [&first, &second].into_iter().enumerate() {
         let seen = viewer.until("the call made before joining", 1, answered_call);
         assert!(
             seen.iter().any(|v| v["kind"] == "session_started"),
             "{seen:#?}"
         );
+        if n == 1 {
+            second_lines.extend(seen);
+        }
     }
     let listed = setup.run(&["attach", "--list"]);
     let listing = String::from_utf8_lossy(&listed.stdout);
     assert!(listed.status.success(), "{listed:?}");
     assert!(
-        listing.contains(&proxy.pid().to_string()) && listing.contains("http"),
+        listing.contains(&proxy.pid().to_string())
+            && listing.contains("http")
+            && listing.contains("[work]"),
         "{listing}"
     );
 
     echo(&mut client, "both watching").await;
-    for viewer in [&first, &second] {
-        viewer.until("the call made while watching", 1, answered_call);
+    for (n, viewer) in [&first, &second].into_iter().enumerate() {
+        let seen = viewer.until("the call made while watching", 1, answered_call);
+        if n == 1 {
+            second_lines.extend(seen);
+        }
     }
 
     // One viewer dies; the session and the other viewer go on.
@@ -286,11 +301,25 @@ async fn two_viewers_one_killed_the_other_and_the_session_go_on() {
     for n in 0..3 {
         echo(&mut client, &format!("after the first viewer left {n}")).await;
     }
-    second.until("the calls after the first viewer left", 3, answered_call);
+    second_lines.extend(second.until("the calls after the first viewer left", 3, answered_call));
 
     // The session ends: the viewer says so and exits 0; the socket is gone.
-    let said = proxy.stop();
+    let (said, own) = proxy.stop();
     let mut second = second;
+    second_lines.extend(std::iter::from_fn(|| {
+        second
+            .out
+            .recv_timeout(Duration::from_secs(1))
+            .ok()
+            .map(|l| serde_json::from_str::<Value>(&l).expect("a JSON line"))
+    }));
+    // Joined late, the viewer printed exactly what the proxy's own --json printed.
+    let own: Vec<Value> = own
+        .iter()
+        .map(|l| serde_json::from_str(l).expect("a JSON line"))
+        .collect();
+    assert_eq!(own.len(), second_lines.len(), "{own:#?}\n{second_lines:#?}");
+    assert_eq!(own, second_lines);
     let status = wait_exit(&mut second.child).expect("the viewer exits when the session ends");
     assert!(status.success(), "{status:?}");
     let mut last_words = String::new();

@@ -18,14 +18,14 @@ use mcpscope_proxy::hub::Hub;
 use mcpscope_proxy::publish::{self, Published, place, wire::SessionInfo};
 use sessions::LiveSession;
 
-/// Publishes a running HTTP proxy for `mcpscope attach`; says on stderr why not when the
-/// runtime directory cannot be used (the proxy runs on without it).
-pub fn publish_http(hub: &Hub, listen: String, upstream: String, keep: usize) -> Option<Published> {
-    let session = SessionInfo {
-        kind: "http".into(),
-        name: None,
-        listen: Some(listen),
-        upstream: Some(upstream),
+/// What a session started now says about itself, before its kind's own fields (`listen` and
+/// `upstream` for a proxy, `command` for a stdio shim) are filled in.
+pub fn session_info(kind: &str, name: Option<String>, hub: &Hub, keep: usize) -> SessionInfo {
+    SessionInfo {
+        kind: kind.into(),
+        name,
+        listen: None,
+        upstream: None,
         command: None,
         started: Utc::now().to_rfc3339_opts(SecondsFormat::Secs, true),
         recording: hub
@@ -33,7 +33,13 @@ pub fn publish_http(hub: &Hub, listen: String, upstream: String, keep: usize) ->
             .as_ref()
             .map(|p| std::path::absolute(p).unwrap_or_else(|_| p.clone())),
         keep_calls: keep,
-    };
+    }
+}
+
+/// Publishes a running session's hub for `mcpscope attach`; says on stderr why not when the
+/// runtime directory cannot be used (the session runs on without it). Keep the result for as
+/// long as the session runs: dropping it removes the socket.
+pub fn publish(hub: &Hub, session: SessionInfo) -> Option<Published> {
     match publish::start(session, hub.joiner()) {
         Ok(published) => {
             tracing::info!("attach socket: {}", published.path().display());
