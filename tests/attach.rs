@@ -586,3 +586,42 @@ async fn attach_shows_the_tui_with_the_calls_and_stays_open_when_the_session_end
     tmux.keys(&["q"]);
     tmux.wait_for("a clean exit", |s| s.contains("EXIT=0"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_only_session_is_opened_several_are_listed_and_stale_sockets_removed() {
+    let setup = Setup::new().await;
+    let none = setup.run(&["attach", "--json"]);
+    assert_eq!(none.status.code(), Some(1), "{none:?}");
+    assert!(String::from_utf8_lossy(&none.stderr).contains("no live sessions"));
+
+    // A socket whose process is gone, and one on which nobody listens (its pid is alive).
+    std::fs::create_dir(setup.sockets()).expect("mkdir");
+    std::fs::set_permissions(setup.sockets(), std::fs::Permissions::from_mode(0o700))
+        .expect("chmod");
+    let gone = setup.sockets().join(format!("{}.sock", i32::MAX));
+    std::fs::write(&gone, "").expect("stale file");
+    let deaf = setup.sockets().join(format!("{}.sock", std::process::id()));
+    drop(std::os::unix::net::UnixListener::bind(&deaf).expect("bind"));
+
+    // Recorded: the viewer sees the call whenever it joins.
+    let one = setup.proxy(&["--record", "one.jsonl"]);
+    let two = setup.proxy(&["--no-record"]);
+    let several = setup.run(&["attach", "--json"]);
+    let said = String::from_utf8_lossy(&several.stderr);
+    assert_eq!(several.status.code(), Some(2), "{several:?}");
+    for pid in [one.pid(), two.pid()] {
+        assert!(said.contains(&pid.to_string()), "{said}");
+    }
+    assert!(
+        !gone.exists() && !deaf.exists(),
+        "stale sockets are removed"
+    );
+
+    two.stop();
+    let only = setup.viewer(&["--json"]);
+    let mut client = McpClient::new(&one.url).expect("client");
+    client.handshake().await.expect("handshake");
+    echo(&mut client, "to the only one").await;
+    only.until("the only session's call", 1, answered_call);
+    one.stop();
+}

@@ -253,3 +253,92 @@ impl Viewer {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hub::Hub;
+    use mcpscope_engine::event::{Event, EventKind};
+    use mcpscope_engine::record::{Create, Events, Recorder};
+    use mcpscope_engine::redact::Redactor;
+
+    fn note(n: u64) -> Event {
+        Event::now(EventKind::Note {
+            stream: None,
+            text: format!("note {n}"),
+        })
+    }
+
+    #[test]
+    fn a_viewer_joins_at_an_exact_seam_with_the_recording() {
+        let dir = tempfile_dir();
+        let path = dir.join("rec.jsonl");
+        let recorder = Recorder::create(&path, Create::Replace, true).expect("recorder");
+        let hub = Hub::start(Some(recorder), Redactor::new()).expect("hub");
+        for n in 0..50 {
+            hub.input.send(note(n)).expect("send");
+        }
+        // Usually the hub has taken the first events by now: the seam falls among them.
+        std::thread::sleep(Duration::from_millis(50));
+        let (lines, mut rx) = unbounded_channel();
+        let (cut, _cut_rx) = oneshot::channel();
+        let (reply, answer) = oneshot::channel();
+        let queue = ViewerQueue {
+            lines,
+            queued: Arc::default(),
+            cut: Some(cut),
+            limit: VIEWER_QUEUE_BYTES,
+        };
+        hub.joiner().send(Join { queue, reply }).expect("join");
+        for n in 50..80 {
+            hub.input.send(note(n)).expect("send");
+        }
+        let live_from = answer.blocking_recv().expect("joined");
+        // Everything before the seam is in the file when the viewer hears of it.
+        let past: Vec<Event> = Events::open(&path)
+            .expect("open")
+            .take(usize::try_from(live_from).expect("small"))
+            .collect::<Result<_, _>>()
+            .expect("read");
+        assert_eq!(past.len() as u64, live_from);
+        let tally = hub
+            .finish_within(Duration::from_secs(10))
+            .expect("finished");
+        assert_eq!(tally.seen, 80);
+        let mut live = Vec::new();
+        while let Ok(line) = rx.try_recv() {
+            let line: wire::Line = serde_json::from_str(&line).expect("a line");
+            live.push(line);
+        }
+        // The past and the live lines are every event once, in order.
+        let texts: Vec<String> = past
+            .iter()
+            .map(|e| e.kind.clone())
+            .chain(live.iter().map(|l| match l {
+                wire::Line::Event { event, .. } => event.kind.clone(),
+                wire::Line::End { end } => panic!("unexpected end {end}"),
+            }))
+            .map(|kind| match kind {
+                EventKind::Note { text, .. } => text,
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        let expected: Vec<String> = (0..80).map(|n| format!("note {n}")).collect();
+        assert_eq!(texts, expected);
+        let seqs: Vec<u64> = live
+            .iter()
+            .filter_map(|l| match l {
+                wire::Line::Event { seq, .. } => Some(*seq),
+                wire::Line::End { .. } => None,
+            })
+            .collect();
+        assert_eq!(seqs, (live_from..80).collect::<Vec<_>>());
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    fn tempfile_dir() -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("mcpscope-publish-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        dir
+    }
+}
