@@ -451,20 +451,22 @@ async fn a_viewer_that_never_reads_is_cut_off_and_costs_the_session_nothing() {
     let mut slowest = Duration::ZERO;
     let before = rss_kib(proxy.pid());
     let mut peak = before;
-    for _ in 0..200 {
+    for n in 1..=200 {
         let call = Instant::now();
         tokio::time::timeout(Duration::from_secs(10), echo(&mut client, &text))
             .await
             .expect("the proxy keeps answering");
         slowest = slowest.max(call.elapsed());
         peak = peak.max(rss_kib(proxy.pid()));
+        // The reading viewer is never far behind (on a busy machine too): it sees every call.
+        if n % 20 == 0 {
+            watching.until("the last 20 calls", 20, answered_call);
+        }
     }
     eprintln!(
         "200 calls of 64 KiB with a stuck viewer: {:?} in all, slowest {slowest:?}, proxy RSS {before} → peak {peak} KiB",
         started.elapsed()
     );
-    // The reading viewer saw every call.
-    watching.until("every call", 200, answered_call);
 
     // The stuck one was disconnected: what it can still read ends, and is bounded.
     stuck

@@ -73,16 +73,19 @@ fn choose(sessions: Vec<LiveSession>, wanted: Option<&str>) -> anyhow::Result<Li
             ))),
         };
     }
-    match sessions.len() {
-        0 => bail!(
+    if sessions.len() > 1 {
+        bail!(UsageError(format!(
+            "{} live sessions; name one: mcpscope attach PID\n{}",
+            sessions.len(),
+            sessions::table(&sessions).trim_end()
+        )));
+    }
+    match sessions.into_iter().next() {
+        Some(only) => Ok(only),
+        None => bail!(
             "no live sessions in {} (start one: mcpscope --listen … --upstream …)",
             dir.display()
         ),
-        1 => Ok(sessions.into_iter().next().expect("one session")),
-        n => bail!(UsageError(format!(
-            "{n} live sessions; name one: mcpscope attach PID\n{}",
-            sessions::table(&sessions).trim_end()
-        ))),
     }
 }
 
