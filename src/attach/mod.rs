@@ -43,6 +43,10 @@ pub fn publish(hub: &Hub, session: SessionInfo) -> Option<Published> {
     match publish::start(session, hub.joiner()) {
         Ok(published) => {
             tracing::info!("attach socket: {}", published.path().display());
+            eprintln!(
+                "mcpscope: watch from another terminal: mcpscope attach {}",
+                std::process::id()
+            );
             Some(published)
         }
         Err(e) => {
