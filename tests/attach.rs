@@ -627,3 +627,40 @@ async fn the_only_session_is_opened_several_are_listed_and_stale_sockets_removed
     only.until("the only session's call", 1, answered_call);
     one.stop();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_viewer_joining_mid_traffic_sees_every_event_exactly_once() {
+    let setup = Setup::new().await;
+    let proxy = setup.proxy(&["--record", "run.jsonl"]);
+    let url = proxy.url.clone();
+    let (done_tx, mut done_rx) = tokio::sync::watch::channel(0usize);
+    let traffic = tokio::spawn(async move {
+        let mut client = McpClient::new(&url).expect("client");
+        client.handshake().await.expect("handshake");
+        for n in 0..300 {
+            echo(&mut client, &format!("call {n}")).await;
+            let _ = done_tx.send(n + 1);
+        }
+    });
+    done_rx.wait_for(|n| *n >= 100).await.expect("traffic");
+    let viewer = setup.viewer(&["--json"]);
+    tokio::time::timeout(PATIENCE, traffic)
+        .await
+        .expect("traffic in time")
+        .expect("traffic task");
+    let mut seen = viewer.until("all 300 calls", 300, answered_call);
+    let (_, own) = proxy.stop();
+    seen.extend(std::iter::from_fn(|| {
+        viewer
+            .out
+            .recv_timeout(Duration::from_secs(1))
+            .ok()
+            .map(|l| serde_json::from_str::<Value>(&l).expect("a JSON line"))
+    }));
+    let own: Vec<Value> = own
+        .iter()
+        .map(|l| serde_json::from_str(l).expect("a JSON line"))
+        .collect();
+    assert!(own.len() > 600, "{} notices", own.len());
+    assert_eq!(own, seen, "the viewer's notices are the proxy's own");
+}
