@@ -142,7 +142,18 @@ impl Proxy {
             self.said.push('\n');
         }
         let notices = std::iter::from_fn(|| self.out.recv_timeout(Duration::from_secs(1)).ok());
-        (self.said, notices.collect())
+        let notices = notices.collect();
+        (std::mem::take(&mut self.said), notices)
+    }
+}
+
+/// A test that fails leaves no proxy behind.
+impl Drop for Proxy {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
     }
 }
 
