@@ -193,6 +193,16 @@ pub async fn run_proxy(args: ProxyArgs) -> anyhow::Result<()> {
     if let Some(path) = &running.hub.recording {
         eprintln!("mcpscope: recording to {}", path.display());
     }
+    // Published until the run ends (dropping it removes the socket).
+    let _published = (!args.no_publish)
+        .then(|| {
+            let mut session =
+                crate::attach::session_info("http", args.name.clone(), &running.hub, args.keep);
+            session.listen = Some(running.proxy.addr.to_string());
+            session.upstream = Some(upstream_shown.clone());
+            crate::attach::publish(&running.hub, session)
+        })
+        .flatten();
     // The check runs beside the proxy: start-up (and a signal during it) does not wait on it.
     let probe = {
         let (upstream, shown) = (upstream.clone(), upstream_shown.clone());

@@ -42,6 +42,8 @@ pub enum Command {
     /// Run a client command through every stream death and judge how it reacts; exit 1 if it
     /// has a defect.
     Matrix(MatrixArgs),
+    /// Open a live view of a running session (a proxy of this user), or list them.
+    Attach(AttachArgs),
 }
 
 /// Where to listen: a port, or host:port.
@@ -188,6 +190,14 @@ pub struct ProxyArgs {
     /// Arm the fault rules of a TOML file.
     #[arg(long = "faults", value_name = "FILE")]
     pub faults_file: Option<PathBuf>,
+    /// Do not publish this session for `mcpscope attach` (by default it listens on a socket in
+    /// the user's runtime directory that only this user can open).
+    #[arg(long)]
+    pub no_publish: bool,
+    /// A name for this session, shown by `mcpscope attach --list` and accepted by
+    /// `mcpscope attach NAME`.
+    #[arg(long, value_name = "NAME")]
+    pub name: Option<String>,
     /// When a call's SSE stream dies before its response and the client cannot resume it,
     /// answer the call with a JSON-RPC error (code -32000) naming the death, then end the
     /// stream cleanly, instead of passing the death on.
@@ -304,6 +314,25 @@ pub struct ConvertArgs {
     /// Replace OUTPUT if it exists (never through a symbolic link).
     #[arg(long)]
     pub overwrite: bool,
+}
+
+/// Options of `attach`.
+#[derive(Debug, Clone, Args)]
+pub struct AttachArgs {
+    /// The session: its process id, name, or listen address or port (default: the only one).
+    pub session: Option<String>,
+    /// List the live sessions and exit.
+    #[arg(long)]
+    pub list: bool,
+    /// Print one readable line per notable change instead of the TUI.
+    #[arg(long)]
+    pub headless: bool,
+    /// Print one JSON object per line per notable change, as the proxy's --json does.
+    #[arg(long)]
+    pub json: bool,
+    /// Colour theme.
+    #[arg(long, value_name = "NAME|PATH")]
+    pub theme: Option<String>,
 }
 
 /// Options of `matrix`.

@@ -2,6 +2,7 @@
 //! replays. The engine, proxy, TUI and test kit live in their own crates under `crates/`.
 
 pub mod app;
+pub mod attach;
 pub mod cli;
 pub mod demo;
 pub mod headless;

@@ -80,6 +80,7 @@ fn main() -> ExitCode {
             Some(Command::Replay(args)) => mcpscope::replay::run(&args).await,
             Some(Command::Demo(args)) => mcpscope::demo::run(&args).await,
             Some(Command::Matrix(args)) => mcpscope::matrix::run(&args).await,
+            Some(Command::Attach(args)) => mcpscope::attach::run(&args).await,
             Some(Command::Check(_) | Command::Export(_) | Command::Convert(_)) => Ok(()),
         }
     });

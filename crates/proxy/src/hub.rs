@@ -1,4 +1,5 @@
-//! Between the proxy and the views: every event goes to the recorder first, then to the view.
+//! Between the proxy and the views: every event goes to the recorder first, then to the view
+//! and to the viewers attached over the session's socket (see [`crate::publish`]).
 //! Runs on its own thread so neither file I/O nor a slow view ever holds up forwarding; the
 //! channels are unbounded, so nothing is dropped.
 
@@ -14,6 +15,7 @@ use mcpscope_engine::record::Recorder;
 use mcpscope_engine::redact::Redactor;
 
 use crate::error::ProxyError;
+use crate::publish::fanout::{Fanout, Join};
 use crate::sink::Backlog;
 
 /// How long the hub lets a burst of events gather before taking it (bounds the view's lag).
@@ -55,6 +57,7 @@ pub struct Hub {
     pub recording: Option<PathBuf>,
     /// Bytes sent to [`Hub::input`] and not yet taken (the sink counts, the hub releases).
     pub backlog: Backlog,
+    joiner: UnboundedSender<Join>,
     thread: Option<Done>,
 }
 
@@ -73,15 +76,27 @@ struct Pump {
     redactor: Redactor,
     backlog: Backlog,
     view: UnboundedSender<Event>,
+    viewers: Fanout,
     failed: bool,
     seen: u64,
 }
 
 impl Pump {
-    async fn run(&mut self, mut rx: UnboundedReceiver<Event>, mut stop: oneshot::Receiver<()>) {
+    async fn run(
+        &mut self,
+        mut rx: UnboundedReceiver<Event>,
+        mut joins: UnboundedReceiver<Join>,
+        mut stop: oneshot::Receiver<()>,
+    ) {
         loop {
             let first = tokio::select! {
                 biased;
+                Some(join) = joins.recv() => {
+                    // Every event before the viewer's first live one is in the file first.
+                    self.flush();
+                    self.viewers.join(join, self.seen);
+                    continue;
+                }
                 first = rx.recv() => first,
                 _ = &mut stop => {
                     // Everything sent before the stop is queued: take it, then end.
@@ -113,6 +128,7 @@ impl Pump {
     }
 
     fn take(&mut self, mut event: Event) {
+        let seq = self.seen;
         self.seen += 1;
         self.backlog.release(Backlog::weight(&event.kind));
         self.redactor.event(&mut event.kind);
@@ -120,6 +136,7 @@ impl Pump {
             let written = rec.write(&event);
             report_failure(rec, written, &mut self.failed);
         }
+        self.viewers.publish(seq, &event);
         let _ = self.view.send(event);
     }
 
@@ -144,6 +161,7 @@ impl Hub {
     pub fn start(recorder: Option<Recorder>, redactor: Redactor) -> Result<Self, ProxyError> {
         let (input, rx) = unbounded_channel::<Event>();
         let (view, output) = unbounded_channel::<Event>();
+        let (joiner, joins) = unbounded_channel::<Join>();
         let (done, tally) = sync_channel(1);
         let (stop, stopped) = oneshot::channel();
         let recording = recorder.as_ref().map(|r| r.path().to_path_buf());
@@ -160,10 +178,13 @@ impl Hub {
                     redactor,
                     backlog: released,
                     view,
+                    viewers: Fanout::default(),
                     failed: false,
                     seen: 0,
                 };
-                runtime.block_on(pump.run(rx, stopped));
+                runtime.block_on(pump.run(rx, joins, stopped));
+                // The viewers' queues close with the session.
+                pump.viewers = Fanout::default();
                 // The waiting side may have given up already: nothing is lost either way.
                 let _ = done.send(pump.tally());
             })
@@ -173,12 +194,18 @@ impl Hub {
             output: Some(output),
             recording,
             backlog,
+            joiner,
             thread: Some(Done {
                 thread,
                 stop,
                 tally,
             }),
         })
+    }
+
+    /// Where viewers ask to join the live feed (see [`crate::publish::start`]).
+    pub fn joiner(&self) -> UnboundedSender<Join> {
+        self.joiner.clone()
     }
 
     /// Takes the view's receiver (once).

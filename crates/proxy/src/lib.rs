@@ -13,6 +13,7 @@ pub mod forward;
 pub mod hub;
 pub mod intercept;
 pub mod mock;
+pub mod publish;
 pub mod rescue;
 pub mod running;
 pub mod shaper;

@@ -1,0 +1,165 @@
+//! `mcpscope attach`: lists the live sessions of this user and opens one — the TUI, or the
+//! headless lines — fed from its socket (see docs/attach.md). Also what a proxy publishes.
+
+pub mod feed;
+pub mod sessions;
+
+use std::io::IsTerminal;
+use std::sync::Arc;
+
+use anyhow::bail;
+use chrono::{SecondsFormat, Utc};
+
+use crate::cli::AttachArgs;
+use crate::headless::{self, Style};
+use mcpscope_engine::UsageError;
+use mcpscope_engine::model::Retention;
+use mcpscope_proxy::hub::Hub;
+use mcpscope_proxy::publish::{self, Published, place, wire::SessionInfo};
+use sessions::LiveSession;
+
+/// What a session started now says about itself, before its kind's own fields (`listen` and
+/// `upstream` for a proxy, `command` for a stdio shim) are filled in.
+pub fn session_info(kind: &str, name: Option<String>, hub: &Hub, keep: usize) -> SessionInfo {
+    SessionInfo {
+        kind: kind.into(),
+        name,
+        listen: None,
+        upstream: None,
+        command: None,
+        started: Utc::now().to_rfc3339_opts(SecondsFormat::Secs, true),
+        recording: hub
+            .recording
+            .as_ref()
+            .map(|p| std::path::absolute(p).unwrap_or_else(|_| p.clone())),
+        keep_calls: keep,
+    }
+}
+
+/// Publishes a running session's hub for `mcpscope attach`; says on stderr why not when the
+/// runtime directory cannot be used (the session runs on without it). Keep the result for as
+/// long as the session runs: dropping it removes the socket.
+pub fn publish(hub: &Hub, session: SessionInfo) -> Option<Published> {
+    match publish::start(session, hub.joiner()) {
+        Ok(published) => {
+            tracing::info!("attach socket: {}", published.path().display());
+            eprintln!(
+                "mcpscope: watch from another terminal: mcpscope attach {}",
+                std::process::id()
+            );
+            Some(published)
+        }
+        Err(e) => {
+            eprintln!(
+                "mcpscope: WARNING: not published for `mcpscope attach`: {e} (directory {})",
+                place::runtime_dir().display()
+            );
+            None
+        }
+    }
+}
+
+/// Chooses the session to open: the one named, or the only one.
+fn choose(sessions: Vec<LiveSession>, wanted: Option<&str>) -> anyhow::Result<LiveSession> {
+    let dir = place::runtime_dir();
+    if let Some(wanted) = wanted {
+        let listing = sessions::table(&sessions);
+        return match sessions.into_iter().find(|s| s.is_named(wanted)) {
+            Some(found) => Ok(found),
+            None => bail!(UsageError(format!(
+                "no live session is {wanted:?} (in {}){}",
+                dir.display(),
+                if listing.lines().count() > 1 {
+                    format!("; live sessions:\n{}", listing.trim_end())
+                } else {
+                    String::new()
+                }
+            ))),
+        };
+    }
+    if sessions.len() > 1 {
+        bail!(UsageError(format!(
+            "{} live sessions; name one: mcpscope attach PID\n{}",
+            sessions.len(),
+            sessions::table(&sessions).trim_end()
+        )));
+    }
+    match sessions.into_iter().next() {
+        Some(only) => Ok(only),
+        None => bail!(
+            "no live sessions in {} (start one: mcpscope --listen … --upstream …)",
+            dir.display()
+        ),
+    }
+}
+
+/// `mcpscope attach`.
+pub async fn run(args: &AttachArgs) -> anyhow::Result<()> {
+    let sessions = sessions::list(&place::runtime_dir()).await?;
+    if args.list {
+        print!("{}", sessions::table(&sessions));
+        return Ok(());
+    }
+    let chosen = choose(sessions, args.session.as_deref())?;
+    let attached = feed::open(&chosen.path).await?;
+    let hello = attached.hello.clone();
+    let unrecorded = hello.session.recording.is_none() && hello.live_from > 0;
+    let headless = args.headless || args.json || !std::io::stdout().is_terminal();
+    if headless {
+        if unrecorded {
+            eprintln!(
+                "mcpscope: session {} is not recorded: events from now on only ({} before are not shown)",
+                hello.pid, hello.live_from
+            );
+        }
+        let style = if args.json { Style::Json } else { Style::Lines };
+        headless::run(attached.events, style).await;
+        let status = attached
+            .status
+            .lock()
+            .map(|s| s.clone())
+            .unwrap_or_default();
+        if let Some(missing) = status.past_missing {
+            eprintln!("mcpscope: the session's past is incomplete: {missing}");
+        }
+        eprintln!(
+            "mcpscope: session {}: {}",
+            hello.pid,
+            status.ended.as_deref().unwrap_or("ended")
+        );
+        return Ok(());
+    }
+    let joined = chrono::Local::now().format("%H:%M:%S").to_string();
+    let status = attached.status.clone();
+    let pid = hello.pid;
+    let line = move || {
+        let s = status.lock().map(|s| s.clone()).unwrap_or_default();
+        // Faults and intercept need the proxy itself: their keys say so when pressed.
+        let mut text = format!("attached to {pid}, read-only");
+        if unrecorded {
+            text.push_str(&format!(" · not recorded: shown from {joined}"));
+        }
+        if let Some(missing) = &s.past_missing {
+            text.push_str(&format!(" · past incomplete: {missing}"));
+        }
+        if let Some(ended) = &s.ended {
+            text = format!("attached to {pid}: {ended}");
+        }
+        Some(text)
+    };
+    let info = mcpscope_tui::Info {
+        listen: hello.session.listen.clone(),
+        upstream: hello
+            .session
+            .upstream
+            .clone()
+            .or_else(|| hello.session.command.as_ref().map(|c| c.join(" "))),
+        recording: hello.session.recording.clone(),
+        theme: args.theme.clone(),
+        speed: None,
+        retention: Retention::window(hello.session.keep_calls),
+        // The status bar's extra item: how this view stands toward the session.
+        telemetry: Some(mcpscope_tui::StatusText(Arc::new(line))),
+    };
+    mcpscope_tui::run_live(attached.events, info, None).await
+}

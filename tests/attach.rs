@@ -1,0 +1,677 @@
+//! `mcpscope attach` against the real binary: proxies publish on a socket in the runtime
+//! directory (here a private temporary one), viewers attach with `attach --json`, calls are
+//! driven through the proxy by the test client against the built-in test server.
+
+use std::io::{BufRead, BufReader, Read};
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::mpsc::{Receiver, channel};
+use std::time::{Duration, Instant};
+
+use mcpscope_testkit::client::McpClient;
+use mcpscope_testkit::testserver::{self, TestServer};
+use serde_json::{Value, json};
+
+const PATIENCE: Duration = Duration::from_secs(20);
+
+/// A private runtime directory, the test server and a proxy publishing into it.
+struct Setup {
+    dir: tempfile::TempDir,
+    server: TestServer,
+}
+
+impl Setup {
+    async fn new() -> Self {
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::create_dir(dir.path().join("xdg")).expect("xdg");
+        std::fs::set_permissions(
+            dir.path().join("xdg"),
+            std::fs::Permissions::from_mode(0o700),
+        )
+        .expect("chmod");
+        let server = testserver::start(testserver::Options::default())
+            .await
+            .expect("test server");
+        Self { dir, server }
+    }
+
+    fn xdg(&self) -> PathBuf {
+        self.dir.path().join("xdg")
+    }
+
+    /// The directory sessions publish in.
+    fn sockets(&self) -> PathBuf {
+        self.xdg().join("mcpscope")
+    }
+
+    fn mcpscope(&self) -> Command {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_mcpscope"));
+        cmd.current_dir(self.dir.path())
+            .env("XDG_RUNTIME_DIR", self.xdg())
+            .env("MCPSCOPE_LOG", self.dir.path().join("mcpscope.log"))
+            .stdin(Stdio::null());
+        cmd
+    }
+
+    /// Starts a proxy (`--json`) in front of the test server; returns it with its MCP URL, its
+    /// notices and its stderr lines.
+    fn proxy(&self, extra: &[&str]) -> Proxy {
+        let mut child = self
+            .mcpscope()
+            .args(["--listen", "127.0.0.1:0", "--json", "--upstream"])
+            .arg(self.server.url())
+            .args(extra)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn proxy");
+        let out = lines(child.stdout.take().expect("stdout"));
+        let stderr = lines(child.stderr.take().expect("stderr"));
+        let mut said = String::new();
+        let deadline = Instant::now() + PATIENCE;
+        let url = loop {
+            let line = stderr
+                .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+                .unwrap_or_else(|_| panic!("proxy not listening: {said}"));
+            said.push_str(&line);
+            said.push('\n');
+            if let Some(addr) = line
+                .split("listening on ")
+                .nth(1)
+                .and_then(|rest| rest.split_whitespace().next())
+            {
+                break format!("{addr}/mcp");
+            }
+        };
+        Proxy {
+            child,
+            url,
+            out,
+            stderr,
+            said,
+        }
+    }
+
+    /// `mcpscope attach ARGS` with its stdout as a channel of lines.
+    fn viewer(&self, args: &[&str]) -> Viewer {
+        let mut child = self
+            .mcpscope()
+            .arg("attach")
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn attach");
+        let out = lines(child.stdout.take().expect("stdout"));
+        Viewer { child, out }
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        let child = self
+            .mcpscope()
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn");
+        wait_output(child)
+    }
+}
+
+struct Proxy {
+    child: Child,
+    url: String,
+    /// The proxy's own `--json` lines.
+    out: Receiver<String>,
+    stderr: Receiver<String>,
+    said: String,
+}
+
+impl Proxy {
+    fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Stops the proxy (SIGTERM) and waits for it; returns its stderr and its `--json` lines.
+    fn stop(mut self) -> (String, Vec<String>) {
+        signal(self.child.id(), "-TERM");
+        wait_exit(&mut self.child);
+        while let Ok(line) = self.stderr.recv_timeout(Duration::from_secs(1)) {
+            self.said.push_str(&line);
+            self.said.push('\n');
+        }
+        let notices = std::iter::from_fn(|| self.out.recv_timeout(Duration::from_secs(1)).ok());
+        let notices = notices.collect();
+        (std::mem::take(&mut self.said), notices)
+    }
+}
+
+/// A test that fails leaves no proxy behind.
+impl Drop for Proxy {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+struct Viewer {
+    child: Child,
+    out: Receiver<String>,
+}
+
+impl Viewer {
+    /// Reads JSON lines until `want` of them match `pred`; panics after [`PATIENCE`].
+    fn until(&self, what: &str, want: usize, pred: impl Fn(&Value) -> bool) -> Vec<Value> {
+        let deadline = Instant::now() + PATIENCE;
+        let mut seen = Vec::new();
+        let mut matched = 0;
+        while matched < want {
+            let line = self
+                .out
+                .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+                .unwrap_or_else(|_| panic!("{what}: {matched} of {want} seen in {seen:#?}"));
+            let value: Value = serde_json::from_str(&line).expect("a JSON line");
+            if pred(&value) {
+                matched += 1;
+            }
+            seen.push(value);
+        }
+        seen
+    }
+}
+
+impl Drop for Viewer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn lines(source: impl Read + Send + 'static) -> Receiver<String> {
+    let (tx, rx) = channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(source).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                return;
+            }
+        }
+    });
+    rx
+}
+
+fn signal(pid: u32, which: &str) {
+    let _ = Command::new("kill")
+        .args([which, &pid.to_string()])
+        .status();
+}
+
+fn wait_exit(child: &mut Child) -> Option<std::process::ExitStatus> {
+    let deadline = Instant::now() + PATIENCE;
+    while Instant::now() < deadline {
+        if let Ok(Some(status)) = child.try_wait() {
+            return Some(status);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    None
+}
+
+/// Waits (bounded) for a short-lived command and collects its output.
+fn wait_output(mut child: Child) -> Output {
+    let status = wait_exit(&mut child).expect("exits in time");
+    let mut stdout = Vec::new();
+    let mut stderr = Vec::new();
+    if let Some(mut out) = child.stdout.take() {
+        let _ = out.read_to_end(&mut stdout);
+    }
+    if let Some(mut err) = child.stderr.take() {
+        let _ = err.read_to_end(&mut stderr);
+    }
+    Output {
+        status,
+        stdout,
+        stderr,
+    }
+}
+
+fn mode(path: &Path) -> u32 {
+    std::fs::symlink_metadata(path)
+        .expect("metadata")
+        .permissions()
+        .mode()
+        & 0o777
+}
+
+/// A `call_answered` notice of `tools/call` (any call when `text` is None).
+fn answered_call(value: &Value) -> bool {
+    value["kind"] == "call_answered" && value["method"] == "tools/call"
+}
+
+async fn echo(client: &mut McpClient, text: &str) {
+    let answer = client
+        .call("echo", json!({"text": text}), false)
+        .await
+        .expect("call");
+    assert_eq!(answer.text(), Some(text), "the proxy answers");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_viewers_one_killed_the_other_and_the_session_go_on() {
+    let setup = Setup::new().await;
+    let proxy = setup.proxy(&["--record", "run.jsonl", "--name", "work"]);
+    let mut client = McpClient::new(&proxy.url).expect("client");
+    client.handshake().await.expect("handshake");
+    echo(&mut client, "before anyone attached").await;
+
+    // The runtime directory and the socket are the user's only.
+    let socket = setup.sockets().join(format!("{}.sock", proxy.pid()));
+    assert_eq!(mode(&setup.sockets()), 0o700);
+    assert_eq!(mode(&socket), 0o600);
+
+    // Both join late: the call made before comes from the recording.
+    let first = setup.viewer(&["--json"]);
+    let second = setup.viewer(&["work", "--json"]);
+    let mut second_lines = Vec::new();
+    for (n, viewer) in [&first, &second].into_iter().enumerate() {
+        let seen = viewer.until("the call made before joining", 1, answered_call);
+        assert!(
+            seen.iter().any(|v| v["kind"] == "session_started"),
+            "{seen:#?}"
+        );
+        if n == 1 {
+            second_lines.extend(seen);
+        }
+    }
+    let listed = setup.run(&["attach", "--list"]);
+    let listing = String::from_utf8_lossy(&listed.stdout);
+    assert!(listed.status.success(), "{listed:?}");
+    assert!(
+        listing.contains(&proxy.pid().to_string())
+            && listing.contains("http")
+            && listing.contains("[work]"),
+        "{listing}"
+    );
+
+    echo(&mut client, "both watching").await;
+    for (n, viewer) in [&first, &second].into_iter().enumerate() {
+        let seen = viewer.until("the call made while watching", 1, answered_call);
+        if n == 1 {
+            second_lines.extend(seen);
+        }
+    }
+
+    // One viewer dies; the session and the other viewer go on.
+    let mut first = first;
+    let _ = first.child.kill();
+    let _ = first.child.wait();
+    for n in 0..3 {
+        echo(&mut client, &format!("after the first viewer left {n}")).await;
+    }
+    second_lines.extend(second.until("the calls after the first viewer left", 3, answered_call));
+
+    // The session ends: the viewer says so and exits 0; the socket is gone.
+    let (said, own) = proxy.stop();
+    let mut second = second;
+    second_lines.extend(std::iter::from_fn(|| {
+        second
+            .out
+            .recv_timeout(Duration::from_secs(1))
+            .ok()
+            .map(|l| serde_json::from_str::<Value>(&l).expect("a JSON line"))
+    }));
+    // Joined late, the viewer printed exactly what the proxy's own --json printed.
+    let own: Vec<Value> = own
+        .iter()
+        .map(|l| serde_json::from_str(l).expect("a JSON line"))
+        .collect();
+    assert_eq!(own.len(), second_lines.len(), "{own:#?}\n{second_lines:#?}");
+    assert_eq!(own, second_lines);
+    let status = wait_exit(&mut second.child).expect("the viewer exits when the session ends");
+    assert!(status.success(), "{status:?}");
+    let mut last_words = String::new();
+    if let Some(mut err) = second.child.stderr.take() {
+        let _ = err.read_to_string(&mut last_words);
+    }
+    assert!(last_words.contains("session"), "{last_words}");
+    assert!(!socket.exists(), "the socket is removed at exit: {said}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unrecorded_a_late_viewer_starts_from_when_it_joined() {
+    let setup = Setup::new().await;
+    let proxy = setup.proxy(&["--no-record"]);
+    let mut client = McpClient::new(&proxy.url).expect("client");
+    client.handshake().await.expect("handshake");
+    echo(&mut client, "unseen").await;
+    let viewer = setup.viewer(&["--json"]);
+    // Attached once the hello is read: wait until the listing counts the viewer.
+    let deadline = Instant::now() + PATIENCE;
+    loop {
+        let listed = setup.run(&["attach", "--list"]);
+        let listing = String::from_utf8_lossy(&listed.stdout).to_string();
+        let viewers = listing
+            .lines()
+            .nth(1)
+            .and_then(|l| l.split_whitespace().nth(3))
+            .and_then(|n| n.parse::<usize>().ok());
+        if viewers == Some(1) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "never attached: {listing}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    echo(&mut client, "seen").await;
+    let seen = viewer.until("the call after joining", 1, answered_call);
+    // initialize was request 1, the unseen echo request 2.
+    assert!(
+        seen.iter()
+            .all(|v| v["request_id"] != 1 && v["request_id"] != 2),
+        "nothing from before joining: {seen:#?}"
+    );
+    proxy.stop();
+    let mut viewer = viewer;
+    wait_exit(&mut viewer.child).expect("the viewer exits with the session");
+    let mut said = String::new();
+    if let Some(mut err) = viewer.child.stderr.take() {
+        let _ = err.read_to_string(&mut said);
+    }
+    assert!(said.contains("is not recorded"), "{said}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_runtime_directory_open_to_others_or_not_ours_is_refused() {
+    let setup = Setup::new().await;
+    std::fs::create_dir(setup.sockets()).expect("mkdir");
+    std::fs::set_permissions(setup.sockets(), std::fs::Permissions::from_mode(0o777))
+        .expect("chmod");
+    let proxy = setup.proxy(&["--no-record"]);
+    // The proxy says why it does not publish, and works on.
+    let mut said = proxy.said.clone();
+    let deadline = Instant::now() + PATIENCE;
+    while !said.contains("not published") && Instant::now() < deadline {
+        if let Ok(line) = proxy.stderr.recv_timeout(Duration::from_millis(100)) {
+            said.push_str(&line);
+            said.push('\n');
+        }
+    }
+    assert!(
+        said.contains("not published") && said.contains("group or others"),
+        "{said}"
+    );
+    let mut client = McpClient::new(&proxy.url).expect("client");
+    client.handshake().await.expect("handshake");
+    echo(&mut client, "still proxied").await;
+    assert_eq!(
+        std::fs::read_dir(setup.sockets()).expect("ls").count(),
+        0,
+        "no socket in an open directory"
+    );
+    let listed = setup.run(&["attach", "--list"]);
+    let why = String::from_utf8_lossy(&listed.stderr);
+    assert!(
+        !listed.status.success() && why.contains("group or others"),
+        "{listed:?}"
+    );
+    proxy.stop();
+
+    // A closed directory of another user (settable only as root) is refused as well.
+    std::fs::set_permissions(setup.sockets(), std::fs::Permissions::from_mode(0o700))
+        .expect("chmod");
+    if std::os::unix::fs::chown(setup.sockets(), Some(4242), None).is_ok() {
+        let listed = setup.run(&["attach", "--list"]);
+        let why = String::from_utf8_lossy(&listed.stderr);
+        assert!(
+            !listed.status.success() && why.contains("belongs to uid 4242"),
+            "{listed:?}"
+        );
+    }
+}
+
+/// Resident memory of a process, in KiB.
+fn rss_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_viewer_that_never_reads_is_cut_off_and_costs_the_session_nothing() {
+    let setup = Setup::new().await;
+    let proxy = setup.proxy(&["--record", "run.jsonl"]);
+    let mut client = McpClient::new(&proxy.url).expect("client");
+    client.handshake().await.expect("handshake");
+    let socket = setup.sockets().join(format!("{}.sock", proxy.pid()));
+    // Connects and never reads.
+    let stuck = std::os::unix::net::UnixStream::connect(&socket).expect("connect");
+    let watching = setup.viewer(&["--json"]);
+    watching.until("the handshake", 1, |v| v["kind"] == "session_started");
+
+    // 200 calls of 64 KiB: each carries the text three times (request, SSE data, response),
+    // about 40 MiB of lines, five times what a viewer may have waiting.
+    let text = "x".repeat(64 << 10);
+    let started = Instant::now();
+    let mut slowest = Duration::ZERO;
+    let before = rss_kib(proxy.pid());
+    let mut peak = before;
+    for n in 1..=200 {
+        let call = Instant::now();
+        tokio::time::timeout(Duration::from_secs(10), echo(&mut client, &text))
+            .await
+            .expect("the proxy keeps answering");
+        slowest = slowest.max(call.elapsed());
+        peak = peak.max(rss_kib(proxy.pid()));
+        // The reading viewer is never far behind (on a busy machine too): it sees every call.
+        if n % 20 == 0 {
+            watching.until("the last 20 calls", 20, answered_call);
+        }
+    }
+    eprintln!(
+        "200 calls of 64 KiB with a stuck viewer: {:?} in all, slowest {slowest:?}, proxy RSS {before} → peak {peak} KiB",
+        started.elapsed()
+    );
+
+    // The stuck one was disconnected: what it can still read ends, and is bounded.
+    stuck
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .expect("timeout");
+    let mut received = Vec::new();
+    (&stuck)
+        .read_to_end(&mut received)
+        .expect("the connection ends");
+    assert!(
+        received.len() < 16 << 20,
+        "{} bytes reached the stuck viewer",
+        received.len()
+    );
+    let hello = received.split(|&b| b == b'\n').next().unwrap_or_default();
+    let hello: Value = serde_json::from_slice(hello).expect("a hello first");
+    assert_eq!(hello["mcpscope_attach"], 1);
+    assert_eq!(hello["kind"], "http");
+    proxy.stop();
+}
+
+/// A tmux session that is killed when dropped.
+struct Tmux {
+    name: String,
+}
+
+impl Tmux {
+    fn start(width: u16, height: u16) -> Self {
+        let name = format!("mcpscope-attach-{}", std::process::id());
+        let status = Command::new("tmux")
+            .args(["new-session", "-d", "-s", &name, "-x"])
+            .arg(width.to_string())
+            .arg("-y")
+            .arg(height.to_string())
+            .args(["bash", "--norc", "--noprofile"])
+            .env("PS1", "$ ")
+            .env("TERM", "xterm-256color")
+            .status()
+            .expect("tmux must be installed (apt-get install tmux)");
+        assert!(status.success(), "tmux new-session failed");
+        Self { name }
+    }
+
+    fn keys(&self, keys: &[&str]) {
+        let status = Command::new("tmux")
+            .args(["send-keys", "-t", &self.name])
+            .args(keys)
+            .status()
+            .expect("send-keys");
+        assert!(status.success());
+    }
+
+    fn screen(&self) -> String {
+        let out = Command::new("tmux")
+            .args(["capture-pane", "-p", "-t", &self.name])
+            .output()
+            .expect("capture-pane");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    fn wait_for(&self, what: &str, want: impl Fn(&str) -> bool) {
+        let deadline = Instant::now() + PATIENCE;
+        loop {
+            let screen = self.screen();
+            if want(&screen) {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "timed out waiting for {what}; screen:\n{screen}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = Command::new("tmux")
+            .args(["kill-session", "-t", &self.name])
+            .status();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs tmux: install it (CI does, in .ci/run), then run scripts/test.sh"]
+async fn attach_shows_the_tui_with_the_calls_and_stays_open_when_the_session_ends() {
+    let setup = Setup::new().await;
+    let proxy = setup.proxy(&["--record", "run.jsonl"]);
+    let mut client = McpClient::new(&proxy.url).expect("client");
+    client.handshake().await.expect("handshake");
+    client
+        .call("slow", json!({"steps": 1, "interval_ms": 1}), false)
+        .await
+        .expect("call");
+
+    let tmux = Tmux::start(200, 40);
+    let command = format!(
+        "XDG_RUNTIME_DIR={} MCPSCOPE_LOG={} {} attach; echo EXIT=$?",
+        setup.xdg().display(),
+        setup.dir.path().join("viewer.log").display(),
+        env!("CARGO_BIN_EXE_mcpscope")
+    );
+    tmux.keys(&[&command, "Enter"]);
+    let attached = format!("attached to {}, read-only", proxy.pid());
+    tmux.wait_for("the call made before attaching, in the TUI", |s| {
+        s.contains("slow") && s.contains(&attached)
+    });
+    echo(&mut client, "live").await;
+    tmux.wait_for("the call made while attached", |s| s.contains("echo"));
+    // A fault key needs the proxy itself: it says so, and nothing breaks.
+    tmux.keys(&["a"]);
+    tmux.wait_for("faults unavailable", |s| s.contains("unavailable"));
+
+    proxy.stop();
+    tmux.wait_for("the end of the session, the view still open", |s| {
+        s.contains("feed closed") && s.contains("slow")
+    });
+    tmux.keys(&["q"]);
+    tmux.wait_for("a clean exit", |s| s.contains("EXIT=0"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_only_session_is_opened_several_are_listed_and_stale_sockets_removed() {
+    let setup = Setup::new().await;
+    let none = setup.run(&["attach", "--json"]);
+    assert_eq!(none.status.code(), Some(1), "{none:?}");
+    assert!(String::from_utf8_lossy(&none.stderr).contains("no live sessions"));
+
+    // A socket whose process is gone, and one on which nobody listens (its pid is alive).
+    std::fs::create_dir(setup.sockets()).expect("mkdir");
+    std::fs::set_permissions(setup.sockets(), std::fs::Permissions::from_mode(0o700))
+        .expect("chmod");
+    let gone = setup.sockets().join(format!("{}.sock", i32::MAX));
+    std::fs::write(&gone, "").expect("stale file");
+    let deaf = setup.sockets().join(format!("{}.sock", std::process::id()));
+    drop(std::os::unix::net::UnixListener::bind(&deaf).expect("bind"));
+
+    // Recorded: the viewer sees the call whenever it joins.
+    let one = setup.proxy(&["--record", "one.jsonl"]);
+    let two = setup.proxy(&["--no-record"]);
+    let several = setup.run(&["attach", "--json"]);
+    let said = String::from_utf8_lossy(&several.stderr);
+    assert_eq!(several.status.code(), Some(2), "{several:?}");
+    for pid in [one.pid(), two.pid()] {
+        assert!(said.contains(&pid.to_string()), "{said}");
+    }
+    assert!(
+        !gone.exists() && !deaf.exists(),
+        "stale sockets are removed"
+    );
+
+    two.stop();
+    let only = setup.viewer(&["--json"]);
+    let mut client = McpClient::new(&one.url).expect("client");
+    client.handshake().await.expect("handshake");
+    echo(&mut client, "to the only one").await;
+    only.until("the only session's call", 1, answered_call);
+    one.stop();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_viewer_joining_mid_traffic_sees_every_event_exactly_once() {
+    let setup = Setup::new().await;
+    let proxy = setup.proxy(&["--record", "run.jsonl"]);
+    let url = proxy.url.clone();
+    let (done_tx, mut done_rx) = tokio::sync::watch::channel(0usize);
+    let traffic = tokio::spawn(async move {
+        let mut client = McpClient::new(&url).expect("client");
+        client.handshake().await.expect("handshake");
+        for n in 0..300 {
+            echo(&mut client, &format!("call {n}")).await;
+            let _ = done_tx.send(n + 1);
+        }
+    });
+    done_rx.wait_for(|n| *n >= 100).await.expect("traffic");
+    let viewer = setup.viewer(&["--json"]);
+    tokio::time::timeout(PATIENCE, traffic)
+        .await
+        .expect("traffic in time")
+        .expect("traffic task");
+    let mut seen = viewer.until("all 300 calls", 300, answered_call);
+    let (_, own) = proxy.stop();
+    seen.extend(std::iter::from_fn(|| {
+        viewer
+            .out
+            .recv_timeout(Duration::from_secs(1))
+            .ok()
+            .map(|l| serde_json::from_str::<Value>(&l).expect("a JSON line"))
+    }));
+    let own: Vec<Value> = own
+        .iter()
+        .map(|l| serde_json::from_str(l).expect("a JSON line"))
+        .collect();
+    assert!(own.len() > 600, "{} notices", own.len());
+    assert_eq!(own, seen, "the viewer's notices are the proxy's own");
+}
