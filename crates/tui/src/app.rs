@@ -273,9 +273,9 @@ pub struct App {
     pub hide_answered: bool,
     /// Follow the newest call.
     pub follow: bool,
-    /// Live view paused (events held, not lost).
+    /// Live view paused (the screen frozen; events still folded, none lost).
     pub paused: bool,
-    /// Events held while paused.
+    /// Events that arrived since the pause.
     pub held: usize,
     /// Help overlay shown.
     pub help: bool,

@@ -44,8 +44,11 @@ pub trait Source {
 pub struct LiveSource {
     model: Model,
     feed: UnboundedReceiver<Event>,
-    held: Vec<Event>,
-    paused: bool,
+    /// While paused: the model as it was at the pause, shown instead of the live one (which
+    /// goes on folding, so a pause holds no events and costs at most one bounded copy).
+    frozen: Option<Box<Model>>,
+    /// Events folded since the pause.
+    held: usize,
     closed: bool,
 }
 
@@ -55,8 +58,8 @@ impl LiveSource {
         Self {
             model: Model::with_retention(retention),
             feed,
-            held: Vec::new(),
-            paused: false,
+            frozen: None,
+            held: 0,
             closed: false,
         }
     }
@@ -64,22 +67,17 @@ impl LiveSource {
 
 impl Source for LiveSource {
     fn pump(&mut self, app: &mut App) -> bool {
+        let paused = self.frozen.is_some();
         let mut changed = false;
         let mut n = 0;
-        if !self.paused && !self.held.is_empty() {
-            for event in std::mem::take(&mut self.held) {
-                self.model.apply(&event);
-            }
-            changed = true;
-        }
         while n < MAX_PER_FRAME {
             match self.feed.try_recv() {
                 Ok(event) => {
                     n += 1;
-                    if self.paused {
-                        self.held.push(event);
+                    self.model.apply(&event);
+                    if paused {
+                        self.held += 1;
                     } else {
-                        self.model.apply(&event);
                         changed = true;
                     }
                 }
@@ -94,18 +92,18 @@ impl Source for LiveSource {
                 }
             }
         }
-        if !self.paused && !self.model.advance(Utc::now()).is_empty() {
+        if !self.model.advance(Utc::now()).is_empty() && !paused {
             changed = true;
         }
-        if app.held != self.held.len() {
-            app.held = self.held.len();
+        if app.held != self.held {
+            app.held = self.held;
             changed = true;
         }
         changed
     }
 
     fn model(&self) -> &Model {
-        &self.model
+        self.frozen.as_deref().unwrap_or(&self.model)
     }
 
     fn now(&self) -> DateTime<Utc> {
@@ -114,8 +112,12 @@ impl Source for LiveSource {
 
     fn effect(&mut self, effect: &Effect, app: &mut App) {
         if effect == &Effect::TogglePause {
-            self.paused = !self.paused;
-            app.paused = self.paused;
+            self.frozen = match self.frozen.take() {
+                Some(_) => None,
+                None => Some(Box::new(self.model.clone())),
+            };
+            self.held = 0;
+            app.paused = self.frozen.is_some();
         }
     }
 }
@@ -503,5 +505,44 @@ async fn run_loop(app: &mut App, source: &mut impl Source) -> anyhow::Result<()>
             _ = sigint.recv() => return Ok(()),
             _ = sigterm.recv() => return Ok(()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Info;
+    use crate::theme::Theme;
+    use chrono::FixedOffset;
+    use mcpscope_testkit::fixtures::many_calls;
+
+    #[test]
+    fn a_paused_view_shows_the_moment_of_the_pause_and_loses_nothing() {
+        let events = many_calls(40);
+        let (half, rest) = events.split_at(events.len() / 2);
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        let mut live = LiveSource::new(rx, Retention::window(10_000));
+        let mut app = App::new(Info::default(), Theme::dark(), FixedOffset::east_opt(0).unwrap());
+        for event in half {
+            tx.send(event.clone()).unwrap();
+        }
+        live.pump(&mut app);
+        let before = live.model().calls.len();
+        assert!(before > 0);
+
+        live.effect(&Effect::TogglePause, &mut app);
+        assert!(app.paused);
+        for event in rest {
+            tx.send(event.clone()).unwrap();
+        }
+        live.pump(&mut app);
+        assert_eq!(live.model().calls.len(), before, "the screen stays as it was");
+        assert_eq!(app.held, rest.len(), "the status counts what arrived since");
+
+        live.effect(&Effect::TogglePause, &mut app);
+        assert!(!app.paused);
+        let (whole, _) = Model::from_events(&events);
+        assert_eq!(live.model().calls.len(), whole.calls.len(), "nothing was lost");
+        assert!(live.model().calls.len() > before);
     }
 }
