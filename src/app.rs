@@ -234,7 +234,7 @@ pub async fn run_proxy(args: ProxyArgs) -> anyhow::Result<()> {
     if headless {
         let style = if args.json { Style::Json } else { Style::Lines };
         tokio::select! {
-            _ = headless::run(feed, style) => {}
+            _ = headless::run(feed, style, Some(running.hub.pace_view())) => {}
             signal = shutdown.wait() => tracing::info!("{signal}: shutting down"),
         }
     } else {
@@ -247,6 +247,7 @@ pub async fn run_proxy(args: ProxyArgs) -> anyhow::Result<()> {
             theme: args.theme.clone(),
             speed: None,
             retention: mcpscope_engine::model::Retention::window(args.keep),
+            taken: Some(crate::demo::taken(running.hub.pace_view())),
             telemetry: telemetry
                 .as_ref()
                 .map(|t| mcpscope_tui::StatusText(t.status_text())),

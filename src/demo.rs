@@ -90,7 +90,7 @@ pub async fn run(args: &DemoArgs) -> anyhow::Result<()> {
     let result = if headless {
         let style = if args.json { Style::Json } else { Style::Lines };
         tokio::select! {
-            _ = headless::run(feed, style) => Ok(()),
+            _ = headless::run(feed, style, Some(running.hub.pace_view())) => Ok(()),
             _ = shutdown_signal() => Ok(()),
             _ = stop => Ok(()),
         }
@@ -103,6 +103,7 @@ pub async fn run(args: &DemoArgs) -> anyhow::Result<()> {
             speed: None,
             telemetry: None,
             retention: mcpscope_engine::model::Retention::window(args.keep),
+            taken: Some(taken(running.hub.pace_view())),
         };
         let control = fault::controller(&running.proxy, engine);
         tokio::select! {
@@ -127,4 +128,9 @@ async fn drive(url: String) {
         }
         tokio::time::sleep(IDLE_PERIOD).await;
     }
+}
+
+/// The live view's report of each event it takes, for the hub's pacing.
+pub(crate) fn taken(pace: mcpscope_proxy::hub::ViewPace) -> mcpscope_tui::Taken {
+    mcpscope_tui::Taken(std::sync::Arc::new(move |event| pace.release(event)))
 }

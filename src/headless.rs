@@ -8,6 +8,7 @@ use tokio::sync::mpsc::UnboundedReceiver;
 
 use mcpscope_engine::event::Event;
 use mcpscope_engine::model::{Model, Notice, Retention};
+use mcpscope_proxy::hub::ViewPace;
 
 /// Output style.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -28,7 +29,13 @@ pub fn format(notice: &Notice, style: Style) -> String {
 }
 
 /// Folds events as they come and prints the notices until the feed closes; returns the model.
-pub async fn run(mut feed: UnboundedReceiver<Event>, style: Style) -> Model {
+/// With `pace`, each event taken is reported to the hub, which waits for a view that falls
+/// behind (a stdout nobody reads) instead of queueing without bound.
+pub async fn run(
+    mut feed: UnboundedReceiver<Event>,
+    style: Style,
+    pace: Option<ViewPace>,
+) -> Model {
     // Each fact is printed as it happens: the model holds only what is still open.
     let mut model = Model::with_retention(Retention::none());
     let mut tick = tokio::time::interval(Duration::from_millis(250));
@@ -36,7 +43,12 @@ pub async fn run(mut feed: UnboundedReceiver<Event>, style: Style) -> Model {
     loop {
         let notices = tokio::select! {
             event = feed.recv() => match event {
-                Some(event) => model.apply(&event),
+                Some(event) => {
+                    if let Some(pace) = &pace {
+                        pace.release(&event);
+                    }
+                    model.apply(&event)
+                }
                 None => break,
             },
             _ = tick.tick() => model.advance(Utc::now()),

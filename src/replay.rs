@@ -120,6 +120,7 @@ pub async fn run(args: &ReplayArgs) -> anyhow::Result<()> {
             speed: args.speed,
             telemetry: None,
             retention: mcpscope_engine::model::Retention::window(args.keep),
+            taken: None,
         };
         return mcpscope_tui::run_replay(recording.events, info)
             .await

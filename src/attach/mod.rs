@@ -113,7 +113,7 @@ pub async fn run(args: &AttachArgs) -> anyhow::Result<()> {
             );
         }
         let style = if args.json { Style::Json } else { Style::Lines };
-        headless::run(attached.events, style).await;
+        headless::run(attached.events, style, None).await;
         let status = attached
             .status
             .lock()
@@ -158,6 +158,7 @@ pub async fn run(args: &AttachArgs) -> anyhow::Result<()> {
         theme: args.theme.clone(),
         speed: None,
         retention: Retention::window(hello.session.keep_calls),
+        taken: None,
         // The status bar's extra item: how this view stands toward the session.
         telemetry: Some(mcpscope_tui::StatusText(Arc::new(line))),
     };

@@ -4,6 +4,8 @@
 //! channels are unbounded, so nothing is dropped.
 
 use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, sync_channel};
 use std::thread::JoinHandle;
 
@@ -57,6 +59,9 @@ pub struct Hub {
     pub recording: Option<PathBuf>,
     /// Bytes sent to [`Hub::input`] and not yet taken (the sink counts, the hub releases).
     pub backlog: Backlog,
+    /// Bytes sent to the view and not yet taken by it, once the view paces the hub
+    /// ([`Hub::pace_view`]).
+    view_pace: ViewPace,
     joiner: UnboundedSender<Join>,
     thread: Option<Done>,
 }
@@ -76,6 +81,7 @@ struct Pump {
     redactor: Redactor,
     backlog: Backlog,
     view: UnboundedSender<Event>,
+    view_pace: ViewPace,
     viewers: Fanout,
     failed: bool,
     seen: u64,
@@ -137,7 +143,18 @@ impl Pump {
             report_failure(rec, written, &mut self.failed);
         }
         self.viewers.publish(seq, &event);
-        let _ = self.view.send(event);
+        let weight = Backlog::weight(&event.kind);
+        if self.view.send(event).is_ok() && self.view_pace.on() {
+            self.view_pace.backlog.add(weight);
+            // A view that falls behind (a busy terminal, a stdout nobody reads) holds the hub,
+            // and through its backlog the taps: memory stays bounded, nothing is dropped.
+            while self.view_pace.on()
+                && self.view_pace.backlog.bytes() > Backlog::LIMIT
+                && !self.view.is_closed()
+            {
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+        }
     }
 
     fn flush(&mut self) {
@@ -167,6 +184,8 @@ impl Hub {
         let recording = recorder.as_ref().map(|r| r.path().to_path_buf());
         let backlog = Backlog::default();
         let released = backlog.clone();
+        let view_pace = ViewPace::default();
+        let paced = view_pace.clone();
         let runtime = tokio::runtime::Builder::new_current_thread()
             .build()
             .map_err(ProxyError::HubThread)?;
@@ -178,6 +197,7 @@ impl Hub {
                     redactor,
                     backlog: released,
                     view,
+                    view_pace: paced,
                     viewers: Fanout::default(),
                     failed: false,
                     seen: 0,
@@ -194,6 +214,7 @@ impl Hub {
             output: Some(output),
             recording,
             backlog,
+            view_pace,
             joiner,
             thread: Some(Done {
                 thread,
@@ -206,6 +227,19 @@ impl Hub {
     /// Where viewers ask to join the live feed (see [`crate::publish::start`]).
     pub fn joiner(&self) -> UnboundedSender<Join> {
         self.joiner.clone()
+    }
+
+    /// Makes the hub wait for its view: from now on, the view must call [`ViewPace::release`]
+    /// for each event it takes from [`Hub::take_output`]'s receiver; while the view is more than
+    /// [`Backlog::LIMIT`] behind, the hub waits (and the taps with it). Dropping every clone of
+    /// the returned handle lets the hub run free again.
+    pub fn pace_view(&self) -> ViewPace {
+        self.view_pace.paced.store(true, Ordering::Relaxed);
+        ViewPace {
+            backlog: self.view_pace.backlog.clone(),
+            paced: Arc::clone(&self.view_pace.paced),
+            _owner: Some(Arc::new(Owner(Arc::clone(&self.view_pace.paced)))),
+        }
     }
 
     /// Takes the view's receiver (once).
@@ -267,6 +301,73 @@ mod tests {
     use mcpscope_engine::event::EventKind;
     use mcpscope_engine::record::Create;
 
+    /// Everything the view has been sent so far (without reporting it taken).
+    fn drain(output: &mut UnboundedReceiver<Event>, settle: std::time::Duration) -> Vec<Event> {
+        std::thread::sleep(settle);
+        let mut taken = Vec::new();
+        while let Ok(event) = output.try_recv() {
+            taken.push(event);
+        }
+        taken
+    }
+
+    #[test]
+    fn a_paced_view_that_falls_behind_holds_the_hub_until_it_catches_up() {
+        let mut hub = Hub::start(None, Redactor::new()).unwrap();
+        let mut output = hub.take_output().unwrap();
+        let pace = hub.pace_view();
+        let big = "x".repeat(1 << 20);
+        for n in 0..60 {
+            let kind = EventKind::Note {
+                stream: None,
+                text: format!("{n} {big}"),
+            };
+            hub.input.send(Event::now(kind)).unwrap();
+        }
+        let settle = std::time::Duration::from_millis(300);
+        // A note weighs only its fixed part (256 B): sixty of them are far below the limit.
+        let first = drain(&mut output, settle);
+        assert_eq!(first.len(), 60, "light events are not held");
+
+        // SSE data weighs its bytes: a view that does not report what it took holds the hub
+        // at the limit.
+        let heavy = |n: u64| EventKind::SseEvent {
+            stream: 1,
+            id: Some(n.to_string()),
+            event: None,
+            retry: None,
+            data: big.clone(),
+            start: 0,
+            end: 0,
+        };
+        for n in 0..60 {
+            hub.input.send(Event::now(heavy(n))).unwrap();
+        }
+        let held = drain(&mut output, settle);
+        let limit = Backlog::LIMIT / (big.len() + 256) + 1;
+        assert!(
+            !held.is_empty() && held.len() <= limit,
+            "{} sent while the view is behind (limit {limit})",
+            held.len()
+        );
+        for event in first.iter().chain(&held) {
+            pace.release(event);
+        }
+        let more = drain(&mut output, settle);
+        assert!(!more.is_empty(), "the hub goes on once the view catches up");
+        assert!(held.len() + more.len() < 60);
+
+        // A view that goes away lets the hub run free.
+        drop(pace);
+        let rest = drain(&mut output, settle);
+        assert_eq!(held.len() + more.len() + rest.len(), 60);
+        assert_eq!(
+            hub.finish_within(std::time::Duration::from_secs(10))
+                .map(|t| t.seen),
+            Some(120)
+        );
+    }
+
     #[test]
     fn finishing_records_what_was_sent_even_with_senders_still_open() {
         let dir = std::env::temp_dir().join(format!("mcpscope-hub-{}", std::process::id()));
@@ -310,5 +411,35 @@ mod tests {
             })
         );
         std::fs::remove_dir_all(&dir).ok();
+    }
+}
+
+/// The view's side of the hub's pacing ([`Hub::pace_view`]).
+#[derive(Debug, Clone, Default)]
+pub struct ViewPace {
+    backlog: Backlog,
+    paced: Arc<AtomicBool>,
+    /// Held by the view's handles only: when the last one goes, pacing stops.
+    _owner: Option<Arc<Owner>>,
+}
+
+impl ViewPace {
+    /// Counts an event the view has taken from its feed.
+    pub fn release(&self, event: &Event) {
+        self.backlog.release(Backlog::weight(&event.kind));
+    }
+
+    fn on(&self) -> bool {
+        self.paced.load(Ordering::Relaxed)
+    }
+}
+
+/// Turns pacing off when the view's last handle is dropped (the view has gone).
+#[derive(Debug)]
+struct Owner(Arc<AtomicBool>);
+
+impl Drop for Owner {
+    fn drop(&mut self) {
+        self.0.store(false, Ordering::Relaxed);
     }
 }

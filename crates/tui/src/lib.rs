@@ -57,6 +57,24 @@ pub struct Info {
     /// What the view's model holds in memory (`--keep`); older detail is read back from the
     /// recording when asked for.
     pub retention: Retention,
+    /// Live: told of each event the view takes from its feed (the proxy paces itself by it).
+    pub taken: Option<Taken>,
+}
+
+/// Told of each event a live view takes from its feed.
+#[derive(Clone)]
+pub struct Taken(pub Arc<dyn Fn(&Event) + Send + Sync>);
+
+impl std::fmt::Debug for Taken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Taken")
+    }
+}
+
+impl PartialEq for Taken {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
 }
 
 /// A status bar item read each frame (`None`: nothing to show).
@@ -94,9 +112,10 @@ pub async fn run_live(
     faults: Option<Arc<dyn FaultControl>>,
 ) -> anyhow::Result<()> {
     let retention = info.retention;
+    let taken = info.taken.clone();
     let mut app = app_for(info)?;
     app.faults = faults;
-    run::run(app, run::LiveSource::new(feed, retention)).await
+    run::run(app, run::LiveSource::new(feed, retention).telling(taken)).await
 }
 
 /// Replay viewer: the whole recording, with a time cursor.

@@ -50,6 +50,7 @@ pub struct LiveSource {
     /// Events folded since the pause.
     held: usize,
     closed: bool,
+    taken: Option<crate::Taken>,
 }
 
 impl LiveSource {
@@ -61,7 +62,14 @@ impl LiveSource {
             frozen: None,
             held: 0,
             closed: false,
+            taken: None,
         }
+    }
+
+    /// Tells `taken` of each event taken from the feed.
+    pub fn telling(mut self, taken: Option<crate::Taken>) -> Self {
+        self.taken = taken;
+        self
     }
 }
 
@@ -74,6 +82,9 @@ impl Source for LiveSource {
             match self.feed.try_recv() {
                 Ok(event) => {
                     n += 1;
+                    if let Some(taken) = &self.taken {
+                        (taken.0)(&event);
+                    }
                     self.model.apply(&event);
                     if paused {
                         self.held += 1;
@@ -522,7 +533,11 @@ mod tests {
         let (half, rest) = events.split_at(events.len() / 2);
         let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
         let mut live = LiveSource::new(rx, Retention::window(10_000));
-        let mut app = App::new(Info::default(), Theme::dark(), FixedOffset::east_opt(0).unwrap());
+        let mut app = App::new(
+            Info::default(),
+            Theme::dark(),
+            FixedOffset::east_opt(0).unwrap(),
+        );
         for event in half {
             tx.send(event.clone()).unwrap();
         }
@@ -536,13 +551,21 @@ mod tests {
             tx.send(event.clone()).unwrap();
         }
         live.pump(&mut app);
-        assert_eq!(live.model().calls.len(), before, "the screen stays as it was");
+        assert_eq!(
+            live.model().calls.len(),
+            before,
+            "the screen stays as it was"
+        );
         assert_eq!(app.held, rest.len(), "the status counts what arrived since");
 
         live.effect(&Effect::TogglePause, &mut app);
         assert!(!app.paused);
         let (whole, _) = Model::from_events(&events);
-        assert_eq!(live.model().calls.len(), whole.calls.len(), "nothing was lost");
+        assert_eq!(
+            live.model().calls.len(),
+            whole.calls.len(),
+            "nothing was lost"
+        );
         assert!(live.model().calls.len() > before);
     }
 }

@@ -108,7 +108,10 @@ pub fn render(frame: &mut Frame, app: &App, model: &Model, now: DateTime<Utc>, a
     }
     if app.paused {
         spans.push(sep());
-        spans.push(Span::styled(format!("PAUSED (+{} events)", app.held), alert));
+        spans.push(Span::styled(
+            format!("PAUSED (+{} events)", app.held),
+            alert,
+        ));
     }
     if let Some(text) = app.info.telemetry.as_ref().and_then(|t| (t.0)()) {
         spans.push(sep());
