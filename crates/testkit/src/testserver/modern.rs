@@ -13,6 +13,8 @@ use super::tools;
 pub const META_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
 /// `_meta` key of the client's capabilities.
 pub const META_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
+/// `_meta` key by which a request opts in to log messages, at or above a level.
+pub const META_LOG_LEVEL: &str = "io.modelcontextprotocol/logLevel";
 /// `_meta` key naming the listen request a stream frame belongs to.
 pub const META_SUBSCRIPTION: &str = "io.modelcontextprotocol/subscriptionId";
 /// JSON-RPC error: the HTTP headers disagree with the body.

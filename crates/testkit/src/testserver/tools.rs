@@ -82,6 +82,39 @@ pub(crate) struct Ctx<'a> {
     pub emit: &'a Emit,
 }
 
+/// Log levels, least severe first.
+const LEVELS: [&str; 8] = [
+    "debug",
+    "info",
+    "notice",
+    "warning",
+    "error",
+    "critical",
+    "alert",
+    "emergency",
+];
+
+impl Ctx<'_> {
+    /// Sends a `notifications/message` at `info` on the request's stream: always before
+    /// 2026-07-28; in 2026-07-28 only when the request opted in with
+    /// `_meta["io.modelcontextprotocol/logLevel"]` at `info` or below.
+    fn log_info(&self, req_params: &Value, logger: &str, data: &str) {
+        if self.version == super::SESSIONLESS_VERSION {
+            let asked = req_params
+                .pointer("/_meta")
+                .and_then(|m| m.get(super::modern::META_LOG_LEVEL))
+                .and_then(Value::as_str)
+                .and_then(|l| LEVELS.iter().position(|x| *x == l));
+            if !asked.is_some_and(|i| i <= 1) {
+                return;
+            }
+        }
+        self.emit
+            .send(&json!({"jsonrpc": "2.0", "method": "notifications/message",
+            "params": {"level": "info", "logger": logger, "data": data}}));
+    }
+}
+
 /// The tool list, with annotations.
 pub fn tool_list() -> Value {
     let empty = json!({"type": "object", "properties": {}});
@@ -240,19 +273,14 @@ async fn call_tool(ctx: &Ctx<'_>, id: &Value, params: &Value) -> Value {
             for step in 1..=steps {
                 tokio::time::sleep(interval).await;
                 let message = format!("step {step}/{steps}");
-                let note = match &progress_token {
-                    Some(token) => json!({
+                match &progress_token {
+                    Some(token) => emit.send(&json!({
                         "jsonrpc": "2.0",
                         "method": "notifications/progress",
                         "params": {"progressToken": token, "progress": step, "total": steps, "message": message}
-                    }),
-                    None => json!({
-                        "jsonrpc": "2.0",
-                        "method": "notifications/message",
-                        "params": {"level": "info", "logger": "slow", "data": message}
-                    }),
-                };
-                emit.send(&note);
+                    })),
+                    None => ctx.log_info(params, "slow", &message),
+                }
             }
             result(id, text_result(format!("slow: done after {steps} steps")))
         }
@@ -316,8 +344,7 @@ async fn conformance_tool(
                 if i > 0 {
                     pause().await;
                 }
-                ctx.emit.send(&json!({"jsonrpc": "2.0", "method": "notifications/message",
-                    "params": {"level": "info", "logger": "test_tool_with_logging", "data": line}}));
+                ctx.log_info(params, "test_tool_with_logging", line);
             }
             result(id, text_result("Tool with logging executed successfully"))
         }
