@@ -52,14 +52,7 @@ const CACHEABLE: [&str; 6] = [
     "resources/read",
 ];
 
-/// The body field mirrored in `Mcp-Name`, for the methods that have one.
-pub fn name_field(method: &str) -> Option<&'static str> {
-    match method {
-        "tools/call" | "prompts/get" => Some("name"),
-        "resources/read" => Some("uri"),
-        _ => None,
-    }
-}
+pub use mcpscope_engine::wire::mirror::name_field;
 
 /// A refused request: the HTTP status and the JSON-RPC error body.
 pub type Refusal = (StatusCode, Value);
@@ -68,34 +61,7 @@ fn refuse(status: StatusCode, id: &Value, code: i64, message: &str) -> Refusal {
     (status, tools::error(id, code, message))
 }
 
-/// Decodes an `Mcp-Name`-style header value (`=?base64?…?=` is Base64 of UTF-8).
-pub fn decode_header(value: &str) -> Option<String> {
-    match value
-        .strip_prefix("=?base64?")
-        .and_then(|v| v.strip_suffix("?="))
-    {
-        Some(payload) => String::from_utf8(base64_decode(payload)?).ok(),
-        None => Some(value.to_string()),
-    }
-}
-
-fn base64_decode(s: &str) -> Option<Vec<u8>> {
-    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let s = s.trim_end_matches('=');
-    let mut out = Vec::with_capacity(s.len() * 3 / 4);
-    let (mut acc, mut bits) = (0u32, 0u32);
-    for c in s.bytes() {
-        let v = ALPHABET.iter().position(|&a| a == c)? as u32;
-        acc = (acc << 6) | v;
-        bits += 6;
-        if bits >= 8 {
-            bits -= 8;
-            out.push((acc >> bits) as u8);
-            acc &= (1 << bits) - 1;
-        }
-    }
-    Some(out)
-}
+use mcpscope_engine::wire::mirror::decode_value as decode_header;
 
 fn header<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
     headers
