@@ -105,7 +105,7 @@ impl Ctx<'_> {
                 .and_then(|m| m.get(super::modern::META_LOG_LEVEL))
                 .and_then(Value::as_str)
                 .and_then(|l| LEVELS.iter().position(|x| *x == l));
-            if !asked.is_some_and(|i| i <= 1) {
+            if asked.is_none_or(|i| i > 1) {
                 return;
             }
         }
