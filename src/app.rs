@@ -320,7 +320,7 @@ pub async fn serve_test(args: &ServeTestArgs) -> anyhow::Result<()> {
         listen: args.listen.0,
         json_responses: args.json_responses,
         event_ids: !args.no_event_ids,
-        retry_ms: None,
+        retry_ms: (args.retry_ms > 0).then_some(args.retry_ms),
     })
     .await?;
     eprintln!("mcpscope serve-test: listening on {}", server.url());

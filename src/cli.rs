@@ -217,6 +217,9 @@ pub struct ServeTestArgs {
     /// Do not put `id:` fields on SSE events (no resumption possible).
     #[arg(long)]
     pub no_event_ids: bool,
+    /// The `retry:` hint (ms) of the priming event of 2025-11-25 streams; 0 sends none.
+    #[arg(long, value_name = "MS", default_value_t = 1000)]
+    pub retry_ms: u64,
 }
 
 /// Options of `demo`.

@@ -317,8 +317,7 @@ async fn sessionless_2026_07_28() {
             ("mcp-protocol-version", "2026-07-28"),
             ("mcp-method", "server/discover"),
         ];
-        let discover = json!({"jsonrpc": "2.0", "id": 1, "method": "server/discover",
-            "params": {"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}}});
+        let discover = modern(json!({"jsonrpc": "2.0", "id": 1, "method": "server/discover"}));
         let answer = send(&mut c, Method::POST, &h, Some(&discover)).await;
         assert_eq!(answer.status, 200);
         assert!(answer.header("mcp-session-id").is_none());
@@ -332,19 +331,146 @@ async fn sessionless_2026_07_28() {
                 .iter()
                 .any(|v| v == "2026-07-28")
         );
+        assert_eq!(r["resultType"], "complete");
+        assert_eq!(r["ttlMs"], 0);
+        assert_eq!(r["cacheScope"], "private");
 
         let h = [
             ("mcp-protocol-version", "2026-07-28"),
             ("mcp-method", "tools/call"),
             ("mcp-name", "echo"),
         ];
-        let echo = call(2, "echo", json!({"text": "no session"}));
+        let echo = modern(call(2, "echo", json!({"text": "no session"})));
         let answer = send(&mut c, Method::POST, &h, Some(&echo)).await;
         assert_eq!(answer.status, 200);
         assert_eq!(text(&answer.messages[0]), "no session");
+        assert_eq!(answer.messages[0]["result"]["resultType"], "complete");
 
         // Without the header and without a session: 400 (a probing client falls back to initialize).
         assert_eq!(exchange(&mut c, &discover).await.status, 400);
+        srv.shutdown().await;
+    })
+    .await
+    .expect("bounded");
+}
+
+/// `msg` with the 2026-07-28 `_meta` envelope.
+fn modern(mut msg: Value) -> Value {
+    msg["params"]["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}
+    });
+    msg
+}
+
+#[tokio::test]
+async fn headers_must_agree_with_the_body_2026_07_28() {
+    tokio::time::timeout(BOUND, async {
+        let srv = server(default_opts()).await;
+        let mut c = client(&srv.url());
+        let echo = modern(call(3, "echo", json!({"text": "x"})));
+        for (h, code) in [
+            // Mcp-Name names another tool.
+            (
+                [
+                    ("mcp-protocol-version", "2026-07-28"),
+                    ("mcp-method", "tools/call"),
+                    ("mcp-name", "poke"),
+                ],
+                -32020,
+            ),
+            // Mcp-Method names another method.
+            (
+                [
+                    ("mcp-protocol-version", "2026-07-28"),
+                    ("mcp-method", "tools/list"),
+                    ("mcp-name", "echo"),
+                ],
+                -32020,
+            ),
+        ] {
+            let answer = send(&mut c, Method::POST, &h, Some(&echo)).await;
+            assert_eq!(answer.status, 400, "{h:?}");
+            assert_eq!(answer.messages[0]["error"]["code"], code, "{h:?}");
+        }
+        // No envelope: invalid params.
+        let bare = call(4, "echo", json!({"text": "x"}));
+        let h = [
+            ("mcp-protocol-version", "2026-07-28"),
+            ("mcp-method", "tools/call"),
+            ("mcp-name", "echo"),
+        ];
+        let answer = send(&mut c, Method::POST, &h, Some(&bare)).await;
+        assert_eq!(answer.status, 400);
+        assert_eq!(answer.messages[0]["error"]["code"], -32602);
+        // A revision we do not speak: -32022 naming the ones we do.
+        let mut future = echo.clone();
+        future["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"] = json!("2099-01-01");
+        let h = [
+            ("mcp-protocol-version", "2099-01-01"),
+            ("mcp-method", "tools/call"),
+            ("mcp-name", "echo"),
+        ];
+        let answer = send(&mut c, Method::POST, &h, Some(&future)).await;
+        assert_eq!(answer.status, 400);
+        assert_eq!(answer.messages[0]["error"]["code"], -32022);
+        assert!(answer.messages[0]["error"]["data"]["supported"].is_array());
+        srv.shutdown().await;
+    })
+    .await
+    .expect("bounded");
+}
+
+#[tokio::test]
+async fn input_required_rounds_2026_07_28() {
+    tokio::time::timeout(BOUND, async {
+        let srv = server(default_opts()).await;
+        let mut c = client(&srv.url());
+        let h = [
+            ("mcp-protocol-version", "2026-07-28"),
+            ("mcp-method", "tools/call"),
+            ("mcp-name", "test_elicitation"),
+        ];
+        let first = modern(call(5, "test_elicitation", json!({"message": "name?"})));
+        let answer = send(&mut c, Method::POST, &h, Some(&first)).await;
+        let r = &answer.messages[0]["result"];
+        assert_eq!(r["resultType"], "input_required", "{r}");
+        let asked = &r["inputRequests"]["elicitation"];
+        assert_eq!(asked["method"], "elicitation/create");
+        assert_eq!(asked["params"]["message"], "name?");
+        let mut retry = first.clone();
+        retry["id"] = json!(6);
+        retry["params"]["inputResponses"] =
+            json!({"elicitation": {"action": "accept", "content": {"response": "Ada"}}});
+        let answer = send(&mut c, Method::POST, &h, Some(&retry)).await;
+        let r = &answer.messages[0]["result"];
+        assert_eq!(r["resultType"], "complete", "{r}");
+        assert!(text(&answer.messages[0]).contains("Ada"), "{r}");
+        srv.shutdown().await;
+    })
+    .await
+    .expect("bounded");
+}
+
+#[tokio::test]
+async fn dns_rebinding_is_refused() {
+    tokio::time::timeout(BOUND, async {
+        let srv = server(default_opts()).await;
+        let mut c = client(&srv.url());
+        let discover = json!({"jsonrpc": "2.0", "id": 1, "method": "ping"});
+        let h = [
+            ("host", "evil.example.com"),
+            ("origin", "http://evil.example.com"),
+        ];
+        assert_eq!(
+            send(&mut c, Method::POST, &h, Some(&discover)).await.status,
+            403
+        );
+        let h = [("origin", "http://evil.example.com")];
+        assert_eq!(
+            send(&mut c, Method::POST, &h, Some(&discover)).await.status,
+            403
+        );
         srv.shutdown().await;
     })
     .await

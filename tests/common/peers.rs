@@ -436,3 +436,38 @@ pub fn temp_dir() -> tempfile::TempDir {
 pub fn non_empty(p: &Path) -> bool {
     std::fs::metadata(p).map(|m| m.len() > 0).unwrap_or(false)
 }
+
+/// A running `mcpscope serve-test` (the binary) on an ephemeral loopback port.
+pub struct ServeTest {
+    pub proc: Proc,
+    /// `http://127.0.0.1:NNNNN/mcp` as printed on stderr.
+    pub url: String,
+    pub stderr: Lines,
+}
+
+impl ServeTest {
+    /// Starts `mcpscope serve-test --listen 127.0.0.1:0` plus `extra` arguments.
+    pub fn start(extra: &[&str]) -> ServeTest {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_mcpscope"))
+            .args(["serve-test", "--listen", "127.0.0.1:0"])
+            .args(extra)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn mcpscope serve-test");
+        let err = child.stderr.take().expect("stderr");
+        let proc = Proc {
+            child,
+            name: "serve-test".into(),
+        };
+        let (stderr, rx) = Lines::spawn(err);
+        const PREFIX: &str = "listening on ";
+        let line = wait_line(&rx, Duration::from_secs(20), |l| l.contains(PREFIX))
+            .unwrap_or_else(|| panic!("serve-test printed no address\n{}", stderr.text()));
+        let url = line[line.find(PREFIX).map(|i| i + PREFIX.len()).unwrap_or(0)..]
+            .trim()
+            .to_string();
+        ServeTest { proc, url, stderr }
+    }
+}

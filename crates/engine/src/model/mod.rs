@@ -6,6 +6,7 @@
 pub mod call;
 mod fate;
 mod fold;
+pub mod listen;
 pub mod notice;
 mod query;
 pub mod retention;
@@ -22,6 +23,7 @@ use serde_json::Value;
 
 pub use call::{Call, Progress, Reaction};
 pub use fate::Fate;
+pub use listen::{Subscription, SubscriptionState};
 pub use notice::{CallRef, Notice, What};
 pub use retention::{Evicted, Retention};
 pub use session::{Session, SessionEnd, ToolInfo};

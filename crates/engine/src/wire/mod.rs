@@ -2,6 +2,7 @@
 
 pub mod content;
 pub mod jsonrpc;
+pub mod mirror;
 pub mod observe;
 pub mod sse;
 

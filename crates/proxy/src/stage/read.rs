@@ -17,7 +17,7 @@ use crate::error::ProxyError;
 use crate::shared::Shared;
 use crate::{ProxyBody, transport};
 use mcpscope_engine::event::{Direction, EndHow, EventKind, Leg, StreamId};
-use mcpscope_engine::wire::observe;
+use mcpscope_engine::wire::{mirror, observe};
 
 /// How much of an oversized body is read and dropped before the 413, so that the client reads
 /// the answer instead of a reset from unread bytes.
@@ -118,12 +118,35 @@ pub async fn read(
         let kind = observe::message(stream, Direction::ClientToServer, &body);
         let message = observe::message_body(&kind).cloned();
         sink.emit(kind);
+        if let Some(msg) = &message
+            && let Some(invalid) = mirror_mismatch(stream, &parts.headers, msg)
+        {
+            sink.emit(invalid);
+        }
         message
     };
     Ok(ClientRequest {
         parts,
         body,
         message,
+    })
+}
+
+/// An invalid-message report when the request's `Mcp-Method`/`Mcp-Name` headers disagree with
+/// its body (the request is forwarded unchanged all the same).
+fn mirror_mismatch(stream: StreamId, headers: &http::HeaderMap, msg: &Value) -> Option<EventKind> {
+    let get = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    let sent = mirror::Mirrored {
+        version: get("mcp-protocol-version"),
+        method: get("mcp-method"),
+        name: get("mcp-name"),
+    };
+    let reason = mirror::mismatch(sent, msg)?;
+    Some(EventKind::InvalidMessage {
+        stream,
+        dir: Direction::ClientToServer,
+        reason,
+        raw: sent.quoted(),
     })
 }
 

@@ -2,12 +2,19 @@
 //!
 //! Endpoint `/mcp`. Speaks 2025-03-26, 2025-06-18 and 2025-11-25 (initialize handshake,
 //! `Mcp-Session-Id`, GET streams, resumption with `Last-Event-ID`, 2025-03-26 batches) and the
-//! session-less 2026-07-28 (`server/discover`). Tools: `echo`, `slow`, `peek`, `poke`, `fail`.
+//! session-less 2026-07-28 (`server/discover`, the per-request `_meta` envelope with its
+//! `Mcp-Method`/`Mcp-Name` header checks, input-required rounds, `subscriptions/listen`).
+//! Tools: `echo`, `slow`, `peek`, `poke`, `fail`, plus the conformance suite's `test_*` tools,
+//! prompts and resources. Requests whose Host or Origin is not this machine are refused (403).
 
+pub mod backchannel;
+pub mod catalog;
+pub mod guard;
+pub mod modern;
 pub mod stream;
 pub mod tools;
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::convert::Infallible;
 use std::hash::{BuildHasher, Hasher};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -28,7 +35,7 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use stream::{Body, StreamLog};
-use tools::Emit;
+use tools::{Ctx, Emit};
 
 /// Protocol revisions spoken, oldest first.
 pub const SUPPORTED_VERSIONS: [&str; 4] = ["2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28"];
@@ -180,6 +187,10 @@ pub(crate) struct Shared {
     next_stream: AtomicU64,
     next_session: AtomicU64,
     random: std::collections::hash_map::RandomState,
+    /// Server-to-client requests awaiting the client's answer.
+    pub(crate) backchannel: backchannel::BackChannel,
+    /// Open `subscriptions/listen` streams (2026-07-28).
+    pub(crate) listeners: modern::Listeners,
 }
 
 #[derive(Debug)]
@@ -189,6 +200,8 @@ struct Session {
     streams: VecDeque<Arc<StreamLog>>,
     /// GET streams receiving server-initiated notifications.
     gets: VecDeque<Arc<StreamLog>>,
+    /// Resources the session subscribed to (`resources/subscribe`).
+    subscriptions: HashSet<String>,
 }
 
 impl Session {
@@ -224,6 +237,8 @@ impl Shared {
             next_stream: AtomicU64::new(1),
             next_session: AtomicU64::new(1),
             random: std::collections::hash_map::RandomState::new(),
+            backchannel: backchannel::BackChannel::default(),
+            listeners: modern::Listeners::default(),
         }
     }
 
@@ -263,10 +278,37 @@ impl Shared {
         }
     }
 
+    /// Records a session's `resources/subscribe` (`on`) or `resources/unsubscribe`.
+    pub(crate) fn subscribe(&self, session: &str, uri: &str, on: bool) {
+        if let Some(s) = self.sessions().get_mut(session) {
+            if on {
+                s.subscriptions.insert(uri.to_string());
+            } else {
+                s.subscriptions.remove(uri);
+            }
+        }
+    }
+
+    /// Announces that `uri` changed: to listen streams that asked for it, and on the GET streams
+    /// of sessions subscribed to it.
+    pub(crate) fn resource_changed(&self, uri: &str) {
+        self.listeners
+            .publish(&modern::Change::ResourceUpdated(uri.to_string()));
+        let note = json!({"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": {"uri": uri}});
+        for s in self.sessions().values() {
+            if s.subscriptions.contains(uri) {
+                for log in &s.gets {
+                    log.push_message(&note);
+                }
+            }
+        }
+    }
+
     fn end_all(&self) {
         for s in self.sessions().values() {
             s.end();
         }
+        self.listeners.end_all();
     }
 }
 
@@ -303,6 +345,7 @@ fn sse_response(body: Body) -> Response<Body> {
         HeaderValue::from_static("text/event-stream"),
     );
     h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    h.insert("x-accel-buffering", HeaderValue::from_static("no"));
     resp
 }
 
@@ -323,6 +366,9 @@ fn with_session_header(mut resp: Response<Body>, session: &str) -> Response<Body
 // ---------------------------------------------------------------- routing
 
 async fn route(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Body> {
+    if let Some(why) = guard::refusal(req.headers()) {
+        return http_error(StatusCode::FORBIDDEN, -32000, &why);
+    }
     if req.uri().path() != "/mcp" {
         return empty(StatusCode::NOT_FOUND);
     }
@@ -372,9 +418,14 @@ fn is_valid_message(msg: &Value) -> bool {
             || msg.get("error").is_some())
 }
 
+fn is_response(msg: &Value) -> bool {
+    msg.get("method").is_none() && (msg.get("result").is_some() || msg.get("error").is_some())
+}
+
 async fn post(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Body> {
     let protocol = header_str(&req, "mcp-protocol-version").map(str::to_string);
     let session = find_session(&shared, &req);
+    let headers = req.headers().clone();
     let body = match Limited::new(req.into_body(), MAX_BODY).collect().await {
         Ok(collected) => collected.to_bytes(),
         Err(_) => {
@@ -396,22 +447,32 @@ async fn post(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Body> {
         }
     };
 
-    // 2026-07-28: no session, no handshake.
-    if protocol.as_deref() == Some(SESSIONLESS_VERSION) {
-        if !is_valid_message(&msg) {
+    // 2026-07-28 (or a revision asked for in the envelope that we do not speak): no session,
+    // no handshake, every request checked against its headers.
+    let known = protocol
+        .as_deref()
+        .is_some_and(|p| SUPPORTED_VERSIONS.contains(&p));
+    let modern = protocol.as_deref() == Some(SESSIONLESS_VERSION)
+        || (!known && session.is_err() && modern::body_version(&msg).is_some());
+    if modern {
+        if !msg.is_object() || !is_valid_message(&msg) || is_response(&msg) {
             return http_error(
                 StatusCode::BAD_REQUEST,
                 tools::INVALID_REQUEST,
-                "Invalid request",
+                "Body must be a single JSON-RPC request or notification object",
             );
         }
         if !is_request(&msg) {
             return empty(StatusCode::ACCEPTED);
         }
+        if let Err(refusal) = modern::validate(&headers, &msg) {
+            let (status, answer) = *refusal;
+            return json_response(status, &answer);
+        }
         return respond(&shared, None, SESSIONLESS_VERSION, vec![msg], false).await;
     }
     if let Some(p) = protocol.as_deref()
-        && !SUPPORTED_VERSIONS.contains(&p)
+        && !known
     {
         return http_error(
             StatusCode::BAD_REQUEST,
@@ -445,6 +506,9 @@ async fn post(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Body> {
                     "Invalid batch",
                 );
             }
+            for item in items.iter().filter(|m| is_response(m)) {
+                shared.backchannel.answer(item);
+            }
             let requests: Vec<Value> = items.into_iter().filter(is_request).collect();
             if requests.is_empty() {
                 return empty(StatusCode::ACCEPTED);
@@ -459,6 +523,10 @@ async fn post(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Body> {
             tools::INVALID_REQUEST,
             "Invalid request",
         );
+    }
+    if is_response(&messages) {
+        shared.backchannel.answer(&messages);
+        return empty(StatusCode::ACCEPTED);
     }
     if !is_request(&messages) {
         return empty(StatusCode::ACCEPTED);
@@ -483,6 +551,7 @@ async fn initialize(shared: &Arc<Shared>, msg: &Value) -> Response<Body> {
             version: version.clone(),
             streams: VecDeque::new(),
             gets: VecDeque::new(),
+            subscriptions: HashSet::new(),
         },
     );
     let response = tools::result(
@@ -491,7 +560,7 @@ async fn initialize(shared: &Arc<Shared>, msg: &Value) -> Response<Body> {
             "protocolVersion": version,
             "capabilities": tools::capabilities(),
             "serverInfo": tools::server_info(),
-            "instructions": "mcpscope test server: echo, slow, peek, poke (changes state), fail."
+            "instructions": tools::INSTRUCTIONS
         }),
     );
     let resp = if shared.opts.json_responses {
@@ -520,6 +589,16 @@ fn open_stream(shared: &Shared, session: Option<&str>, version: &str) -> Arc<Str
     log
 }
 
+/// Answers one request (see [`respond`]), adding what 2026-07-28 requires of results.
+async fn answer(ctx: &Ctx<'_>, req: &Value) -> Value {
+    let mut response = tools::handle(ctx, req).await;
+    if ctx.version == SESSIONLESS_VERSION {
+        let method = req.get("method").and_then(Value::as_str).unwrap_or("");
+        modern::decorate(method, &mut response);
+    }
+    response
+}
+
 /// Answers requests: one SSE stream (or JSON body) carrying all their responses. The work runs
 /// in its own task, so that a client dropping the response does not stop it.
 async fn respond(
@@ -530,12 +609,32 @@ async fn respond(
     batch: bool,
 ) -> Response<Body> {
     let session_owned = session.map(str::to_string);
-    let resp = if shared.opts.json_responses {
+    let version_owned = version.to_string();
+    let listen = !batch
+        && requests
+            .first()
+            .and_then(|r| r.get("method"))
+            .and_then(Value::as_str)
+            == Some("subscriptions/listen");
+    let resp = if listen {
+        // The response is the stream of change notifications; it stays open.
+        let log = shared.new_stream(false);
+        let req = requests.first().cloned().unwrap_or(Value::Null);
+        let id = req.get("id").cloned().unwrap_or(Value::Null);
+        let params = req.get("params").cloned().unwrap_or(Value::Null);
+        let body = log.body(0, KEEPALIVE);
+        shared.listeners.open(&id, &params, log);
+        sse_response(body)
+    } else if shared.opts.json_responses {
         let task_shared = Arc::clone(shared);
         let task = tokio::spawn(async move {
-            let futs = requests
-                .iter()
-                .map(|r| tools::handle(&task_shared, session_owned.as_deref(), r, &Emit::Discard));
+            let ctx = Ctx {
+                shared: &task_shared,
+                session: session_owned.as_deref(),
+                version: &version_owned,
+                emit: &Emit::Discard,
+            };
+            let futs = requests.iter().map(|r| answer(&ctx, r));
             futures_util::future::join_all(futs).await
         });
         match task.await {
@@ -555,13 +654,17 @@ async fn respond(
         let task_log = Arc::clone(&log);
         tokio::spawn(async move {
             let emit = Emit::Stream(Arc::clone(&task_log));
+            let ctx = Ctx {
+                shared: &task_shared,
+                session: session_owned.as_deref(),
+                version: &version_owned,
+                emit: &emit,
+            };
             let futs = requests.iter().map(|r| {
-                let emit = emit.clone();
-                let task_shared = &task_shared;
-                let session = session_owned.as_deref();
+                let ctx = &ctx;
                 let log = &task_log;
                 async move {
-                    let response = tools::handle(task_shared, session, r, &emit).await;
+                    let response = answer(ctx, r).await;
                     log.push_message(&response);
                 }
             });

@@ -37,6 +37,10 @@ struct Inner {
     base: u64,
     events: VecDeque<Bytes>,
     finished: bool,
+    /// Bumped by [`StreamLog::disconnect`]: readers opened before end their response once they
+    /// have sent what was there at that moment (`cut`).
+    epoch: u64,
+    cut: u64,
 }
 
 impl StreamLog {
@@ -108,6 +112,22 @@ impl StreamLog {
         self.tx.send_modify(|n| *n += 1);
     }
 
+    /// Ends the HTTP responses now reading this stream without finishing it: what is pushed
+    /// afterwards waits for a resumption (the 2025-11-25 polling pattern).
+    pub fn disconnect(&self) {
+        {
+            let mut inner = self.lock();
+            inner.epoch += 1;
+            inner.cut = inner.base + inner.events.len() as u64;
+        }
+        self.tx.send_modify(|n| *n += 1);
+    }
+
+    /// Whether some HTTP response is reading this stream.
+    pub fn has_readers(&self) -> bool {
+        self.tx.receiver_count() > 0
+    }
+
     /// Whether the stream is finished.
     pub fn is_finished(&self) -> bool {
         self.lock().finished
@@ -121,10 +141,13 @@ impl StreamLog {
     }
 
     /// Next event at or after `*next`, or whether the stream is over.
-    fn take(&self, next: &mut u64) -> Step {
+    fn take(&self, next: &mut u64, epoch: u64) -> Step {
         let inner = self.lock();
         if *next < inner.base {
             *next = inner.base;
+        }
+        if inner.epoch != epoch && *next >= inner.cut {
+            return Step::End;
         }
         let idx = (*next - inner.base) as usize;
         if let Some(ev) = inner.events.get(idx) {
@@ -143,6 +166,7 @@ impl StreamLog {
     pub fn body(self: &Arc<Self>, from: u64, keepalive: Duration) -> Body {
         let state = Reader {
             log: Arc::clone(self),
+            epoch: self.lock().epoch,
             next: from,
             rx: self.tx.subscribe(),
             keepalive,
@@ -150,7 +174,7 @@ impl StreamLog {
         let stream = futures_util::stream::unfold(state, |mut r| async move {
             loop {
                 r.rx.borrow_and_update();
-                match r.log.take(&mut r.next) {
+                match r.log.take(&mut r.next, r.epoch) {
                     Step::Event(bytes) => return Some((Ok(Frame::data(bytes)), r)),
                     Step::End => return None,
                     Step::Wait => {}
@@ -179,6 +203,7 @@ enum Step {
 
 struct Reader {
     log: Arc<StreamLog>,
+    epoch: u64,
     next: u64,
     rx: watch::Receiver<u64>,
     keepalive: Duration,

@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use super::Shared;
 use super::stream::StreamLog;
+use super::{Shared, catalog};
 
 /// Where a request's related notifications go.
 #[derive(Clone)]
@@ -19,7 +19,8 @@ pub(crate) enum Emit {
 }
 
 impl Emit {
-    fn send(&self, msg: &Value) {
+    /// Sends a message related to the request, if it has a stream.
+    pub(crate) fn send(&self, msg: &Value) {
         if let Emit::Stream(log) = self {
             log.push_message(msg);
         }
@@ -37,6 +38,12 @@ pub const INVALID_REQUEST: i64 = -32600;
 pub const METHOD_NOT_FOUND: i64 = -32601;
 /// Invalid params.
 pub const INVALID_PARAMS: i64 = -32602;
+/// Resource not found.
+pub const RESOURCE_NOT_FOUND: i64 = -32002;
+
+/// The `instructions` of the test server.
+pub const INSTRUCTIONS: &str = "mcpscope test server: echo, slow, peek, poke (changes state), fail, \
+and the conformance suite's test_* tools, prompts and resources.";
 
 /// A successful response.
 pub fn result(id: &Value, result: Value) -> Value {
@@ -53,7 +60,59 @@ pub(crate) fn server_info() -> Value {
 }
 
 pub(crate) fn capabilities() -> Value {
-    json!({"tools": {"listChanged": false}, "logging": {}})
+    json!({
+        "tools": {"listChanged": false},
+        "prompts": {"listChanged": false},
+        "resources": {"subscribe": true, "listChanged": false},
+        "completions": {},
+        "logging": {}
+    })
+}
+
+/// What a request is answered in: the server, the session and revision, where its related
+/// messages go.
+pub(crate) struct Ctx<'a> {
+    /// The server's shared state.
+    pub shared: &'a Arc<Shared>,
+    /// The session id, if any (none in 2026-07-28).
+    pub session: Option<&'a str>,
+    /// The revision spoken.
+    pub version: &'a str,
+    /// The request's stream, if it has one.
+    pub emit: &'a Emit,
+}
+
+/// Log levels, least severe first.
+const LEVELS: [&str; 8] = [
+    "debug",
+    "info",
+    "notice",
+    "warning",
+    "error",
+    "critical",
+    "alert",
+    "emergency",
+];
+
+impl Ctx<'_> {
+    /// Sends a `notifications/message` at `info` on the request's stream: always before
+    /// 2026-07-28; in 2026-07-28 only when the request opted in with
+    /// `_meta["io.modelcontextprotocol/logLevel"]` at `info` or below.
+    fn log_info(&self, req_params: &Value, logger: &str, data: &str) {
+        if self.version == super::SESSIONLESS_VERSION {
+            let asked = req_params
+                .pointer("/_meta")
+                .and_then(|m| m.get(super::modern::META_LOG_LEVEL))
+                .and_then(Value::as_str)
+                .and_then(|l| LEVELS.iter().position(|x| *x == l));
+            if asked.is_none_or(|i| i > 1) {
+                return;
+            }
+        }
+        self.emit
+            .send(&json!({"jsonrpc": "2.0", "method": "notifications/message",
+            "params": {"level": "info", "logger": logger, "data": data}}));
+    }
 }
 
 /// The tool list, with annotations.
@@ -95,32 +154,89 @@ pub fn tool_list() -> Value {
     ])
 }
 
+/// Every tool: the mcpscope ones and the conformance suite's.
+pub fn all_tools() -> Value {
+    let mut all = match tool_list() {
+        Value::Array(v) => v,
+        _ => Vec::new(),
+    };
+    all.extend(catalog::tools());
+    Value::Array(all)
+}
+
 fn text_result(text: impl Into<String>) -> Value {
     json!({"content": [{"type": "text", "text": text.into()}]})
 }
 
-/// Answers one request (an object with `id` and `method`). `session` is the session id, if any.
-pub(crate) async fn handle(
-    shared: &Arc<Shared>,
-    session: Option<&str>,
-    req: &Value,
-    emit: &Emit,
-) -> Value {
+/// Answers one request (an object with `id` and `method`).
+pub(crate) async fn handle(ctx: &Ctx<'_>, req: &Value) -> Value {
     let id = req.get("id").cloned().unwrap_or(Value::Null);
     let method = req.get("method").and_then(Value::as_str).unwrap_or("");
     let params = req.get("params").cloned().unwrap_or(Value::Null);
+    let str_param = |k: &str| {
+        params
+            .get(k)
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string()
+    };
     match method {
         "ping" | "logging/setLevel" => result(&id, json!({})),
-        "tools/list" => result(&id, json!({"tools": tool_list()})),
+        "tools/list" => result(&id, json!({"tools": all_tools()})),
+        "prompts/list" => result(&id, json!({"prompts": catalog::prompts()})),
+        "prompts/get" => {
+            let args = params.get("arguments").cloned().unwrap_or(Value::Null);
+            match catalog::get_prompt(&str_param("name"), &args) {
+                Some(r) => result(&id, r),
+                None => error(
+                    &id,
+                    INVALID_PARAMS,
+                    &format!("Unknown prompt: {}", str_param("name")),
+                ),
+            }
+        }
+        "resources/list" => result(&id, json!({"resources": catalog::resources()})),
+        "resources/templates/list" => result(
+            &id,
+            json!({"resourceTemplates": catalog::resource_templates()}),
+        ),
+        "resources/read" => {
+            let counter = ctx.shared.counter.load(Ordering::SeqCst);
+            match catalog::read_resource(&str_param("uri"), counter) {
+                Some(r) => result(&id, r),
+                None => error(
+                    &id,
+                    RESOURCE_NOT_FOUND,
+                    &format!("Resource not found: {}", str_param("uri")),
+                ),
+            }
+        }
+        "resources/subscribe" | "resources/unsubscribe" => {
+            if let Some(session) = ctx.session {
+                ctx.shared
+                    .subscribe(session, &str_param("uri"), method == "resources/subscribe");
+            }
+            result(&id, json!({}))
+        }
+        "completion/complete" => result(
+            &id,
+            json!({"completion": {"values": [], "total": 0, "hasMore": false}}),
+        ),
         "server/discover" => result(
             &id,
             json!({
                 "supportedVersions": super::SUPPORTED_VERSIONS,
                 "capabilities": capabilities(),
                 "serverInfo": server_info(),
+                "instructions": INSTRUCTIONS,
             }),
         ),
-        "tools/call" => call_tool(shared, session, &id, &params, emit).await,
+        "tools/call" => call_tool(ctx, &id, &params).await,
+        "subscriptions/listen" => error(
+            &id,
+            INVALID_REQUEST,
+            "subscriptions/listen needs an SSE response stream",
+        ),
         "initialize" => error(
             &id,
             INVALID_REQUEST,
@@ -138,13 +254,8 @@ fn u64_arg(args: &Value, name: &str, default: u64) -> u64 {
     args.get(name).and_then(Value::as_u64).unwrap_or(default)
 }
 
-async fn call_tool(
-    shared: &Arc<Shared>,
-    session: Option<&str>,
-    id: &Value,
-    params: &Value,
-    emit: &Emit,
-) -> Value {
+async fn call_tool(ctx: &Ctx<'_>, id: &Value, params: &Value) -> Value {
+    let (shared, session, emit) = (ctx.shared, ctx.session, ctx.emit);
     let name = params.get("name").and_then(Value::as_str).unwrap_or("");
     let args = params.get("arguments").cloned().unwrap_or(Value::Null);
     let progress_token = params
@@ -162,19 +273,14 @@ async fn call_tool(
             for step in 1..=steps {
                 tokio::time::sleep(interval).await;
                 let message = format!("step {step}/{steps}");
-                let note = match &progress_token {
-                    Some(token) => json!({
+                match &progress_token {
+                    Some(token) => emit.send(&json!({
                         "jsonrpc": "2.0",
                         "method": "notifications/progress",
                         "params": {"progressToken": token, "progress": step, "total": steps, "message": message}
-                    }),
-                    None => json!({
-                        "jsonrpc": "2.0",
-                        "method": "notifications/message",
-                        "params": {"level": "info", "logger": "slow", "data": message}
-                    }),
-                };
-                emit.send(&note);
+                    })),
+                    None => ctx.log_info(params, "slow", &message),
+                }
             }
             result(id, text_result(format!("slow: done after {steps} steps")))
         }
@@ -185,6 +291,7 @@ async fn call_tool(
         "poke" => {
             tokio::time::sleep(Duration::from_millis(300)).await;
             let n = shared.counter.fetch_add(1, Ordering::SeqCst) + 1;
+            shared.resource_changed(catalog::COUNTER_URI);
             if let Some(session) = session {
                 shared.broadcast(
                     session,
@@ -201,6 +308,119 @@ async fn call_tool(
             id,
             json!({"content": [{"type": "text", "text": "fail: this tool always fails"}], "isError": true}),
         ),
+        _ => conformance_tool(ctx, id, name, &args, params, progress_token).await,
+    }
+}
+
+/// The conformance suite's `test_*` tools.
+async fn conformance_tool(
+    ctx: &Ctx<'_>,
+    id: &Value,
+    name: &str,
+    args: &Value,
+    params: &Value,
+    progress_token: Option<Value>,
+) -> Value {
+    if let Some(r) = catalog::plain_tool(name, args) {
+        return result(id, r);
+    }
+    if let Some((key, method, request)) = catalog::client_request(name, args) {
+        return result(
+            id,
+            ask_client(ctx, name, key, method, request, params).await,
+        );
+    }
+    let pause = || tokio::time::sleep(Duration::from_millis(50));
+    match name {
+        "test_tool_with_logging" => {
+            for (i, line) in [
+                "Tool execution started",
+                "Tool processing data",
+                "Tool execution completed",
+            ]
+            .into_iter()
+            .enumerate()
+            {
+                if i > 0 {
+                    pause().await;
+                }
+                ctx.log_info(params, "test_tool_with_logging", line);
+            }
+            result(id, text_result("Tool with logging executed successfully"))
+        }
+        "test_tool_with_progress" => {
+            let token = progress_token.unwrap_or(json!(0));
+            for (i, step) in [0, 50, 100].into_iter().enumerate() {
+                if i > 0 {
+                    pause().await;
+                }
+                ctx.emit.send(
+                    &json!({"jsonrpc": "2.0", "method": "notifications/progress",
+                    "params": {"progressToken": token, "progress": step, "total": 100,
+                        "message": format!("Completed step {step} of 100")}}),
+                );
+            }
+            let shown = token
+                .as_str()
+                .map(str::to_string)
+                .unwrap_or(token.to_string());
+            result(id, text_result(shown))
+        }
+        "test_reconnection" => {
+            // Close the response (the priming event carried an id and `retry:`), answer later:
+            // the client resumes with GET + Last-Event-ID and reads the result there.
+            if let Emit::Stream(log) = ctx.emit
+                && log.ids
+                && ctx.session.is_some()
+            {
+                log.disconnect();
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            result(
+                id,
+                text_result(
+                    "Reconnection test completed successfully. If you received this, the client properly reconnected after stream closure.",
+                ),
+            )
+        }
         _ => error(id, INVALID_PARAMS, &format!("Unknown tool: {name}")),
+    }
+}
+
+/// Asks the client for input: in 2026-07-28 an input-required result (MRTR) until the retry
+/// carries the answer; before that a request on the call's SSE stream.
+async fn ask_client(
+    ctx: &Ctx<'_>,
+    tool: &str,
+    key: &str,
+    method: &str,
+    request: Value,
+    params: &Value,
+) -> Value {
+    let failed = |why: String| json!({"content": [{"type": "text", "text": format!("{tool}: {why}")}], "isError": true});
+    if ctx.version == super::SESSIONLESS_VERSION {
+        if let Some(answer) = params.pointer(&format!("/inputResponses/{key}")) {
+            return catalog::answered(tool, answer);
+        }
+        let capability = catalog::capability_for(method);
+        let declared = params
+            .pointer("/_meta")
+            .and_then(|m| m.get(super::modern::META_CAPABILITIES))
+            .and_then(|c| c.get(capability))
+            .is_some();
+        if !declared {
+            return failed(format!("the client declared no {capability} capability"));
+        }
+        return json!({
+            "resultType": "input_required",
+            "inputRequests": {key: {"method": method, "params": request}},
+        });
+    }
+    let Emit::Stream(log) = ctx.emit else {
+        return failed("asking the client needs an SSE response stream".into());
+    };
+    match ctx.shared.backchannel.ask(log, method, request).await {
+        Ok(answer) => catalog::answered(tool, &answer),
+        Err(why) => failed(why),
     }
 }

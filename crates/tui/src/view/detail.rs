@@ -13,7 +13,7 @@ use super::json;
 use crate::app::{App, Pane, Selected};
 use crate::theme::Theme;
 use mcpscope_engine::event::Header;
-use mcpscope_engine::model::{Call, Model, Stream, Verdict};
+use mcpscope_engine::model::{Call, Model, Stream, SubscriptionState, Verdict, listen};
 
 /// Draws the detail pane into `area`, scrolled by `app.detail_scroll`.
 pub fn render(frame: &mut Frame, app: &App, model: &Model, now: DateTime<Utc>, area: Rect) {
@@ -140,6 +140,21 @@ fn call_lines(app: &App, model: &Model, call: &Call, now: DateTime<Utc>) -> Vec<
         Span::styled(format!("{:<11}", "verdict"), theme.header()),
         Span::styled(verdict, verdict_style(theme, &call.verdict)),
     ]));
+    if call.method == listen::LISTEN {
+        let heard = listen::listens_to(&call.params);
+        let state = listen::state(&call.verdict);
+        let style = match state {
+            SubscriptionState::Dead(_) => theme.stream_dead(),
+            _ => theme.dim(),
+        };
+        out.push(Line::from(vec![
+            Span::styled(format!("{:<11}", "listens to"), theme.header()),
+            Span::styled(
+                format!("{} — subscription {}", heard.join(", "), state.describe()),
+                style,
+            ),
+        ]));
+    }
     let owner = model
         .stream(call.owner)
         .map(|s| s.label())
