@@ -6,6 +6,7 @@
 pub mod call;
 mod fate;
 mod fold;
+pub mod legacy;
 pub mod notice;
 mod query;
 pub mod retention;
@@ -137,6 +138,7 @@ pub struct Model {
     calls_by_id: HashMap<(usize, Direction, String), Vec<usize>>,
     calls_by_key: HashMap<String, Vec<usize>>,
     failed_probes: VecDeque<FailedProbe>,
+    legacy: legacy::Legacy,
     counts: Counts,
     retention: Retention,
     evicted: Evicted,
