@@ -17,6 +17,53 @@ use serde_json::Value;
 
 const LEGACY: &str = "2024-11-05";
 
+/// The verdict notices (kind, method, tool, request id, stream, cause, session revision), in
+/// order.
+fn verdicts(notices: &[Value]) -> Vec<String> {
+    const KINDS: &[&str] = &[
+        "session_started",
+        "call_started",
+        "call_answered",
+        "call_orphaned",
+        "call_failed",
+        "call_resumable",
+        "server_request_answered",
+    ];
+    let fields = [
+        "kind",
+        "method",
+        "tool",
+        "request_id",
+        "stream",
+        "cause",
+        "revision",
+    ];
+    notices
+        .iter()
+        .filter(|n| n["kind"].as_str().is_some_and(|k| KINDS.contains(&k)))
+        .map(|n| fields.map(|k| n[k].to_string()).join(" "))
+        .collect()
+}
+
+/// `mcpscope replay --json FILE`: the replayed notices.
+fn replayed(file: &Path) -> Vec<Value> {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_mcpscope"))
+        .args(["replay", "--json"])
+        .arg(file)
+        .output()
+        .expect("run mcpscope replay");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect()
+}
+
 fn read_recording(path: &Path) -> Vec<Event> {
     let rec = mcpscope_engine::record::read_file(path)
         .unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
@@ -142,6 +189,11 @@ fn legacy_sse_calls_pass_unchanged_and_fold_alike_from_the_recording() {
         proxy.dump()
     );
     proxy.proc.terminate(Duration::from_secs(5));
+    assert_eq!(
+        verdicts(&proxy.notices()),
+        verdicts(&replayed(&file)),
+        "live vs replay"
+    );
 
     let (model, _) = Model::from_events(&read_recording(&file));
     let calls: Vec<_> = model
@@ -254,6 +306,11 @@ fn the_server_dying_mid_call_orphans_every_pending_call() {
         proxy.dump()
     );
     proxy.proc.terminate(Duration::from_secs(5));
+    assert_eq!(
+        verdicts(&proxy.notices()),
+        verdicts(&replayed(&file)),
+        "live vs replay"
+    );
 
     let (model, _) = Model::from_events(&read_recording(&file));
     for tool in ["poke", "slow"] {
