@@ -119,6 +119,10 @@ fn a_202_is_no_answer_and_the_response_on_the_sse_stream_is() {
         count(&notices, |w| matches!(w, What::CallAnswered { .. })),
         2
     );
+    // The SSE stream lists its pending calls only; the POST keeps its own.
+    let echo = last_call(&model, "echo").expect("call").index;
+    assert!(!model.stream(1).expect("GET").calls.contains(&echo));
+    assert!(model.stream(3).expect("POST").calls.contains(&echo));
     assert_eq!(
         count(&notices, |w| matches!(w, What::CallOrphaned { .. })),
         0

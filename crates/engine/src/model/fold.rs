@@ -1061,6 +1061,7 @@ impl Model {
                 let input_required = is_input_required(result);
                 self.calls[index].input_required = input_required;
                 self.set_verdict(index, Verdict::Answered, Some(t));
+                self.release_answered_legacy(index);
                 let call = self.call_ref(index);
                 let what = match (self.calls[index].dir, input_required) {
                     (Direction::ServerToClient, _) => {

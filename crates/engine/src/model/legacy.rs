@@ -110,6 +110,20 @@ impl Model {
         self.legacy.streams.contains_key(&session)
     }
 
+    /// An answered call leaves the list of its legacy SSE stream, which lives as long as its
+    /// session and would otherwise list every call ever made (each stays listed on the POST
+    /// that sent it; calls that went wrong stay on both).
+    pub(super) fn release_answered_legacy(&mut self, index: usize) {
+        let call = &self.calls[index];
+        let owner = call.owner;
+        if call.request_stream == owner || !self.is_legacy_stream(call.session, owner) {
+            return;
+        }
+        if let Some(si) = self.stream_index.get(&owner).copied() {
+            self.streams[si].calls.retain(|&c| c != index);
+        }
+    }
+
     /// Client calls posted on a legacy session's stream `si` and still waiting on the SSE
     /// stream: a refused POST (4xx/5xx) fails them.
     pub(super) fn legacy_posted_calls(&self, si: usize) -> Vec<usize> {
