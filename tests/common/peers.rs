@@ -471,3 +471,75 @@ impl ServeTest {
         ServeTest { proc, url, stderr }
     }
 }
+impl PyServer {
+    /// Starts tests/peers/py_sse_server.py (the legacy HTTP+SSE transport, 2024-11-05) on an
+    /// ephemeral port with `extra` arguments and waits for `READY <port>`.
+    pub fn start_sse(mode: ServerMode, extra: &[&str]) -> PyServer {
+        let mode = match mode {
+            ServerMode::Healthy => "healthy",
+            ServerMode::Dies => "dies",
+        };
+        let mut child = Command::new(venv_python())
+            .arg(root().join("tests/peers/py_sse_server.py"))
+            .arg("0")
+            .args(["--mode", mode])
+            .args(extra)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn py_sse_server.py");
+        let out = child.stdout.take().expect("stdout");
+        let err = child.stderr.take().expect("stderr");
+        let proc = Proc {
+            child,
+            name: format!("py_sse_server --mode {mode}"),
+        };
+        let (stdout, rx) = Lines::spawn(out);
+        let (stderr, _erx) = Lines::spawn(err);
+        let Some(ready) = wait_line(&rx, Duration::from_secs(30), |l| l.starts_with("READY "))
+        else {
+            panic!(
+                "py_sse_server.py did not print READY within 30 s\nstdout:\n{}\nstderr:\n{}",
+                stdout.text(),
+                stderr.text()
+            );
+        };
+        let port = ready
+            .trim_start_matches("READY ")
+            .trim()
+            .parse()
+            .expect("READY <port>");
+        PyServer {
+            proc,
+            port,
+            stdout,
+            stderr,
+        }
+    }
+
+    /// `http://127.0.0.1:PORT/sse`, the legacy transport's SSE endpoint.
+    pub fn sse_url(&self) -> String {
+        format!("http://127.0.0.1:{}/sse", self.port)
+    }
+}
+
+/// Runs tests/peers/py_client.py on the legacy HTTP+SSE transport (`--transport sse`).
+pub fn py_sse_client(url: &str, scenario: &str) -> ClientRun {
+    let mut cmd = Command::new(venv_python());
+    cmd.arg(root().join("tests/peers/py_client.py"))
+        .arg(url)
+        .args([
+            "--transport",
+            "sse",
+            "--scenario",
+            scenario,
+            "--timeout",
+            "20",
+        ]);
+    run_json(
+        cmd,
+        &format!("py_client --transport sse {scenario} {url}"),
+        Duration::from_secs(60),
+    )
+}

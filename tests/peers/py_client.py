@@ -5,6 +5,8 @@ official Python SDK (mcp 2.x), driving tests/peers/py_server.py (directly or thr
 --style default: the SDK's default `mode="auto"` (probes `server/discover` at 2026-07-28, no
                  session, `Mcp-Method`/`Mcp-Name` headers; falls back to `initialize` on a 400).
 --style legacy:  `mode="legacy"`, the `initialize` handshake with a session at 2025-11-25.
+--transport sse: the legacy HTTP+SSE transport (`mcp.client.sse`, revision 2024-11-05): URL is
+                 the server's SSE endpoint (e.g. http://127.0.0.1:PORT/sse); implies --style legacy.
 
 Scenario healthy: tools/list, echo, slow (counting progress notifications), ask (the elicitation is
 answered with the fixed value "42"). Prints one JSON object:
@@ -12,6 +14,8 @@ answered with the fixed value "42"). Prints one JSON object:
 Scenario poke: calls `poke` once (with a progress callback) and prints
   {"outcome": "error"|"result"|"timeout", "error": "...", "elapsed_ms": N, "protocol": "...",
    "progress": N, "result": "..."}
+Scenario poke_slow: `slow` (200 steps, ~10 s) and, 0.3 s later, `poke`, both pending at once;
+prints what poke prints plus {"slow_outcome": "error"|"result", "slow_error": "..."}.
 The poke call is bounded by --timeout seconds (default 20). Exit code 0 whenever the script itself
 worked, even if the tool call failed; non-zero (with a message on stderr) when it could not run.
 """
@@ -28,6 +32,7 @@ from typing import Any
 import anyio
 import mcp_types as types
 from mcp import Client
+from mcp.client.sse import sse_client
 
 ELICIT_ANSWER = "42"
 
@@ -87,14 +92,37 @@ async def poke(client: Client, timeout: float) -> dict[str, Any]:
     return out
 
 
+async def poke_slow(client: Client, timeout: float) -> dict[str, Any]:
+    slow: dict[str, Any] = {}
+
+    async def run_slow() -> None:
+        try:
+            r = await client.call_tool("slow", {"steps": 200})
+            slow["slow_outcome"] = "error" if r.is_error else "result"
+            slow["slow_error"] = text_of(r) if r.is_error else ""
+        except Exception as e:  # the SDK's error for a dead stream, whatever its class
+            slow["slow_outcome"] = "error"
+            slow["slow_error"] = f"{type(e).__name__}: {e}"
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(run_slow)
+        await anyio.sleep(0.3)
+        out = await poke(client, timeout)
+    out.update(slow)
+    return out
+
+
 async def run(args: argparse.Namespace) -> dict[str, Any]:
-    mode = "auto" if args.style == "default" else "legacy"
-    client = Client(args.url, mode=mode, elicitation_callback=on_elicit, cache=None)
+    mode = "auto" if args.style == "default" and args.transport == "http" else "legacy"
+    server: Any = sse_client(args.url) if args.transport == "sse" else args.url
+    client = Client(server, mode=mode, elicitation_callback=on_elicit, cache=None)
     result: dict[str, Any] = {}
     try:
         async with client:
             if args.scenario == "healthy":
                 result = await healthy(client)
+            elif args.scenario == "poke_slow":
+                result = await poke_slow(client, args.timeout)
             else:
                 result = await poke(client, args.timeout)
     except BaseException as e:
@@ -111,7 +139,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("url")
     ap.add_argument("--style", choices=["default", "legacy"], default="default")
-    ap.add_argument("--scenario", choices=["healthy", "poke"], default="healthy")
+    ap.add_argument("--scenario", choices=["healthy", "poke", "poke_slow"], default="healthy")
+    ap.add_argument("--transport", choices=["http", "sse"], default="http")
     ap.add_argument("--timeout", type=float, default=20.0)
     args = ap.parse_args()
     try:

@@ -225,6 +225,18 @@ pub enum EventKind {
         /// The text.
         text: String,
     },
+    /// The proxy changed forwarded bytes on purpose (e.g. the legacy transport's `endpoint`
+    /// URL, so that the client posts through the proxy).
+    Rewritten {
+        /// Exchange id.
+        stream: StreamId,
+        /// What was rewritten (`endpoint`).
+        what: String,
+        /// The value as the upstream sent it.
+        from: String,
+        /// The value the client got.
+        to: String,
+    },
 }
 
 /// Matches the `stream` field of every kind once, for both `stream` and `stream_mut`.
@@ -241,7 +253,8 @@ macro_rules! stream_field {
             | EventKind::StreamEnded { stream: $s, .. }
             | EventKind::UpstreamUnreachable { stream: $s, .. }
             | EventKind::FaultInjected { stream: $s, .. }
-            | EventKind::CallRescued { stream: $s, .. } => $exchange,
+            | EventKind::CallRescued { stream: $s, .. }
+            | EventKind::Rewritten { stream: $s, .. } => $exchange,
         }
     };
 }

@@ -22,6 +22,10 @@ const SECRET_HEADERS: &[&str] = &[
 /// Headers that look like secrets by name but are not.
 const PUBLIC_HEADERS: &[&str] = &["mcp-session-id"];
 
+/// Query parameters that look like secrets by name but are not: the legacy HTTP+SSE
+/// transport's session ids, as public as `Mcp-Session-Id`.
+const PUBLIC_PARAMS: &[&str] = &["session_id", "sessionid"];
+
 /// A header or parameter whose name contains one of these is a secret.
 const SECRET_NAME_PARTS: &[&str] = &[
     "token",
@@ -144,6 +148,9 @@ impl Redactor {
     /// Whether a query or form parameter's value is a secret.
     pub fn is_secret_param(&self, name: &str) -> bool {
         let name = name.to_ascii_lowercase();
+        if PUBLIC_PARAMS.contains(&name.as_str()) && !self.query.contains(&name) {
+            return false;
+        }
         SECRET_PARAMS.contains(&name.as_str())
             || SECRET_NAME_PARTS.iter().any(|part| name.contains(part))
             || self.query.contains(&name)
@@ -318,6 +325,10 @@ impl Redactor {
             EventKind::Message { body, .. } => {
                 self.json(body);
             }
+            // The legacy transport's `endpoint` is a URL, redacted as the paths posted to it are.
+            EventKind::SseEvent { data, event, .. } if event.as_deref() == Some("endpoint") => {
+                *data = self.url(data);
+            }
             EventKind::SseEvent { data, .. } => {
                 if let Some(redacted) = self.text(data) {
                     *data = redacted;
@@ -327,6 +338,10 @@ impl Redactor {
                 if let Some(redacted) = self.text(raw) {
                     *raw = redacted;
                 }
+            }
+            EventKind::Rewritten { from, to, .. } => {
+                *from = self.url(from);
+                *to = self.url(to);
             }
             _ => {}
         }
@@ -402,11 +417,32 @@ mod tests {
     }
 
     #[test]
+    fn a_legacy_endpoint_is_redacted_as_the_path_posted_to_it() {
+        let r = Redactor::new();
+        let url = "/messages/?session_id=ab12&api_key=K";
+        let mut event = EventKind::SseEvent {
+            stream: 1,
+            id: None,
+            event: Some("endpoint".into()),
+            retry: None,
+            data: url.into(),
+            start: 0,
+            end: 0,
+        };
+        r.event(&mut event);
+        let EventKind::SseEvent { data, .. } = event else {
+            unreachable!()
+        };
+        assert_eq!(data, "/messages/?session_id=ab12&api_key=[redacted]");
+        assert_eq!(data, r.path(url));
+    }
+
+    #[test]
     fn query_parameters_and_userinfo() {
         let r = Redactor::new();
         assert_eq!(
-            r.path("/mcp?api_key=LEAK&x=1&access_token=T&sessionId=S"),
-            "/mcp?api_key=[redacted]&x=1&access_token=[redacted]&sessionId=[redacted]"
+            r.path("/mcp?api_key=LEAK&x=1&access_token=T&sessionId=S&session_id=L"),
+            "/mcp?api_key=[redacted]&x=1&access_token=[redacted]&sessionId=S&session_id=L"
         );
         assert_eq!(r.path("/mcp?x=1"), "/mcp?x=1");
         assert_eq!(r.path("/mcp?api%5Fkey=LEAK"), "/mcp?api%5Fkey=[redacted]");

@@ -45,6 +45,7 @@ fn kinds(notices: &[Notice]) -> Vec<&'static str> {
             What::CallContinued { .. } => "call_continued",
             What::ServerRequest { .. } => "server_request",
             What::ServerRequestAnswered { .. } => "server_request_answered",
+            What::Rewritten { .. } => "rewritten",
         })
         .collect()
 }

@@ -8,6 +8,7 @@ pub mod accept;
 pub mod activity;
 pub mod conn;
 pub mod controller;
+pub mod endpoint;
 pub mod error;
 pub mod forward;
 pub mod hub;

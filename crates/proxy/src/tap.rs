@@ -15,6 +15,7 @@ use hyper::body::Incoming;
 use tokio::sync::mpsc::UnboundedReceiver;
 
 use super::conn::ResetFlag;
+use super::endpoint::{EndpointRewriter, Fed};
 use super::rescue::Rescue;
 use super::shaper::{Finish, Reach, Shaper};
 use super::shared::lock;
@@ -58,6 +59,8 @@ pub struct TapContext {
     pub link: ConnSlot,
     /// The calls to rescue if the stream dies (`--rescue`).
     pub rescue: Option<Rescue>,
+    /// A GET's SSE stream: its first event, a legacy `endpoint`, may need rewriting.
+    pub endpoint: Option<EndpointRewriter>,
 }
 
 /// The response body the client reads.
@@ -95,6 +98,8 @@ pub struct TapBody {
     rescue: Option<Rescue>,
     /// The rescue has been sent: the body ends cleanly.
     rescued: bool,
+    /// Holds the stream's first event until it is complete, while it may need rewriting.
+    endpoint: Option<EndpointRewriter>,
 }
 
 impl TapBody {
@@ -129,6 +134,7 @@ impl TapBody {
             trailers: None,
             rescue: ctx.rescue,
             rescued: false,
+            endpoint: ctx.endpoint,
         }
     }
 
@@ -220,15 +226,46 @@ impl TapBody {
         }
     }
 
+    /// Takes an upstream chunk: through the endpoint rewriter while it holds the first event.
+    fn on_upstream(&mut self, data: Bytes) {
+        let Some(rewriter) = self.endpoint.as_mut() else {
+            return self.on_data(data);
+        };
+        let Fed::Pass(bytes, rewrite) = rewriter.feed(data) else {
+            return;
+        };
+        self.endpoint = None;
+        if let Some(rewrite) = rewrite {
+            self.sink.emit(EventKind::Rewritten {
+                stream: self.stream,
+                what: "endpoint".into(),
+                from: rewrite.from,
+                to: rewrite.to,
+            });
+        }
+        self.on_data(bytes);
+    }
+
+    /// The upstream body ended: what the endpoint rewriter held passes as it came.
+    fn release_held_start(&mut self) {
+        if let Some(mut rewriter) = self.endpoint.take() {
+            let held = rewriter.flush();
+            if !held.is_empty() {
+                self.on_data(held);
+            }
+        }
+    }
+
     /// Takes one poll's worth of the upstream body: data is tapped and queued, trailers are
     /// kept for after the data, and the end is recorded.
     fn absorb(&mut self, polled: Option<Result<Frame<Bytes>, hyper::Error>>) {
         match polled {
             Some(Ok(frame)) => match frame.into_data() {
-                Ok(data) => self.on_data(data),
+                Ok(data) => self.on_upstream(data),
                 Err(trailers) => self.trailers = Some(trailers),
             },
             Some(Err(err)) => {
+                self.release_held_start();
                 let (how, detail) = crate::transport::classify(&err);
                 self.shaper.release_held();
                 self.inner = None;
@@ -241,6 +278,7 @@ impl TapBody {
                 });
             }
             None => {
+                self.release_held_start();
                 self.upstream_ended = true;
                 self.shaper.release_held();
                 if self.shaper.stalled() {

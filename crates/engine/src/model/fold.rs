@@ -126,11 +126,13 @@ impl Model {
             EventKind::SseEvent {
                 stream,
                 id,
+                event: name,
                 retry,
+                data,
                 start,
                 end,
-                ..
             } => {
+                self.legacy_endpoint(t, *stream, name.as_deref(), data, &mut out);
                 self.sse_event(t, *stream, id.as_deref(), *retry, (*start, *end));
             }
             EventKind::Message { stream, dir, body } => {
@@ -253,12 +255,30 @@ impl Model {
                 }
             }
             EventKind::Note { stream, text } => self.notes.push((t, *stream, text.clone())),
+            EventKind::Rewritten {
+                stream,
+                what,
+                from,
+                to,
+            } => {
+                let text = format!("{what} rewritten: {from} → {to}");
+                self.notes.push((t, Some(*stream), text));
+                out.push(Notice {
+                    t,
+                    what: What::Rewritten {
+                        stream: *stream,
+                        what: what.clone(),
+                        from: from.clone(),
+                        to: to.clone(),
+                    },
+                });
+            }
         }
         self.enforce_retention();
         out
     }
 
-    fn session_for_id(
+    pub(super) fn session_for_id(
         &mut self,
         t: DateTime<Utc>,
         id: &str,
@@ -289,7 +309,12 @@ impl Model {
     }
 
     /// Reports `session_started` once.
-    fn announce_session(&mut self, t: DateTime<Utc>, index: usize, out: &mut Vec<Notice>) {
+    pub(super) fn announce_session(
+        &mut self,
+        t: DateTime<Utc>,
+        index: usize,
+        out: &mut Vec<Notice>,
+    ) {
         let session = &mut self.sessions[index];
         if session.announced {
             return;
@@ -318,7 +343,7 @@ impl Model {
         let revision = header(headers, "mcp-protocol-version");
         let session = match header(headers, "mcp-session-id") {
             Some(sid) => self.session_for_id(t, sid, revision, true, out),
-            None => 0,
+            None => self.legacy_session_of_path(path).unwrap_or(0),
         };
         let si = self.streams.push(Stream {
             id,
@@ -476,6 +501,12 @@ impl Model {
             self.orphan_owned_by(si, OrphanCause::ResumeFailed, t, out);
             return;
         }
+        if !ok {
+            // A legacy POST refused: its calls wait on the session's SSE stream no more.
+            for index in self.legacy_posted_calls(si) {
+                self.fail(index, format!("HTTP {status}"), t, out);
+            }
+        }
         if ok && body == ContentKind::Other {
             self.orphan_owned_by(si, OrphanCause::NoResponseBody, t, out);
         } else if !ok && body == ContentKind::Other {
@@ -485,7 +516,7 @@ impl Model {
         }
     }
 
-    fn move_stream(&mut self, si: usize, session: usize) {
+    pub(super) fn move_stream(&mut self, si: usize, session: usize) {
         let old = self.streams[si].session;
         let id = self.streams[si].id;
         self.sessions[old].streams.retain(|&s| s != id);
@@ -691,9 +722,14 @@ impl Model {
         } = request;
         let stream = &self.streams[si];
         let session = stream.session;
-        let revision = stream
-            .request_header("mcp-protocol-version")
-            .map(str::to_string)
+        let legacy = self.is_legacy_session(session);
+        let revision = legacy
+            .then(|| super::legacy::LEGACY_REVISION.to_string())
+            .or_else(|| {
+                stream
+                    .request_header("mcp-protocol-version")
+                    .map(str::to_string)
+            })
             .or_else(|| {
                 params
                     .pointer("/_meta/io.modelcontextprotocol~1protocolVersion")
@@ -821,7 +857,16 @@ impl Model {
         self.full_calls += 1;
         self.streams[si].calls.push(index);
         self.counts.pending += 1;
-        let stream_id = self.streams[si].id;
+        let mut stream_id = self.streams[si].id;
+        // A legacy POST's call is answered on its session's SSE stream, which owns it.
+        if dir == Direction::ClientToServer
+            && let Some(owner) = self.legacy_owner(session)
+            && let Some(oi) = self.stream_index.get(&owner).copied()
+        {
+            self.calls[index].owner = owner;
+            self.streams[oi].calls.push(index);
+            stream_id = owner;
+        }
         if dir == Direction::ServerToClient {
             out.push(Notice {
                 t,
@@ -1021,7 +1066,9 @@ impl Model {
                 }
                 if self.calls[index].method == "initialize" {
                     let session = self.calls[index].session;
-                    if let Some(v) = result.get("protocolVersion").and_then(Value::as_str) {
+                    if let Some(v) = result.get("protocolVersion").and_then(Value::as_str)
+                        && !self.is_legacy_session(session)
+                    {
                         self.sessions[session].revision = Some(v.to_string());
                     }
                     if let Some(info) = result.get("serverInfo") {
@@ -1035,6 +1082,7 @@ impl Model {
                 let input_required = is_input_required(result);
                 self.calls[index].input_required = input_required;
                 self.set_verdict(index, Verdict::Answered, Some(t));
+                self.release_answered_legacy(index);
                 let call = self.call_ref(index);
                 let what = match (self.calls[index].dir, input_required) {
                     (Direction::ServerToClient, _) => {
@@ -1121,7 +1169,8 @@ impl Model {
         let session_alive = self.sessions[stream.session].is_alive();
         let status = stream.status.unwrap_or(0);
         let resumption = stream.resumes.is_some();
-        let has_ids = stream.has_event_ids();
+        // The legacy transport has no resumption: its calls die with the SSE stream.
+        let has_ids = stream.has_event_ids() && !self.is_legacy_stream(stream.session, id);
         let (last_event_id, retry_ms) = (stream.last_event_id.clone(), stream.retry_ms);
         let death = Death {
             stream: id,

@@ -7,6 +7,7 @@ pub mod call;
 mod fate;
 mod fold;
 pub mod listen;
+pub mod legacy;
 pub mod notice;
 mod query;
 pub mod retention;
@@ -139,6 +140,7 @@ pub struct Model {
     calls_by_id: HashMap<(usize, Direction, String), Vec<usize>>,
     calls_by_key: HashMap<String, Vec<usize>>,
     failed_probes: VecDeque<FailedProbe>,
+    legacy: legacy::Legacy,
     counts: Counts,
     retention: Retention,
     evicted: Evicted,

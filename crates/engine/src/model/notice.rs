@@ -229,6 +229,17 @@ pub enum What {
         /// The fault.
         fault: String,
     },
+    /// The proxy changed forwarded bytes on purpose (the legacy transport's `endpoint`).
+    Rewritten {
+        /// The stream.
+        stream: StreamId,
+        /// What was rewritten.
+        what: String,
+        /// As the upstream sent it.
+        from: String,
+        /// As the client got it.
+        to: String,
+    },
 }
 
 impl Notice {
@@ -360,6 +371,12 @@ impl Notice {
             What::FaultInjected { stream, fault } => {
                 format!("FAULT INJECTED    {fault} on #{stream}")
             }
+            What::Rewritten {
+                stream,
+                what,
+                from,
+                to,
+            } => format!("rewritten         {what} on #{stream}: {from} → {to}"),
             What::CallRescued {
                 call: c,
                 stream,

@@ -204,7 +204,9 @@ fn quote(bytes: &[u8]) -> String {
 }
 
 fn seen(stream: StreamId, dir: Direction, frame: SseFrame) -> SeenEvent {
-    let message = (frame.has_data && !frame.data.is_empty()).then(|| {
+    // The legacy HTTP+SSE transport's `endpoint` event carries a URL, not a message.
+    let endpoint = frame.event.as_deref() == Some("endpoint");
+    let message = (frame.has_data && !frame.data.is_empty() && !endpoint).then(|| {
         if frame.invalid_utf8 {
             // The text holds U+FFFD where the bytes were: parsing it would report a message
             // that was never sent.

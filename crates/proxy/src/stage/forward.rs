@@ -10,6 +10,7 @@ use hyper::body::Incoming;
 
 use super::read::ClientRequest;
 use super::{Exchange, answer};
+use crate::endpoint::EndpointRewriter;
 use crate::error::ProxyError;
 use crate::forward::{closes_after, header_list, strip_hop_by_hop, upstream_uri};
 use crate::rescue::{self, Parked, Rescue};
@@ -109,6 +110,12 @@ pub async fn forward(
             ));
         }
     };
+    // The address the client reached the proxy at, for a legacy `endpoint` rewrite.
+    let proxy_host = parts
+        .headers
+        .get(http::header::HOST)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string);
     strip_hop_by_hop(&mut parts.headers);
     if let Some(authority) = uri
         .authority()
@@ -234,6 +241,11 @@ pub async fn forward(
         }
         _ => None,
     };
+    let endpoint =
+        (exchange.http_method == "GET" && content == ContentKind::Sse && content_length.is_none())
+            .then_some(proxy_host)
+            .flatten()
+            .map(|host| EndpointRewriter::new(&host));
     let tap = TapBody::new(
         incoming,
         TapContext {
@@ -249,6 +261,7 @@ pub async fn forward(
             upstream: Some(upstream),
             link,
             rescue,
+            endpoint,
         },
     );
     if content == ContentKind::Json && shared.intercept.matches(message.as_ref()) {

@@ -398,6 +398,18 @@ fn stream_lines(app: &App, model: &Model, stream: &Stream) -> Vec<Line<'static>>
             theme.injected(),
         )));
     }
+    // The proxy's notes on it (a rewritten legacy `endpoint`, an intercept's release), faults
+    // aside (listed above).
+    for (_, _, text) in model
+        .notes
+        .iter()
+        .filter(|(_, s, text)| *s == Some(stream.id) && !text.starts_with("fault "))
+    {
+        out.push(Line::from(Span::styled(
+            format!("note: {text}"),
+            theme.injected(),
+        )));
+    }
     out.push(Line::default());
     out.push(head(
         theme,
