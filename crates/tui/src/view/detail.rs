@@ -141,7 +141,7 @@ fn call_lines(app: &App, model: &Model, call: &Call, now: DateTime<Utc>) -> Vec<
         Span::styled(verdict, verdict_style(theme, &call.verdict)),
     ]));
     if call.method == listen::LISTEN {
-        let heard = listen::listens_to(&call.params);
+        let heard = listen::listens_to(call.params());
         let state = listen::state(&call.verdict);
         let style = match state {
             SubscriptionState::Dead(_) => theme.stream_dead(),
