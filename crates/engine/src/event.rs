@@ -225,6 +225,19 @@ pub enum EventKind {
         /// The text.
         text: String,
     },
+    /// The proxy rewrote a URL naming the upstream's own address so that it names the proxy's
+    /// (OAuth protected-resource metadata: the document's `resource`, a `WWW-Authenticate`
+    /// challenge's `resource_metadata`).
+    Rewritten {
+        /// Exchange id.
+        stream: StreamId,
+        /// What was rewritten (`resource`, `resource_metadata`).
+        what: String,
+        /// The value the upstream sent.
+        from: String,
+        /// The value the client got.
+        to: String,
+    },
 }
 
 /// Matches the `stream` field of every kind once, for both `stream` and `stream_mut`.
@@ -241,7 +254,8 @@ macro_rules! stream_field {
             | EventKind::StreamEnded { stream: $s, .. }
             | EventKind::UpstreamUnreachable { stream: $s, .. }
             | EventKind::FaultInjected { stream: $s, .. }
-            | EventKind::CallRescued { stream: $s, .. } => $exchange,
+            | EventKind::CallRescued { stream: $s, .. }
+            | EventKind::Rewritten { stream: $s, .. } => $exchange,
         }
     };
 }

@@ -245,6 +245,24 @@ impl Model {
                 }
             }
             EventKind::Note { stream, text } => self.notes.push((t, *stream, text.clone())),
+            EventKind::Rewritten {
+                stream,
+                what,
+                from,
+                to,
+            } => {
+                let text = format!("rewrote {what}: {from} → {to}");
+                self.notes.push((t, Some(*stream), text));
+                out.push(Notice {
+                    t,
+                    what: What::Rewritten {
+                        stream: *stream,
+                        what: what.clone(),
+                        from: from.clone(),
+                        to: to.clone(),
+                    },
+                });
+            }
         }
         self.enforce_retention();
         out

@@ -229,6 +229,17 @@ pub enum What {
         /// The fault.
         fault: String,
     },
+    /// The proxy rewrote a URL naming the upstream so that it names the proxy.
+    Rewritten {
+        /// The stream.
+        stream: StreamId,
+        /// What was rewritten.
+        what: String,
+        /// The value the upstream sent.
+        from: String,
+        /// The value the client got.
+        to: String,
+    },
 }
 
 impl Notice {
@@ -365,6 +376,12 @@ impl Notice {
                 stream,
                 message,
             } => format!("CALL RESCUED      {} on #{stream}: {message}", call(c)),
+            What::Rewritten {
+                stream,
+                what,
+                from,
+                to,
+            } => format!("rewritten         {what} on #{stream}: {from} → {to}"),
         };
         format!("{t} {text}")
     }
