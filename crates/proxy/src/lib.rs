@@ -13,6 +13,7 @@ pub mod forward;
 pub mod hub;
 pub mod intercept;
 pub mod mock;
+pub mod oauth;
 pub mod rescue;
 pub mod running;
 pub mod shaper;
@@ -78,6 +79,9 @@ pub struct Config {
     /// Answer a call whose SSE stream dies unresumable with a JSON-RPC error of the proxy's own
     /// instead of passing the death on (`--rescue`).
     pub rescue: bool,
+    /// Forward the client's `Host` and `Origin` to the upstream unguarded (`--pass-host`,
+    /// loopback listen addresses only): the upstream's own DNS-rebinding protection answers.
+    pub pass_host: bool,
 }
 
 impl Default for Config {
@@ -93,6 +97,7 @@ impl Default for Config {
             timeouts: Timeouts::default(),
             limits: Limits::default(),
             rescue: false,
+            pass_host: false,
         }
     }
 }

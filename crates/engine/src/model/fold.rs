@@ -58,6 +58,8 @@ pub(super) fn is_tool_error(result: &Value) -> bool {
 fn failure_seen(verdict: &Verdict, ended_at: Option<DateTime<Utc>>) -> Option<DateTime<Utc>> {
     match verdict {
         Verdict::Pending | Verdict::Answered => None,
+        // Sent again after the OAuth flow: not a failure the client saw.
+        v if super::challenge::is_challenged(v) => None,
         Verdict::Cancelled { at } => Some(*at),
         Verdict::Orphaned { death, .. } | Verdict::Resumable { death, .. } => Some(death.at),
         Verdict::Error { .. } => ended_at,
@@ -484,6 +486,10 @@ impl Model {
         }
         if self.streams[si].resumes.is_some() && !ok {
             self.orphan_owned_by(si, OrphanCause::ResumeFailed, t, out);
+            return;
+        }
+        if let Some(message) = super::challenge::challenge(status, headers) {
+            self.challenged(si, id, status, &message, t, out);
             return;
         }
         if ok && body == ContentKind::Other {
@@ -1187,7 +1193,7 @@ impl Model {
     }
 
     /// Client → server calls whose response this stream owns and that are still waiting on it.
-    fn open_calls_owned_by(&self, si: usize) -> Vec<usize> {
+    pub(super) fn open_calls_owned_by(&self, si: usize) -> Vec<usize> {
         let stream = &self.streams[si];
         stream
             .calls
@@ -1256,7 +1262,12 @@ impl Model {
     }
 
     /// Changes a verdict and keeps the counts in step.
-    fn set_verdict(&mut self, index: usize, verdict: Verdict, ended_at: Option<DateTime<Utc>>) {
+    pub(super) fn set_verdict(
+        &mut self,
+        index: usize,
+        verdict: Verdict,
+        ended_at: Option<DateTime<Utc>>,
+    ) {
         let call = &mut self.calls[index];
         if let Some(deadline) = call.verdict.resume_deadline() {
             self.resume_due.remove(&(deadline, index));

@@ -229,6 +229,17 @@ pub enum What {
         /// The fault.
         fault: String,
     },
+    /// A call's request was answered with an OAuth challenge (401, or 403 `insufficient_scope`,
+    /// with `WWW-Authenticate`): the client authorises and sends it again; not a failure.
+    AuthChallenge {
+        /// The call.
+        #[serde(flatten)]
+        call: CallRef,
+        /// The challenged exchange.
+        stream: StreamId,
+        /// The HTTP status.
+        status: u16,
+    },
     /// The proxy rewrote a URL naming the upstream so that it names the proxy.
     Rewritten {
         /// The stream.
@@ -376,6 +387,11 @@ impl Notice {
                 stream,
                 message,
             } => format!("CALL RESCUED      {} on #{stream}: {message}", call(c)),
+            What::AuthChallenge {
+                call: c,
+                stream,
+                status,
+            } => format!("auth challenge    {} on #{stream}: HTTP {status}", call(c)),
             What::Rewritten {
                 stream,
                 what,

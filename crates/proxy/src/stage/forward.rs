@@ -12,6 +12,7 @@ use super::read::ClientRequest;
 use super::{Exchange, answer};
 use crate::error::ProxyError;
 use crate::forward::{closes_after, header_list, strip_hop_by_hop, upstream_uri};
+use crate::oauth::{self, Addresses, MetadataBody};
 use crate::rescue::{self, Parked, Rescue};
 use crate::shared::{Shared, lock};
 use crate::tap::{TapBody, TapContext};
@@ -20,6 +21,7 @@ use crate::{ConnSlot, ProxyBody, transport};
 use mcpscope_engine::event::{Direction, EndHow, EventKind, Leg, StreamId};
 use mcpscope_engine::fault::{Plan, Release};
 use mcpscope_engine::wire::ContentKind;
+use mcpscope_engine::wire::oauth::endpoint_label;
 
 /// With `--rescue`: the calls parked for this resumption (a GET with `Last-Event-ID`), if any.
 fn parked_for(shared: &Shared, exchange: &Exchange, headers: &http::HeaderMap) -> Option<Parked> {
@@ -109,10 +111,17 @@ pub async fn forward(
             ));
         }
     };
+    let request_path = parts.uri.path().to_string();
+    let addresses = Addresses::of(
+        &shared.config.upstream,
+        oauth::client_host(&parts.headers, &parts.uri).as_deref(),
+    );
     strip_hop_by_hop(&mut parts.headers);
+    // With --pass-host the upstream sees the client's own Host (and Origin, always forwarded).
     if let Some(authority) = uri
         .authority()
         .and_then(|a| HeaderValue::from_str(a.as_str()).ok())
+        .filter(|_| !shared.config.pass_host)
     {
         parts.headers.insert(http::header::HOST, authority);
     }
@@ -197,12 +206,34 @@ pub async fn forward(
             .headers
             .insert(http::header::CONNECTION, HeaderValue::from_static("close"));
     }
-    let content = ContentKind::of(
+    let declared = ContentKind::of(
         parts
             .headers
             .get(http::header::CONTENT_TYPE)
             .and_then(|v| v.to_str().ok()),
     );
+    // An OAuth endpoint's body is not MCP: it is forwarded and counted, never parsed.
+    let content = if endpoint_label(&request_path).is_some() {
+        ContentKind::Other
+    } else {
+        declared
+    };
+    let rewrites = match &addresses {
+        Some(addresses) => oauth::rewrite_challenges(&mut parts.headers, addresses),
+        None => Vec::new(),
+    };
+    let metadata = addresses.filter(|_| {
+        oauth::is_metadata(
+            &exchange.http_method,
+            &request_path,
+            parts.status,
+            declared == ContentKind::Json,
+        )
+    });
+    if metadata.is_some() {
+        // Its length changes when it is rewritten.
+        parts.headers.remove(http::header::CONTENT_LENGTH);
+    }
     let content_length = parts
         .headers
         .get(http::header::CONTENT_LENGTH)
@@ -213,6 +244,7 @@ pub async fn forward(
         status: parts.status.as_u16(),
         headers: header_list(&parts.headers),
     });
+    oauth::report_all(sink, stream, rewrites);
     let session = exchange.session.or_else(|| {
         parts
             .headers
@@ -251,6 +283,10 @@ pub async fn forward(
             rescue,
         },
     );
+    if let Some(addresses) = metadata {
+        let body = MetadataBody::new(tap.boxed_unsync(), addresses, sink.clone(), stream);
+        return Ok(Response::from_parts(parts, body.boxed_unsync()));
+    }
     if content == ContentKind::Json && shared.intercept.matches(message.as_ref()) {
         return hold_response(shared, stream, message.as_ref(), parts, tap).await;
     }

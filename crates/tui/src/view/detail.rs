@@ -383,6 +383,14 @@ fn stream_lines(app: &App, model: &Model, stream: &Stream) -> Vec<Line<'static>>
             theme.injected(),
         )));
     }
+    // URLs the proxy rewrote in the exchange (OAuth protected-resource metadata).
+    let rewrites = model
+        .notes
+        .iter()
+        .filter(|(_, s, text)| *s == Some(stream.id) && text.starts_with("rewrote "));
+    for (_, _, text) in rewrites {
+        out.push(Line::from(Span::styled(text.clone(), theme.injected())));
+    }
     out.push(Line::default());
     out.push(head(
         theme,
