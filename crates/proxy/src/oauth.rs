@@ -5,7 +5,9 @@
 //! touched (authorization-server URLs, tokens and the token exchange pass as they are). The
 //! rules are in [`mcpscope_engine::wire::oauth`]; this module applies them to heads and bodies.
 
+use std::collections::HashSet;
 use std::pin::Pin;
+use std::sync::Mutex;
 use std::task::{Context, Poll};
 
 use bytes::{Bytes, BytesMut};
@@ -97,10 +99,44 @@ pub fn report_all(sink: &EventSink, stream: StreamId, rewrites: Vec<Rewrite>) {
     }
 }
 
+/// How many metadata paths learned from challenges are kept.
+const MAX_LEARNED_PATHS: usize = 64;
+
+/// Paths of protected-resource metadata documents that a `WWW-Authenticate` challenge named
+/// somewhere else than the well-known path (`resource_metadata="…/custom/location.json"`).
+#[derive(Debug, Default)]
+pub struct MetadataPaths(Mutex<HashSet<String>>);
+
+impl MetadataPaths {
+    /// Remembers the path of a rewritten `resource_metadata` URL (up to a few dozen).
+    pub fn learn(&self, rewrite: &Rewrite) {
+        let Some((_, tail)) = Origin::of_url(&rewrite.to) else {
+            return;
+        };
+        let path = tail.split(['?', '#']).next().unwrap_or("");
+        if let Ok(mut paths) = self.0.lock()
+            && paths.len() < MAX_LEARNED_PATHS
+        {
+            paths.insert(path.to_string());
+        }
+    }
+
+    /// Whether `path` is a metadata document's: the well-known one (plain or path-aware) or one
+    /// a challenge named.
+    pub fn is_metadata_path(&self, path: &str) -> bool {
+        oauth::is_prm_path(path) || self.0.lock().is_ok_and(|paths| paths.contains(path))
+    }
+}
+
 /// Whether a response is a protected-resource metadata document to rewrite: a successful JSON
-/// answer to a GET of the document's path (plain or path-aware).
-pub fn is_metadata(method: &str, path: &str, status: http::StatusCode, json: bool) -> bool {
-    method == "GET" && status.is_success() && json && oauth::is_prm_path(path)
+/// answer to a GET of a metadata path.
+pub fn is_metadata(
+    method: &str,
+    metadata_path: bool,
+    status: http::StatusCode,
+    json: bool,
+) -> bool {
+    method == "GET" && status.is_success() && json && metadata_path
 }
 
 /// A metadata body, buffered whole (up to [`MAX_METADATA_BODY`]) and given to the client with

@@ -1,4 +1,4 @@
-//! Auth challenges: an MCP request answered 401 (or 403 `insufficient_scope`) with a
+//! Auth challenges: an MCP request answered 401 or 403 (a scope step-up) with a
 //! `WWW-Authenticate` challenge is the start of the OAuth flow, not a failure. The client
 //! authorises and sends the request again, so the call is not reported as failed and the request
 //! sent again is not a retry of a failure.
@@ -12,12 +12,11 @@ use crate::event::{Header, StreamId, header};
 /// How the error verdict of a challenged call begins.
 pub const CHALLENGE_PREFIX: &str = "auth challenge: ";
 
-/// The verdict message when a response head is an auth challenge: 401 with any
-/// `WWW-Authenticate`, or 403 whose challenge says `insufficient_scope`.
+/// The verdict message when a response head is an auth challenge: 401, or 403 (insufficient
+/// scope: the client asks for more and sends the request again), with a `WWW-Authenticate`.
 pub fn challenge(status: u16, headers: &[Header]) -> Option<String> {
     let value = header(headers, "www-authenticate")?;
-    let step_up = status == 403 && value.to_ascii_lowercase().contains("insufficient_scope");
-    (status == 401 || step_up).then(|| format!("{CHALLENGE_PREFIX}HTTP {status} ({value})"))
+    matches!(status, 401 | 403).then(|| format!("{CHALLENGE_PREFIX}HTTP {status} ({value})"))
 }
 
 /// Whether a verdict is that of a challenged call (its request is sent again after the OAuth
@@ -69,7 +68,7 @@ mod tests {
     fn challenges_are_401_or_403_insufficient_scope() {
         assert!(challenge(401, &h("Bearer resource_metadata=\"x\"")).is_some());
         assert!(challenge(403, &h("Bearer error=\"insufficient_scope\"")).is_some());
-        assert!(challenge(403, &h("Bearer error=\"invalid_token\"")).is_none());
+        assert!(challenge(403, &[]).is_none());
         assert!(challenge(401, &[]).is_none());
         assert!(challenge(500, &h("Bearer")).is_none());
         let message = challenge(401, &h("Bearer")).expect("challenge");

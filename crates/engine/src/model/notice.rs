@@ -229,8 +229,8 @@ pub enum What {
         /// The fault.
         fault: String,
     },
-    /// A call's request was answered with an OAuth challenge (401, or 403 `insufficient_scope`,
-    /// with `WWW-Authenticate`): the client authorises and sends it again; not a failure.
+    /// A call's request was answered with an OAuth challenge (401, or 403 for more scope, with
+    /// `WWW-Authenticate`): the client authorises and sends it again; not a failure.
     AuthChallenge {
         /// The call.
         #[serde(flatten)]

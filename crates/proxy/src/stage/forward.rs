@@ -213,7 +213,8 @@ pub async fn forward(
             .and_then(|v| v.to_str().ok()),
     );
     // An OAuth endpoint's body is not MCP: it is forwarded and counted, never parsed.
-    let content = if endpoint_label(&request_path).is_some() {
+    let metadata_path = shared.metadata_paths.is_metadata_path(&request_path);
+    let content = if endpoint_label(&request_path).is_some() || metadata_path {
         ContentKind::Other
     } else {
         declared
@@ -222,10 +223,13 @@ pub async fn forward(
         Some(addresses) => oauth::rewrite_challenges(&mut parts.headers, addresses),
         None => Vec::new(),
     };
+    for rewrite in &rewrites {
+        shared.metadata_paths.learn(rewrite);
+    }
     let metadata = addresses.filter(|_| {
         oauth::is_metadata(
             &exchange.http_method,
-            &request_path,
+            metadata_path,
             parts.status,
             declared == ContentKind::Json,
         )
