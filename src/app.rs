@@ -66,6 +66,7 @@ pub fn proxy_config(args: &ProxyArgs, upstream: Uri) -> Config {
             response_head: args.response_head_timeout.unwrap_or(defaults.response_head),
         },
         rescue: args.rescue,
+        pass_host: args.pass_host,
         limits: mcpscope_proxy::Limits {
             request_body: args.max_request_body,
             sse_event: args.max_sse_event,
@@ -141,6 +142,7 @@ pub async fn run_proxy(args: ProxyArgs) -> anyhow::Result<()> {
     let mut shutdown = Shutdown::install().context("cannot register signal handlers")?;
     let upstream_shown = Redactor::disabled().url(&upstream.to_string());
     check_listen(args.listen, args.allow_remote)?;
+    crate::pass_host::check(&args)?;
     if args.insecure {
         eprintln!("mcpscope: WARNING: --insecure: the upstream's TLS certificate is NOT verified");
     }
@@ -178,6 +180,7 @@ pub async fn run_proxy(args: ProxyArgs) -> anyhow::Result<()> {
     let recorder = create_recording(&args, redactor.enabled())?;
     let mut running = start_proxy(config, recorder, redactor).await?;
     running.proxy.shared.set_planner(engine.clone());
+    crate::pass_host::warn(&args);
     for label in engine.armed() {
         eprintln!("mcpscope: fault rule armed: {label}");
     }
@@ -248,9 +251,12 @@ pub async fn run_proxy(args: ProxyArgs) -> anyhow::Result<()> {
             speed: None,
             retention: mcpscope_engine::model::Retention::window(args.keep),
             taken: Some(crate::demo::taken(running.hub.pace_view())),
-            telemetry: telemetry
-                .as_ref()
-                .map(|t| mcpscope_tui::StatusText(t.status_text())),
+            telemetry: crate::pass_host::status(
+                telemetry
+                    .as_ref()
+                    .map(|t| mcpscope_tui::StatusText(t.status_text())),
+                args.pass_host,
+            ),
         };
         // A signal ends the TUI like `q` does: the view is dropped, which restores the terminal.
         tokio::select! {

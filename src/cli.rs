@@ -151,6 +151,10 @@ pub struct ProxyArgs {
     /// https://app.example (repeatable).
     #[arg(long = "allow-origin", value_name = "ORIGIN")]
     pub allow_origins: Vec<String>,
+    /// Forward the client's Host and Origin to the upstream unguarded (the proxy's own
+    /// DNS-rebinding guard is off), to check the server's own protection; loopback --listen only.
+    #[arg(long, conflicts_with = "allow_remote")]
+    pub pass_host: bool,
     /// A request body larger than this many bytes gets a 413 with a JSON-RPC error naming the
     /// limit.
     #[arg(long, value_name = "BYTES", default_value_t = 64 << 20)]

@@ -7,5 +7,6 @@ pub mod cli;
 pub mod demo;
 pub mod headless;
 pub mod matrix;
+pub mod pass_host;
 pub mod replay;
 pub mod signals;

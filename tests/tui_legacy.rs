@@ -88,7 +88,7 @@ fn a_legacy_session_shows_its_revision_and_the_rewrite() {
     let s = draw(&mut app);
     assert!(s.contains("GET#1 sse  conn 1  session 5e55"), "{s}");
     assert!(
-        s.contains("note: endpoint rewritten: http://127.0.0.1:8000/messages/?session_id=5e55"),
+        s.contains("note: rewrote endpoint: http://127.0.0.1:8000/messages/?session_id=5e55"),
         "no rewrite in the SSE stream's detail: {s}"
     );
 }

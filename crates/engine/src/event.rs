@@ -225,14 +225,16 @@ pub enum EventKind {
         /// The text.
         text: String,
     },
-    /// The proxy changed forwarded bytes on purpose (e.g. the legacy transport's `endpoint`
-    /// URL, so that the client posts through the proxy).
+    /// The proxy changed forwarded bytes on purpose: a URL naming the upstream's own address
+    /// rewritten to name the proxy's (the legacy transport's `endpoint`, so that the client posts
+    /// through the proxy; OAuth protected-resource metadata: the document's `resource`, a
+    /// `WWW-Authenticate` challenge's `resource_metadata`).
     Rewritten {
         /// Exchange id.
         stream: StreamId,
-        /// What was rewritten (`endpoint`).
+        /// What was rewritten (`endpoint`, `resource`, `resource_metadata`).
         what: String,
-        /// The value as the upstream sent it.
+        /// The value the upstream sent.
         from: String,
         /// The value the client got.
         to: String,

@@ -45,6 +45,7 @@ fn kinds(notices: &[Notice]) -> Vec<&'static str> {
             What::CallContinued { .. } => "call_continued",
             What::ServerRequest { .. } => "server_request",
             What::ServerRequestAnswered { .. } => "server_request_answered",
+            What::AuthChallenge { .. } => "auth_challenge",
             What::Rewritten { .. } => "rewritten",
         })
         .collect()
@@ -842,5 +843,39 @@ fn headless_lines_keep_their_columns() {
             label.ends_with(' ') && !detail.starts_with(' '),
             "out of line: {line}"
         );
+    }
+}
+
+/// An OAuth challenge (401, then 403 for more scope) is not a failure, and the request the
+/// client sends again after authorising is not a retry.
+#[test]
+fn auth_challenges_are_not_failures_and_the_request_sent_again_is_not_a_retry() {
+    let challenge: &[(&str, &str)] = &[(
+        "www-authenticate",
+        r#"Bearer resource_metadata="http://127.0.0.1:1/.well-known/oauth-protected-resource""#,
+    )];
+    let step_up: &[(&str, &str)] = &[("www-authenticate", r#"Bearer error="insufficient_scope""#)];
+    let mut s = Script::ticking();
+    s.initialize("2025-11-25");
+    s.post(2, S1, call("poke", 7))
+        .respond(2, 401, "application/json", challenge);
+    s.finish(2, EndHow::Eof, Leg::Upstream);
+    s.post(3, S1, call("poke", 7))
+        .respond(3, 403, "application/json", step_up);
+    s.finish(3, EndHow::Eof, Leg::Upstream);
+    s.post(4, S1, call("poke", 7))
+        .respond(4, 200, "application/json", &[])
+        .json_body(4, result(7));
+    s.finish(4, EndHow::Eof, Leg::Upstream);
+    let (_, notices) = s.fold();
+    let kinds = kinds(&notices);
+    assert_eq!(
+        kinds.iter().filter(|k| **k == "auth_challenge").count(),
+        2,
+        "{kinds:?}"
+    );
+    assert!(kinds.contains(&"call_answered"), "{kinds:?}");
+    for false_verdict in ["call_failed", "client_retry", "call_orphaned"] {
+        assert!(!kinds.contains(&false_verdict), "{kinds:?}");
     }
 }

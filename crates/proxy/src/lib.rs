@@ -15,6 +15,7 @@ pub mod hub;
 pub mod intercept;
 pub mod mock;
 pub mod publish;
+pub mod oauth;
 pub mod rescue;
 pub mod running;
 pub mod shaper;
@@ -80,6 +81,9 @@ pub struct Config {
     /// Answer a call whose SSE stream dies unresumable with a JSON-RPC error of the proxy's own
     /// instead of passing the death on (`--rescue`).
     pub rescue: bool,
+    /// Forward the client's `Host` and `Origin` to the upstream unguarded (`--pass-host`,
+    /// loopback listen addresses only): the upstream's own DNS-rebinding protection answers.
+    pub pass_host: bool,
 }
 
 impl Default for Config {
@@ -95,6 +99,7 @@ impl Default for Config {
             timeouts: Timeouts::default(),
             limits: Limits::default(),
             rescue: false,
+            pass_host: false,
         }
     }
 }

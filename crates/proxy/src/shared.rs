@@ -36,6 +36,8 @@ pub struct Shared {
     /// Calls of resumable deaths kept for a rescue on their resumption (`--rescue`).
     pub(crate) parked: crate::rescue::Parking,
     pub(crate) intercept: crate::intercept::Intercept,
+    /// Paths of metadata documents named by rewritten `resource_metadata` URLs.
+    pub(crate) metadata_paths: crate::oauth::MetadataPaths,
 }
 
 impl Shared {
@@ -52,6 +54,7 @@ impl Shared {
             planner: RwLock::new(None),
             parked: crate::rescue::Parking::default(),
             intercept: Default::default(),
+            metadata_paths: Default::default(),
         }
     }
 

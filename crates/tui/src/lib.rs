@@ -52,7 +52,8 @@ pub struct Info {
     pub theme: Option<String>,
     /// Replay: the `--speed` to play at when playing starts (1×, 10× or as fast as possible).
     pub speed: Option<f64>,
-    /// Live: a line about the OTLP exporter for the status bar, when it has something to say.
+    /// Live: a line for the status bar, when there is something to say (the OTLP exporter's
+    /// state, the `--pass-host` warning).
     pub telemetry: Option<StatusText>,
     /// What the view's model holds in memory (`--keep`); older detail is read back from the
     /// recording when asked for.

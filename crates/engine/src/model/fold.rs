@@ -58,6 +58,8 @@ pub(super) fn is_tool_error(result: &Value) -> bool {
 fn failure_seen(verdict: &Verdict, ended_at: Option<DateTime<Utc>>) -> Option<DateTime<Utc>> {
     match verdict {
         Verdict::Pending | Verdict::Answered => None,
+        // Sent again after the OAuth flow: not a failure the client saw.
+        v if super::challenge::is_challenged(v) => None,
         Verdict::Cancelled { at } => Some(*at),
         Verdict::Orphaned { death, .. } | Verdict::Resumable { death, .. } => Some(death.at),
         Verdict::Error { .. } => ended_at,
@@ -261,7 +263,7 @@ impl Model {
                 from,
                 to,
             } => {
-                let text = format!("{what} rewritten: {from} → {to}");
+                let text = format!("rewrote {what}: {from} → {to}");
                 self.notes.push((t, Some(*stream), text));
                 out.push(Notice {
                     t,
@@ -499,6 +501,10 @@ impl Model {
         }
         if self.streams[si].resumes.is_some() && !ok {
             self.orphan_owned_by(si, OrphanCause::ResumeFailed, t, out);
+            return;
+        }
+        if let Some(message) = super::challenge::challenge(status, headers) {
+            self.challenged(si, id, status, &message, t, out);
             return;
         }
         if !ok {
@@ -1239,7 +1245,7 @@ impl Model {
     }
 
     /// Client → server calls whose response this stream owns and that are still waiting on it.
-    fn open_calls_owned_by(&self, si: usize) -> Vec<usize> {
+    pub(super) fn open_calls_owned_by(&self, si: usize) -> Vec<usize> {
         let stream = &self.streams[si];
         stream
             .calls
@@ -1308,7 +1314,12 @@ impl Model {
     }
 
     /// Changes a verdict and keeps the counts in step.
-    fn set_verdict(&mut self, index: usize, verdict: Verdict, ended_at: Option<DateTime<Utc>>) {
+    pub(super) fn set_verdict(
+        &mut self,
+        index: usize,
+        verdict: Verdict,
+        ended_at: Option<DateTime<Utc>>,
+    ) {
         let call = &mut self.calls[index];
         if let Some(deadline) = call.verdict.resume_deadline() {
             self.resume_due.remove(&(deadline, index));

@@ -4,6 +4,7 @@
 //! live view, a replay and a test that feeds the same events reach the same state.
 
 pub mod call;
+pub mod challenge;
 mod fate;
 mod fold;
 pub mod listen;

@@ -229,15 +229,27 @@ pub enum What {
         /// The fault.
         fault: String,
     },
-    /// The proxy changed forwarded bytes on purpose (the legacy transport's `endpoint`).
+    /// A call's request was answered with an OAuth challenge (401, or 403 for more scope, with
+    /// `WWW-Authenticate`): the client authorises and sends it again; not a failure.
+    AuthChallenge {
+        /// The call.
+        #[serde(flatten)]
+        call: CallRef,
+        /// The challenged exchange.
+        stream: StreamId,
+        /// The HTTP status.
+        status: u16,
+    },
+    /// The proxy changed forwarded bytes on purpose: a URL naming the upstream rewritten to
+    /// name the proxy (a legacy `endpoint`, OAuth metadata).
     Rewritten {
         /// The stream.
         stream: StreamId,
         /// What was rewritten.
         what: String,
-        /// As the upstream sent it.
+        /// The value the upstream sent.
         from: String,
-        /// As the client got it.
+        /// The value the client got.
         to: String,
     },
 }
@@ -382,6 +394,11 @@ impl Notice {
                 stream,
                 message,
             } => format!("CALL RESCUED      {} on #{stream}: {message}", call(c)),
+            What::AuthChallenge {
+                call: c,
+                stream,
+                status,
+            } => format!("auth challenge    {} on #{stream}: HTTP {status}", call(c)),
         };
         format!("{t} {text}")
     }

@@ -89,8 +89,12 @@ pub struct Stream {
 }
 
 impl Stream {
-    /// `POST#12 sse`, `GET#3 resumed`, `POST#4 json`.
+    /// `POST#12 sse`, `GET#3 resumed`, `POST#4 json`; a non-MCP endpoint says what it is
+    /// (`GET#2 oauth metadata`, `POST#5 token request`).
     pub fn label(&self) -> String {
+        if let Some(what) = crate::wire::oauth::endpoint_label(&self.path) {
+            return format!("{}#{} {what}", self.method, self.id);
+        }
         let suffix = match (self.resumes.is_some(), self.body) {
             (true, _) => " resumed",
             (false, Some(ContentKind::Sse)) => " sse",

@@ -3,6 +3,7 @@
 pub mod content;
 pub mod jsonrpc;
 pub mod mirror;
+pub mod oauth;
 pub mod observe;
 pub mod sse;
 

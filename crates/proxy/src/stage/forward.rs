@@ -13,6 +13,7 @@ use super::{Exchange, answer};
 use crate::endpoint::EndpointRewriter;
 use crate::error::ProxyError;
 use crate::forward::{closes_after, header_list, strip_hop_by_hop, upstream_uri};
+use crate::oauth::{self, Addresses, MetadataBody};
 use crate::rescue::{self, Parked, Rescue};
 use crate::shared::{Shared, lock};
 use crate::tap::{TapBody, TapContext};
@@ -21,6 +22,7 @@ use crate::{ConnSlot, ProxyBody, transport};
 use mcpscope_engine::event::{Direction, EndHow, EventKind, Leg, StreamId};
 use mcpscope_engine::fault::{Plan, Release};
 use mcpscope_engine::wire::ContentKind;
+use mcpscope_engine::wire::oauth::endpoint_label;
 
 /// With `--rescue`: the calls parked for this resumption (a GET with `Last-Event-ID`), if any.
 fn parked_for(shared: &Shared, exchange: &Exchange, headers: &http::HeaderMap) -> Option<Parked> {
@@ -111,15 +113,15 @@ pub async fn forward(
         }
     };
     // The address the client reached the proxy at, for a legacy `endpoint` rewrite.
-    let proxy_host = parts
-        .headers
-        .get(http::header::HOST)
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_string);
+    let proxy_host = oauth::client_host(&parts.headers, &parts.uri);
+    let request_path = parts.uri.path().to_string();
+    let addresses = Addresses::of(&shared.config.upstream, proxy_host.as_deref());
     strip_hop_by_hop(&mut parts.headers);
+    // With --pass-host the upstream sees the client's own Host (and Origin, always forwarded).
     if let Some(authority) = uri
         .authority()
         .and_then(|a| HeaderValue::from_str(a.as_str()).ok())
+        .filter(|_| !shared.config.pass_host)
     {
         parts.headers.insert(http::header::HOST, authority);
     }
@@ -204,12 +206,38 @@ pub async fn forward(
             .headers
             .insert(http::header::CONNECTION, HeaderValue::from_static("close"));
     }
-    let content = ContentKind::of(
+    let declared = ContentKind::of(
         parts
             .headers
             .get(http::header::CONTENT_TYPE)
             .and_then(|v| v.to_str().ok()),
     );
+    // An OAuth endpoint's body is not MCP: it is forwarded and counted, never parsed.
+    let metadata_path = shared.metadata_paths.is_metadata_path(&request_path);
+    let content = if endpoint_label(&request_path).is_some() || metadata_path {
+        ContentKind::Other
+    } else {
+        declared
+    };
+    let rewrites = match &addresses {
+        Some(addresses) => oauth::rewrite_challenges(&mut parts.headers, addresses),
+        None => Vec::new(),
+    };
+    for rewrite in &rewrites {
+        shared.metadata_paths.learn(rewrite);
+    }
+    let metadata = addresses.filter(|_| {
+        oauth::is_metadata(
+            &exchange.http_method,
+            metadata_path,
+            parts.status,
+            declared == ContentKind::Json,
+        )
+    });
+    if metadata.is_some() {
+        // Its length changes when it is rewritten.
+        parts.headers.remove(http::header::CONTENT_LENGTH);
+    }
     let content_length = parts
         .headers
         .get(http::header::CONTENT_LENGTH)
@@ -220,6 +248,7 @@ pub async fn forward(
         status: parts.status.as_u16(),
         headers: header_list(&parts.headers),
     });
+    oauth::report_all(sink, stream, rewrites);
     let session = exchange.session.or_else(|| {
         parts
             .headers
@@ -264,6 +293,10 @@ pub async fn forward(
             endpoint,
         },
     );
+    if let Some(addresses) = metadata {
+        let body = MetadataBody::new(tap.boxed_unsync(), addresses, sink.clone(), stream);
+        return Ok(Response::from_parts(parts, body.boxed_unsync()));
+    }
     if content == ContentKind::Json && shared.intercept.matches(message.as_ref()) {
         return hold_response(shared, stream, message.as_ref(), parts, tap).await;
     }

@@ -42,10 +42,12 @@ pub fn check(shared: &Shared, req: &Request<Incoming>) -> Result<(), Refusal> {
             None => String::new(),
         },
     };
-    if !is_loopback_host(&host) && !names_allowed_host(&config.allow_hosts, &host) {
+    let guarded = !config.pass_host;
+    if guarded && !is_loopback_host(&host) && !names_allowed_host(&config.allow_hosts, &host) {
         return Err(Refusal::ForeignHost(host));
     }
-    for origin in req.headers().get_all(http::header::ORIGIN) {
+    let origins = req.headers().get_all(http::header::ORIGIN);
+    for origin in origins.iter().filter(|_| guarded) {
         let origin = String::from_utf8_lossy(origin.as_bytes());
         if !is_loopback_origin(&origin) && !names_allowed_origin(&config.allow_origins, &origin) {
             return Err(Refusal::ForeignOrigin(origin.into_owned()));

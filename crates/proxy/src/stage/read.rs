@@ -17,7 +17,7 @@ use crate::error::ProxyError;
 use crate::shared::Shared;
 use crate::{ProxyBody, transport};
 use mcpscope_engine::event::{Direction, EndHow, EventKind, Leg, StreamId};
-use mcpscope_engine::wire::{mirror, observe};
+use mcpscope_engine::wire::{mirror, oauth, observe};
 
 /// How much of an oversized body is read and dropped before the 413, so that the client reads
 /// the answer instead of a reset from unread bytes.
@@ -112,7 +112,9 @@ pub async fn read(
             return Err(Unread::Vanished(ProxyError::ClientVanished));
         }
     };
-    let message = if body.is_empty() {
+    // An OAuth endpoint's body (a form-encoded token request, a registration) is not MCP.
+    let mcp = oauth::endpoint_label(parts.uri.path()).is_none();
+    let message = if body.is_empty() || !mcp {
         None
     } else {
         let kind = observe::message(stream, Direction::ClientToServer, &body);
