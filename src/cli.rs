@@ -42,6 +42,9 @@ pub enum Command {
     /// Run a client command through every stream death and judge how it reacts; exit 1 if it
     /// has a defect.
     Matrix(MatrixArgs),
+    /// Run a stdio MCP server as a transparent shim: its stdin, stdout and stderr pass through
+    /// unchanged, its traffic is recorded, its exit code is ours.
+    Stdio(crate::stdio::StdioArgs),
 }
 
 /// Where to listen: a port, or host:port.

@@ -8,3 +8,4 @@ pub mod headless;
 pub mod matrix;
 pub mod replay;
 pub mod signals;
+pub mod stdio;

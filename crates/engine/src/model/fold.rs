@@ -245,12 +245,32 @@ impl Model {
                 }
             }
             EventKind::Note { stream, text } => self.notes.push((t, *stream, text.clone())),
+            EventKind::ProcessStarted {
+                stream,
+                pid,
+                command,
+                name,
+            } => {
+                let process = super::Process {
+                    pid: *pid,
+                    command: command.clone(),
+                    name: name.clone(),
+                    ..Default::default()
+                };
+                self.process_started(t, *stream, process, &mut out);
+            }
+            EventKind::StderrLine { stream, line } => self.stderr_line(t, *stream, line),
+            EventKind::ProcessExited {
+                stream,
+                code,
+                signal,
+            } => self.process_exited(t, *stream, *code, *signal, &mut out),
         }
         self.enforce_retention();
         out
     }
 
-    fn session_for_id(
+    pub(super) fn session_for_id(
         &mut self,
         t: DateTime<Utc>,
         id: &str,
@@ -281,7 +301,12 @@ impl Model {
     }
 
     /// Reports `session_started` once.
-    fn announce_session(&mut self, t: DateTime<Utc>, index: usize, out: &mut Vec<Notice>) {
+    pub(super) fn announce_session(
+        &mut self,
+        t: DateTime<Utc>,
+        index: usize,
+        out: &mut Vec<Notice>,
+    ) {
         let session = &mut self.sessions[index];
         if session.announced {
             return;
@@ -312,6 +337,34 @@ impl Model {
             Some(sid) => self.session_for_id(t, sid, revision, true, out),
             None => 0,
         };
+        let si = self.push_stream(t, id, conn, method, path, session, headers);
+        if !method.eq_ignore_ascii_case("GET") {
+            return;
+        }
+        match header(headers, "last-event-id") {
+            Some(last) => self.resume(t, si, session, last, out),
+            None => {
+                for call in self.calls.iter_mut() {
+                    if call.session == session && matches!(call.verdict, Verdict::Orphaned { .. }) {
+                        call.reaction.new_get = true;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Adds an open stream to the model and to its session; returns its index.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn push_stream(
+        &mut self,
+        t: DateTime<Utc>,
+        id: StreamId,
+        conn: u64,
+        method: &str,
+        path: &str,
+        session: usize,
+        headers: &[Header],
+    ) -> usize {
         let si = self.streams.push(Stream {
             id,
             conn,
@@ -337,23 +390,12 @@ impl Model {
             invalid: 0,
             opened_seq: self.seq(),
             dropped_marks: 0,
+            process: None,
         });
         self.stream_index.insert(id, si);
         self.sessions[session].streams.push(id);
         self.counts.open_streams += 1;
-        if !method.eq_ignore_ascii_case("GET") {
-            return;
-        }
-        match header(headers, "last-event-id") {
-            Some(last) => self.resume(t, si, session, last, out),
-            None => {
-                for call in self.calls.iter_mut() {
-                    if call.session == session && matches!(call.verdict, Verdict::Orphaned { .. }) {
-                        call.reaction.new_get = true;
-                    }
-                }
-            }
-        }
+        si
     }
 
     fn resume(
@@ -1069,6 +1111,10 @@ impl Model {
         let Some(si) = self.stream_index.get(&id).copied() else {
             return;
         };
+        if self.streams[si].process.is_some() {
+            self.process_stream_ended(si, dir, end, out);
+            return;
+        }
         if dir == Direction::ClientToServer {
             if end.how != EndHow::Eof {
                 self.streams[si].request_aborted = Some(end);
@@ -1169,7 +1215,7 @@ impl Model {
     }
 
     /// Client → server calls whose response this stream owns and that are still waiting on it.
-    fn open_calls_owned_by(&self, si: usize) -> Vec<usize> {
+    pub(super) fn open_calls_owned_by(&self, si: usize) -> Vec<usize> {
         let stream = &self.streams[si];
         stream
             .calls

@@ -2,6 +2,7 @@
 
 pub mod content;
 pub mod jsonrpc;
+pub mod lines;
 pub mod observe;
 pub mod sse;
 
