@@ -743,6 +743,11 @@ impl Model {
                     .map(str::to_string)
             })
             .flatten();
+        if stream.process.is_some() && self.sessions[session].revision.is_none() {
+            // A stdio session has no header to say it: its first call's revision does.
+            self.sessions[session].revision.clone_from(&revision);
+        }
+        let stream = &self.streams[si];
         let index = self.calls.next_index();
         let mut call = Call {
             index,
