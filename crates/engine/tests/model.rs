@@ -45,6 +45,9 @@ fn kinds(notices: &[Notice]) -> Vec<&'static str> {
             What::CallContinued { .. } => "call_continued",
             What::ServerRequest { .. } => "server_request",
             What::ServerRequestAnswered { .. } => "server_request_answered",
+            What::ProcessStarted { .. } => "process_started",
+            What::ProcessExited { .. } => "process_exited",
+            What::StdinClosed { .. } => "stdin_closed",
         })
         .collect()
 }
