@@ -275,6 +275,19 @@ fn exit_code_and_stderr_pass_and_stderr_is_captured_per_line() {
         .expect("process");
     assert_eq!(process.exit.map(|e| e.code), Some(Some(3)));
     assert_eq!(process.stderr.len(), 4);
+    // The TUI's notifications and logs view (`L`) lists them as the session's log.
+    let session = model
+        .sessions
+        .iter()
+        .position(|s| {
+            s.id.as_deref()
+                .is_some_and(|id| id.starts_with("stdio:sh:"))
+        })
+        .expect("session");
+    let logs = mcpscope_tui::view::notifications::entries(&model, session);
+    let texts: Vec<&str> = logs.iter().map(|e| e.text.as_str()).collect();
+    assert_eq!(texts[..2], ["first", "second"], "{logs:?}");
+    assert!(logs.iter().all(|e| e.method == "← stderr"));
 }
 
 #[test]
