@@ -637,3 +637,108 @@ fn python_sdk_server_killed_mid_call_through_the_shim() {
         }
     ));
 }
+
+/// One stdio client of the SDK matrix: the command that runs it against `server`.
+fn sdk_client(client: &str, server: &[String]) -> Command {
+    let mut cmd = match client {
+        "node" => {
+            let mut cmd = Command::new("node");
+            cmd.arg(root().join("tests/peers/node/stdio_client.mjs"));
+            cmd
+        }
+        style => {
+            let mut cmd = Command::new(venv_python());
+            cmd.arg(root().join("tests/peers/py_stdio_client.py"))
+                .args(["--style", style, "--scenario", "healthy"]);
+            cmd
+        }
+    };
+    cmd.arg("--").args(server);
+    cmd
+}
+
+fn sdk_run(client: &str, server: &[String]) -> Value {
+    let mut child = sdk_client(client, server)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("client");
+    let out = drain(child.stdout.take().expect("stdout"));
+    let err = drain(child.stderr.take().expect("stderr"));
+    let status = wait_exit(&mut child, Duration::from_secs(60));
+    let out = out.join().expect("stdout");
+    let err = String::from_utf8_lossy(&err.join().expect("stderr")).into_owned();
+    assert!(status.success(), "the {client} client failed: {err}");
+    serde_json::from_slice(&out)
+        .unwrap_or_else(|e| panic!("{e}: {}\n{err}", String::from_utf8_lossy(&out)))
+}
+
+/// The official SDKs' stdio clients and servers, Python and TypeScript, paired every way, each
+/// pair directly and through the shim: the same results, every call answered, nothing invalid.
+#[test]
+#[ignore = "needs .venv and tests/peers/node (official MCP SDKs): run scripts/test.sh"]
+fn sdk_matrix_over_stdio() {
+    assert!(
+        root()
+            .join("tests/peers/node/node_modules/@modelcontextprotocol/sdk")
+            .exists(),
+        "run scripts/setup-peers.sh first"
+    );
+    let node_server = vec![
+        "node".to_string(),
+        root()
+            .join("tests/peers/node/stdio_server.mjs")
+            .display()
+            .to_string(),
+    ];
+    let pairs: [(&str, &str, &[String]); 4] = [
+        ("node", "python", &py_server()),
+        ("node", "node", &node_server),
+        ("default", "node", &node_server),
+        ("legacy", "node", &node_server),
+    ];
+    for (client, server_name, server) in pairs {
+        let dir = temp_dir();
+        let direct = sdk_run(client, server);
+        let via = sdk_run(client, &through_shim(dir.path(), server));
+        let pair = format!("{client} client × {server_name} server");
+        assert_eq!(direct, via, "{pair}: differs through the shim");
+        assert_eq!(via["echo"], "hello mcpscope", "{pair}: {via}");
+        assert_eq!(via["progress"], 5, "{pair}: {via}");
+        wait_notice(dir.path(), Duration::from_secs(10), |n| {
+            n["kind"] == "process_exited"
+        });
+        let all = notices(dir.path());
+        assert!(
+            !all.iter()
+                .any(|n| ["call_orphaned", "invalid_message", "call_failed"]
+                    .contains(&n["kind"].as_str().unwrap_or(""))),
+            "{pair}: {all:#?}"
+        );
+        let model = fold(dir.path());
+        let calls: Vec<_> = model
+            .calls
+            .iter()
+            .filter(|c| c.method == "tools/call")
+            .collect();
+        assert_eq!(calls.len(), 2, "{pair}");
+        assert!(
+            calls.iter().all(|c| c.verdict == Verdict::Answered),
+            "{pair}"
+        );
+        let process = model
+            .streams
+            .iter()
+            .find_map(|s| s.process.as_ref())
+            .expect("process");
+        assert!(
+            process
+                .stderr
+                .iter()
+                .any(|(_, l)| l == "echo: hello mcpscope"),
+            "{pair}: {:?}",
+            process.stderr
+        );
+    }
+}

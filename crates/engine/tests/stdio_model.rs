@@ -32,8 +32,11 @@ impl Run {
 
     fn push(&mut self, kind: EventKind) {
         self.ms += 10;
-        let t =
-            Utc.with_ymd_and_hms(2026, 1, 1, 0, 0, 0).unwrap() + TimeDelta::milliseconds(self.ms);
+        let t = Utc
+            .with_ymd_and_hms(2026, 1, 1, 0, 0, 0)
+            .single()
+            .expect("time")
+            + TimeDelta::milliseconds(self.ms);
         let notices = self.model.apply(&Event::at(t, kind));
         self.notices.extend(notices);
     }
@@ -50,9 +53,9 @@ impl Run {
         self.notices
             .iter()
             .map(|n| {
-                serde_json::to_value(n).unwrap()["kind"]
+                serde_json::to_value(n).expect("notice")["kind"]
                     .as_str()
-                    .unwrap()
+                    .expect("kind")
                     .to_string()
             })
             .collect()
@@ -246,4 +249,33 @@ fn stdin_closing_and_stderr_lines_are_kept() {
         "stdin closing leaves stdout open"
     );
     assert_eq!(run.kinds().last().map(String::as_str), Some("stdin_closed"));
+}
+
+#[test]
+fn a_failed_probe_is_superseded_even_when_the_model_holds_nothing() {
+    // The headless view's model keeps no finished call: the probe is gone when `initialize`
+    // follows, and its notice still names it.
+    let mut run = Run::new();
+    run.model = Model::with_retention(mcpscope_engine::model::Retention::none());
+    run.notices.clear();
+    run.push(EventKind::ProcessStarted {
+        stream: 1,
+        pid: 4242,
+        command: vec!["npx".into(), "my-server".into()],
+        name: None,
+    });
+    run.send(
+        Direction::ClientToServer,
+        json!({"jsonrpc":"2.0","id":1,"method":"server/discover","params":{}}),
+    );
+    run.send(
+        Direction::ServerToClient,
+        json!({"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"Method not found"}}),
+    );
+    handshake(&mut run);
+    assert!(
+        run.kinds().contains(&"call_superseded".to_string()),
+        "{:?}",
+        run.kinds()
+    );
 }

@@ -788,7 +788,7 @@ impl Model {
             out.push(Notice {
                 t,
                 what: What::CallSuperseded {
-                    call: self.call_ref(probe.index),
+                    call: probe.call,
                     error: probe.error,
                     by: method.to_string(),
                     by_request_id: rid.clone(),
@@ -1272,6 +1272,7 @@ impl Model {
             // when that follows, or when the grace ends without it.
             self.failed_probes.push_back(FailedProbe {
                 index,
+                call: self.call_ref(index),
                 error: message,
                 elapsed_ms,
                 due: t + TimeDelta::milliseconds(PROBE_GRACE_MS),

@@ -90,6 +90,8 @@ pub struct ProxyInfo {
 #[derive(Debug, Clone)]
 struct FailedProbe {
     index: usize,
+    /// The probe as notices name it (the call itself may be gone by then, under retention).
+    call: CallRef,
     error: String,
     elapsed_ms: i64,
     due: DateTime<Utc>,
@@ -224,7 +226,7 @@ impl Model {
                 notices.push(Notice {
                     t: probe.due,
                     what: What::CallFailed {
-                        call: self.call_ref(probe.index),
+                        call: probe.call,
                         error: probe.error,
                         elapsed_ms: probe.elapsed_ms,
                     },
