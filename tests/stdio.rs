@@ -291,6 +291,36 @@ fn exit_code_and_stderr_pass_and_stderr_is_captured_per_line() {
 }
 
 #[test]
+fn json_notices_go_to_stderr_never_stdout() {
+    let command =
+        sh("echo '{\"jsonrpc\":\"2.0\",\"method\":\"notifications/x\"}'; echo oops >&2; exit 5");
+    let output = Command::new(BIN)
+        .args(["stdio", "--no-record", "--json", "--"])
+        .args(&command)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run");
+    assert_eq!(output.status.code(), Some(5));
+    assert_eq!(
+        output.stdout,
+        b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/x\"}\n"
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let notices: Vec<Value> = stderr
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let kinds: Vec<&str> = notices.iter().filter_map(|n| n["kind"].as_str()).collect();
+    assert!(kinds.contains(&"process_started"), "{stderr}");
+    let exited = notices
+        .iter()
+        .find(|n| n["kind"] == "process_exited")
+        .unwrap_or_else(|| panic!("{stderr}"));
+    assert_eq!(exited["code"], 5);
+    assert!(stderr.lines().any(|l| l == "oops"), "{stderr}");
+}
+
+#[test]
 fn a_command_that_does_not_exist_exits_127() {
     let dir = temp_dir();
     let output = shim(dir.path(), &["/nonexistent/mcp-server"])
