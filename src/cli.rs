@@ -44,6 +44,9 @@ pub enum Command {
     Matrix(MatrixArgs),
     /// Open a live view of a running session (a proxy of this user), or list them.
     Attach(AttachArgs),
+    /// Run a stdio MCP server as a transparent shim: its stdin, stdout and stderr pass through
+    /// unchanged, its traffic is recorded, its exit code is ours.
+    Stdio(crate::stdio::StdioArgs),
 }
 
 /// Where to listen: a port, or host:port.

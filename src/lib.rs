@@ -10,3 +10,4 @@ pub mod matrix;
 pub mod pass_host;
 pub mod replay;
 pub mod signals;
+pub mod stdio;

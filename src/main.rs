@@ -63,6 +63,9 @@ fn main() -> ExitCode {
         _ => {}
     }
     init_tracing();
+    if let Some(Command::Stdio(args)) = &cli.command {
+        return mcpscope::stdio::main(args);
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -82,6 +85,7 @@ fn main() -> ExitCode {
             Some(Command::Matrix(args)) => mcpscope::matrix::run(&args).await,
             Some(Command::Attach(args)) => mcpscope::attach::run(&args).await,
             Some(Command::Check(_) | Command::Export(_) | Command::Convert(_)) => Ok(()),
+            Some(Command::Stdio(_)) => Ok(()),
         }
     });
     runtime.shutdown_timeout(std::time::Duration::from_millis(200));

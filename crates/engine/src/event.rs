@@ -239,6 +239,39 @@ pub enum EventKind {
         /// The value the client got.
         to: String,
     },
+    /// A stdio server process was started (`mcpscope stdio`): the stream of kind stdio that
+    /// carries every message of its session both ways (its stdin is the request direction,
+    /// its stdout the response direction; each closing is a `stream_ended`).
+    ProcessStarted {
+        /// The stream id given to the process.
+        stream: StreamId,
+        /// Its process id.
+        pid: u32,
+        /// The command line (program and arguments).
+        command: Vec<String>,
+        /// The name given with `--name`, if any.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        name: Option<String>,
+    },
+    /// One line the server process wrote to its stderr (without the line ending; a longer line
+    /// is cut and ends with `…`).
+    StderrLine {
+        /// The process's stream.
+        stream: StreamId,
+        /// The text (invalid UTF-8 written lossily).
+        line: String,
+    },
+    /// The server process ended: with an exit code, or killed by a signal.
+    ProcessExited {
+        /// The process's stream.
+        stream: StreamId,
+        /// Its exit code, when it exited.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        code: Option<i32>,
+        /// The signal number that killed it, when one did.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        signal: Option<i32>,
+    },
 }
 
 /// Matches the `stream` field of every kind once, for both `stream` and `stream_mut`.
@@ -256,7 +289,10 @@ macro_rules! stream_field {
             | EventKind::UpstreamUnreachable { stream: $s, .. }
             | EventKind::FaultInjected { stream: $s, .. }
             | EventKind::CallRescued { stream: $s, .. }
-            | EventKind::Rewritten { stream: $s, .. } => $exchange,
+            | EventKind::Rewritten { stream: $s, .. }
+            | EventKind::ProcessStarted { stream: $s, .. }
+            | EventKind::StderrLine { stream: $s, .. }
+            | EventKind::ProcessExited { stream: $s, .. } => $exchange,
         }
     };
 }

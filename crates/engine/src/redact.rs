@@ -343,7 +343,35 @@ impl Redactor {
                 *from = self.url(from);
                 *to = self.url(to);
             }
+            EventKind::ProcessStarted { command, .. } => self.command(command),
             _ => {}
+        }
+    }
+
+    /// Redacts a command line in place: the value of an option named like a secret
+    /// (`--api-key=…`, `--token …`) and the secrets of a URL argument.
+    pub fn command(&self, args: &mut [String]) {
+        if !self.enabled {
+            return;
+        }
+        let option_name = |arg: &str| -> Option<String> {
+            let name = arg.strip_prefix("--").or_else(|| arg.strip_prefix('-'))?;
+            Some(name.split('=').next().unwrap_or(name).to_string())
+        };
+        let mut secret_next = false;
+        for arg in args.iter_mut() {
+            if std::mem::take(&mut secret_next) && !arg.starts_with('-') {
+                *arg = REDACTED.to_string();
+                continue;
+            }
+            if option_name(arg).is_some_and(|n| self.is_secret_param(&n)) {
+                match arg.split_once('=') {
+                    Some((option, _)) => *arg = format!("{option}={REDACTED}"),
+                    None => secret_next = true,
+                }
+            } else if arg.contains("://") {
+                *arg = self.url(arg);
+            }
         }
     }
 }
@@ -378,6 +406,26 @@ fn decode(name: &str) -> Cow<'_, str> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn command_lines_lose_their_secrets() {
+        let mut args: Vec<String> = [
+            "npx",
+            "my-server",
+            "--api-key=abc",
+            "--token",
+            "xyz",
+            "--port",
+            "8080",
+            "https://user:pw@example.com/mcp",
+        ]
+        .map(String::from)
+        .to_vec();
+        super::Redactor::new().command(&mut args);
+        assert_eq!(args[..3], ["npx", "my-server", "--api-key=[redacted]"]);
+        assert_eq!(args[3..7], ["--token", "[redacted]", "--port", "8080"]);
+        assert!(!args[7].contains("pw"), "{}", args[7]);
+    }
+
     use serde_json::json;
 
     use super::*;

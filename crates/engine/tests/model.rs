@@ -47,6 +47,9 @@ fn kinds(notices: &[Notice]) -> Vec<&'static str> {
             What::ServerRequestAnswered { .. } => "server_request_answered",
             What::AuthChallenge { .. } => "auth_challenge",
             What::Rewritten { .. } => "rewritten",
+            What::ProcessStarted { .. } => "process_started",
+            What::ProcessExited { .. } => "process_exited",
+            What::StdinClosed { .. } => "stdin_closed",
         })
         .collect()
 }

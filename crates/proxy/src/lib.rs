@@ -22,6 +22,7 @@ pub mod shaper;
 pub mod shared;
 pub mod sink;
 pub mod stage;
+pub mod stdio;
 pub mod tap;
 pub mod transport;
 pub mod upstream;

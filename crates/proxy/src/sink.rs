@@ -119,7 +119,7 @@ impl EventSink {
             return;
         }
         match &kind {
-            EventKind::StreamOpened { stream, .. } => {
+            EventKind::StreamOpened { stream, .. } | EventKind::ProcessStarted { stream, .. } => {
                 ledger.open.insert(*stream, Passed::default());
             }
             EventKind::StreamEnded {

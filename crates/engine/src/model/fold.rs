@@ -275,6 +275,26 @@ impl Model {
                     },
                 });
             }
+            EventKind::ProcessStarted {
+                stream,
+                pid,
+                command,
+                name,
+            } => {
+                let process = super::Process {
+                    pid: *pid,
+                    command: command.clone(),
+                    name: name.clone(),
+                    ..Default::default()
+                };
+                self.process_started(t, *stream, process, &mut out);
+            }
+            EventKind::StderrLine { stream, line } => self.stderr_line(t, *stream, line),
+            EventKind::ProcessExited {
+                stream,
+                code,
+                signal,
+            } => self.process_exited(t, *stream, *code, *signal, &mut out),
         }
         self.enforce_retention();
         out
@@ -347,6 +367,34 @@ impl Model {
             Some(sid) => self.session_for_id(t, sid, revision, true, out),
             None => self.legacy_session_of_path(path).unwrap_or(0),
         };
+        let si = self.push_stream(t, id, conn, method, path, session, headers);
+        if !method.eq_ignore_ascii_case("GET") {
+            return;
+        }
+        match header(headers, "last-event-id") {
+            Some(last) => self.resume(t, si, session, last, out),
+            None => {
+                for call in self.calls.iter_mut() {
+                    if call.session == session && matches!(call.verdict, Verdict::Orphaned { .. }) {
+                        call.reaction.new_get = true;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Adds an open stream to the model and to its session; returns its index.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn push_stream(
+        &mut self,
+        t: DateTime<Utc>,
+        id: StreamId,
+        conn: u64,
+        method: &str,
+        path: &str,
+        session: usize,
+        headers: &[Header],
+    ) -> usize {
         let si = self.streams.push(Stream {
             id,
             conn,
@@ -372,23 +420,12 @@ impl Model {
             invalid: 0,
             opened_seq: self.seq(),
             dropped_marks: 0,
+            process: None,
         });
         self.stream_index.insert(id, si);
         self.sessions[session].streams.push(id);
         self.counts.open_streams += 1;
-        if !method.eq_ignore_ascii_case("GET") {
-            return;
-        }
-        match header(headers, "last-event-id") {
-            Some(last) => self.resume(t, si, session, last, out),
-            None => {
-                for call in self.calls.iter_mut() {
-                    if call.session == session && matches!(call.verdict, Verdict::Orphaned { .. }) {
-                        call.reaction.new_get = true;
-                    }
-                }
-            }
-        }
+        si
     }
 
     fn resume(
@@ -761,6 +798,11 @@ impl Model {
                     .map(str::to_string)
             })
             .flatten();
+        if stream.process.is_some() && self.sessions[session].revision.is_none() {
+            // A stdio session has no header to say it: its first call's revision does.
+            self.sessions[session].revision.clone_from(&revision);
+        }
+        let stream = &self.streams[si];
         let index = self.calls.next_index();
         let mut call = Call {
             index,
@@ -801,7 +843,7 @@ impl Model {
             out.push(Notice {
                 t,
                 what: What::CallSuperseded {
-                    call: self.call_ref(probe.index),
+                    call: probe.call,
                     error: probe.error,
                     by: method.to_string(),
                     by_request_id: rid.clone(),
@@ -1144,6 +1186,10 @@ impl Model {
         let Some(si) = self.stream_index.get(&id).copied() else {
             return;
         };
+        if self.streams[si].process.is_some() {
+            self.process_stream_ended(si, dir, end, out);
+            return;
+        }
         if dir == Direction::ClientToServer {
             if end.how != EndHow::Eof {
                 self.streams[si].request_aborted = Some(end);
@@ -1297,6 +1343,7 @@ impl Model {
             // when that follows, or when the grace ends without it.
             self.failed_probes.push_back(FailedProbe {
                 index,
+                call: self.call_ref(index),
                 error: message,
                 elapsed_ms,
                 due: t + TimeDelta::milliseconds(PROBE_GRACE_MS),

@@ -10,6 +10,7 @@ mod fold;
 pub mod listen;
 pub mod legacy;
 pub mod notice;
+pub mod process;
 mod query;
 pub mod retention;
 pub mod session;
@@ -27,6 +28,7 @@ pub use call::{Call, Progress, Reaction};
 pub use fate::Fate;
 pub use listen::{Subscription, SubscriptionState};
 pub use notice::{CallRef, Notice, What};
+pub use process::{Exit, Process};
 pub use retention::{Evicted, Retention};
 pub use session::{Session, SessionEnd, ToolInfo};
 pub use store::Store;
@@ -92,6 +94,8 @@ pub struct ProxyInfo {
 #[derive(Debug, Clone)]
 struct FailedProbe {
     index: usize,
+    /// The probe as notices name it (the call itself may be gone by then, under retention).
+    call: CallRef,
     error: String,
     elapsed_ms: i64,
     due: DateTime<Utc>,
@@ -227,7 +231,7 @@ impl Model {
                 notices.push(Notice {
                     t: probe.due,
                     what: What::CallFailed {
-                        call: self.call_ref(probe.index),
+                        call: probe.call,
                         error: probe.error,
                         elapsed_ms: probe.elapsed_ms,
                     },

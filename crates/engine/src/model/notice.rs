@@ -85,7 +85,7 @@ pub enum What {
         /// How (`eof`, `reset`, `error`, `cancelled`), or null when no stream died.
         how: Option<EndHow>,
         /// Why, in words.
-        cause: &'static str,
+        cause: std::borrow::Cow<'static, str>,
     },
     /// A call's stream died but it may be resumed.
     CallResumable {
@@ -252,6 +252,33 @@ pub enum What {
         /// The value the client got.
         to: String,
     },
+    /// A stdio server process started (`mcpscope stdio`).
+    ProcessStarted {
+        /// Its session id (`stdio:NAME:PID`).
+        session: String,
+        /// Its stream.
+        stream: StreamId,
+        /// Its process id.
+        pid: u32,
+        /// The command line.
+        command: String,
+    },
+    /// The stdio server process ended.
+    ProcessExited {
+        /// Its stream.
+        stream: StreamId,
+        /// Its exit code, when it exited.
+        code: Option<i32>,
+        /// The signal that killed it, when one did.
+        signal: Option<i32>,
+        /// Calls still waiting on it (each one orphaned).
+        pending: usize,
+    },
+    /// The client closed the stdio server's stdin.
+    StdinClosed {
+        /// The process's stream.
+        stream: StreamId,
+    },
 }
 
 impl Notice {
@@ -399,6 +426,28 @@ impl Notice {
                 stream,
                 status,
             } => format!("auth challenge    {} on #{stream}: HTTP {status}", call(c)),
+            What::ProcessStarted {
+                session,
+                stream,
+                pid,
+                command,
+            } => format!("process started   {session} pid={pid} on #{stream}: {command}"),
+            What::ProcessExited {
+                stream,
+                code,
+                signal,
+                pending,
+            } => {
+                let how = match (code, signal) {
+                    (_, Some(signal)) => {
+                        format!("KILLED by {}", super::process::signal_name(*signal))
+                    }
+                    (Some(code), None) => format!("exited with code {code}"),
+                    (None, None) => "ended".to_string(),
+                };
+                format!("PROCESS ENDED     #{stream} {how} with {pending} call(s) unanswered")
+            }
+            What::StdinClosed { stream } => format!("stdin closed      #{stream} by the client"),
         };
         format!("{t} {text}")
     }

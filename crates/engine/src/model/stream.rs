@@ -86,6 +86,8 @@ pub struct Stream {
     pub opened_seq: u64,
     /// SSE events no longer held in [`Stream::marks`] (the retention policy keeps the newest).
     pub dropped_marks: u64,
+    /// The server process, when the stream is a stdio process's (`mcpscope stdio`).
+    pub process: Option<Box<super::Process>>,
 }
 
 impl Stream {

@@ -25,19 +25,43 @@ pub enum OrphanCause {
     ResumeFailed,
     /// The client closed the stream while the call was pending.
     ClientClosed,
+    /// The stdio server process exited with this code while the call was pending.
+    ProcessExited {
+        /// The exit code.
+        code: i32,
+    },
+    /// The stdio server process was killed by this signal while the call was pending.
+    ProcessKilled {
+        /// The signal number.
+        signal: i32,
+    },
+    /// The stdio server process closed its stdout while the call was pending.
+    StdoutClosed,
 }
 
 impl OrphanCause {
     /// A short phrase for display.
-    pub fn describe(self) -> &'static str {
-        match self {
+    pub fn describe(self) -> std::borrow::Cow<'static, str> {
+        let text = match self {
+            OrphanCause::ProcessExited { code } => {
+                return format!("server exited with code {code}").into();
+            }
+            OrphanCause::ProcessKilled { signal } => {
+                return format!(
+                    "server process killed by {}",
+                    super::process::signal_name(signal)
+                )
+                .into();
+            }
+            OrphanCause::StdoutClosed => "server closed stdout",
             OrphanCause::StreamEnded => "stream ended before the response",
             OrphanCause::NoResponseBody => "answered with no JSON or SSE body",
             OrphanCause::SessionExpired => "session expired (404)",
             OrphanCause::SessionDeleted => "session deleted",
             OrphanCause::ResumeFailed => "resumption failed",
             OrphanCause::ClientClosed => "client closed the stream",
-        }
+        };
+        text.into()
     }
 }
 

@@ -4,6 +4,7 @@ pub mod content;
 pub mod jsonrpc;
 pub mod mirror;
 pub mod oauth;
+pub mod lines;
 pub mod observe;
 pub mod sse;
 

@@ -1,6 +1,8 @@
 //! A session's notifications and logs: `notifications/message` with its level and logger,
-//! progress, `list_changed`, resource updates and the rest, newest last.
+//! progress, `list_changed`, resource updates and the rest, and a stdio server's stderr lines,
+//! newest last.
 
+use chrono::{DateTime, Utc};
 use ratatui::text::{Line, Span};
 use serde_json::Value;
 
@@ -16,8 +18,10 @@ const SHOWN: usize = 200;
 /// One notification as listed: time, level (for log messages), method, and what it says.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Entry {
-    /// Index of the message in [`Model::messages`].
-    pub message: usize,
+    /// When it was seen.
+    pub at: DateTime<Utc>,
+    /// Index of the message in [`Model::messages`] (none for a stderr line).
+    pub message: Option<usize>,
     /// The log level of a `notifications/message`.
     pub level: Option<String>,
     /// The method.
@@ -51,7 +55,8 @@ pub fn entries(model: &Model, session: usize) -> Vec<Entry> {
                 Direction::ClientToServer => "→",
             };
             Some(Entry {
-                message: m,
+                at: rec.at,
+                message: Some(m),
                 level: (method == "notifications/message")
                     .then(|| params.get("level").and_then(Value::as_str))
                     .flatten()
@@ -61,6 +66,21 @@ pub fn entries(model: &Model, session: usize) -> Vec<Entry> {
             })
         })
         .collect();
+    // A stdio server's stderr, as its log, in time order with the rest.
+    for stream in s.streams.iter().filter_map(|id| model.stream(*id)) {
+        let Some(process) = &stream.process else {
+            continue;
+        };
+        let skip = process.stderr.len().saturating_sub(SHOWN);
+        out.extend(process.stderr.iter().skip(skip).map(|(at, line)| Entry {
+            at: *at,
+            message: None,
+            level: Some("stderr".to_string()),
+            method: "← stderr".to_string(),
+            text: line.clone(),
+        }));
+    }
+    out.sort_by_key(|e| e.at);
     if out.len() > SHOWN {
         out.drain(..out.len() - SHOWN);
     }
@@ -121,11 +141,7 @@ pub fn lines(app: &App, model: &Model, session: usize) -> Vec<Line<'static>> {
         out.push(Line::from(Span::styled("  none yet", theme.dim())));
     }
     for e in entries {
-        let at = model
-            .messages
-            .get(e.message)
-            .map(|m| clock(m.at, app.tz))
-            .unwrap_or_default();
+        let at = clock(e.at, app.tz);
         let level_style = match e.level.as_deref() {
             Some("error" | "critical" | "alert" | "emergency") => theme.error(),
             Some("warning") => theme.resumable(),
