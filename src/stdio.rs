@@ -50,6 +50,10 @@ pub struct StdioArgs {
     /// Keep secrets in the recording (they are hidden by default).
     #[arg(long)]
     pub no_redact: bool,
+    /// Do not publish this session for `mcpscope attach` (by default it listens on a socket in
+    /// the user's runtime directory that only this user can open).
+    #[arg(long)]
+    pub no_publish: bool,
     /// The server's command and its arguments (after `--`).
     #[arg(required = true, trailing_var_arg = true, value_name = "COMMAND")]
     pub command: Vec<String>,
@@ -136,6 +140,15 @@ async fn run(args: StdioArgs) -> anyhow::Result<i32> {
     let recorder = recording(&args, redactor.enabled())?;
     let mut hub = Hub::start(recorder, redactor)?;
     let sink = EventSink::new(hub.input.clone()).with_backlog(hub.backlog.clone());
+    // Published until the run ends (dropping it removes the socket).
+    let _published = (!args.no_publish)
+        .then(|| {
+            let keep = mcpscope_engine::model::Retention::DEFAULT_KEEP_CALLS;
+            let mut session = crate::attach::session_info("stdio", args.name.clone(), &hub, keep);
+            session.command = Some(args.command.clone());
+            crate::attach::publish(&hub, session)
+        })
+        .flatten();
     let notices = match (output, hub.take_output()) {
         (Some(out), Some(feed)) => Some(tokio::spawn(write_notices(feed, out))),
         _ => None,

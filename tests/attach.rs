@@ -675,3 +675,91 @@ async fn a_viewer_joining_mid_traffic_sees_every_event_exactly_once() {
     assert!(own.len() > 600, "{} notices", own.len());
     assert_eq!(own, seen, "the viewer's notices are the proxy's own");
 }
+
+/// A stdio server in `sh`: answers every request line with an empty result for its id.
+const STDIO_SERVER: &str = r#"while read -r line; do id=$(printf '%s' "$line" | sed -n 's/.*"id":\([0-9]*\).*/\1/p'); printf '{"jsonrpc":"2.0","id":%s,"result":{}}\n' "$id"; done"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_viewers_on_a_stdio_session_one_leaves_the_other_and_the_session_go_on() {
+    use std::io::Write as _;
+    let setup = Setup::new().await;
+    let mut shim = setup
+        .mcpscope()
+        .args(["stdio", "--record", "stdio.jsonl", "--name", "tools", "--"])
+        .args(["sh", "-c", STDIO_SERVER])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn the shim");
+    let mut stdin = shim.stdin.take().expect("stdin");
+    let out = lines(shim.stdout.take().expect("stdout"));
+    let mut call = |id: u32| {
+        let request = format!(
+            "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"tools/call\",\"params\":{{\"name\":\"t{id}\"}}}}\n"
+        );
+        stdin.write_all(request.as_bytes()).expect("write");
+        stdin.flush().expect("flush");
+        let answer = out.recv_timeout(PATIENCE).expect("the server answers");
+        assert_eq!(
+            answer,
+            format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{{}}}}")
+        );
+    };
+    call(1);
+
+    // Both join late (the call made before comes from the recording), by name.
+    let socket = setup.sockets().join(format!("{}.sock", shim.id()));
+    let deadline = Instant::now() + PATIENCE;
+    while !socket.exists() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(mode(&socket), 0o600);
+    let listed = setup.run(&["attach", "--list"]);
+    let listing = String::from_utf8_lossy(&listed.stdout);
+    assert!(
+        listing.contains("stdio") && listing.contains("[tools]"),
+        "{listing}"
+    );
+    let first = setup.viewer(&["tools", "--json"]);
+    let second = setup.viewer(&["tools", "--json"]);
+    for viewer in [&first, &second] {
+        let seen = viewer.until("the call made before joining", 1, answered_call);
+        assert!(
+            seen.iter().any(|v| v["kind"] == "process_started"),
+            "{seen:#?}"
+        );
+    }
+
+    // One viewer leaves; the session and the other viewer go on.
+    let mut first = first;
+    let _ = first.child.kill();
+    let _ = first.child.wait();
+    call(2);
+    call(3);
+    second.until("the calls after the first viewer left", 2, answered_call);
+
+    // The client closes stdin: the server exits, the shim with it (code 0), and the viewer says
+    // the session ended and exits 0.
+    drop(stdin);
+    let status = wait_exit(&mut shim).expect("the shim exits");
+    assert_eq!(status.code(), Some(0));
+    let mut second = second;
+    let tail: Vec<Value> = std::iter::from_fn(|| {
+        second
+            .out
+            .recv_timeout(Duration::from_secs(2))
+            .ok()
+            .map(|l| serde_json::from_str::<Value>(&l).expect("a JSON line"))
+    })
+    .collect();
+    assert!(
+        tail.iter().any(|v| v["kind"] == "process_exited"),
+        "{tail:#?}"
+    );
+    let status = wait_exit(&mut second.child).expect("the viewer exits when the session ends");
+    assert!(status.success(), "{status:?}");
+    assert!(!socket.exists(), "the socket is removed at exit");
+    // Nothing of mcpscope's own reached the client: stdout held the three answers only.
+    assert!(out.recv_timeout(Duration::from_millis(200)).is_err());
+}

@@ -40,13 +40,17 @@ pub fn session_info(kind: &str, name: Option<String>, hub: &Hub, keep: usize) ->
 /// runtime directory cannot be used (the session runs on without it). Keep the result for as
 /// long as the session runs: dropping it removes the socket.
 pub fn publish(hub: &Hub, session: SessionInfo) -> Option<Published> {
+    // A stdio shim says nothing on stderr unless something is wrong (stderr is the server's).
+    let quiet = session.kind == "stdio";
     match publish::start(session, hub.joiner()) {
         Ok(published) => {
             tracing::info!("attach socket: {}", published.path().display());
-            eprintln!(
-                "mcpscope: watch from another terminal: mcpscope attach {}",
-                std::process::id()
-            );
+            if !quiet {
+                eprintln!(
+                    "mcpscope: watch from another terminal: mcpscope attach {}",
+                    std::process::id()
+                );
+            }
             Some(published)
         }
         Err(e) => {

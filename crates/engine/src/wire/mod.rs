@@ -2,9 +2,9 @@
 
 pub mod content;
 pub mod jsonrpc;
+pub mod lines;
 pub mod mirror;
 pub mod oauth;
-pub mod lines;
 pub mod observe;
 pub mod sse;
 
