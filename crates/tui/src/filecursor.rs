@@ -189,17 +189,17 @@ impl FileCursor {
             && near_at > self.pos
             && self.near.as_ref().is_none_or(|(c, _)| c.seq != near_at);
         while self.pos < target {
-            if keep_near && self.pos == near_at && self.next.is_none() {
-                if let Some(point) = self.reader.as_ref().map(Events::point) {
-                    let model = Arc::new(self.model.clone());
-                    self.near = Some((
-                        Checkpoint {
-                            seq: near_at,
-                            model,
-                        },
-                        point,
-                    ));
-                }
+            if keep_near
+                && self.pos == near_at
+                && self.next.is_none()
+                && let Some(point) = self.reader.as_ref().map(Events::point)
+            {
+                let model = Arc::new(self.model.clone());
+                let checkpoint = Checkpoint {
+                    seq: near_at,
+                    model,
+                };
+                self.near = Some((checkpoint, point));
             }
             if !self.apply_next() {
                 break;
