@@ -25,7 +25,8 @@ pub struct IndexConfig {
     /// Events between two checkpoints at first (rounded to a multiple of `every`); the spacing
     /// doubles each time there would be more than `max_checkpoints`.
     pub checkpoint_every: u64,
-    /// Checkpoints kept at most, besides the empty model at the start and the model at the end.
+    /// Checkpoints kept at most, besides the empty model at the start, one before the last
+    /// index point's events and the model at the end.
     pub max_checkpoints: usize,
 }
 
@@ -256,6 +257,10 @@ fn read(path: &Path, every: u64, stop: &AtomicBool, tx: &SyncSender<Chunk>) {
         }
     };
     let size = usize::try_from(every).unwrap_or(usize::MAX).min(1 << 16);
+    // Each chunk is handed on once the next is read, so the last one with events is marked
+    // `last` (the folding thread keeps a checkpoint before it: stepping back from the end is
+    // quick).
+    let mut held: Option<Chunk> = None;
     while !stop.load(Ordering::Relaxed) {
         let point = events.point();
         let mut chunk = Vec::with_capacity(size);
@@ -287,7 +292,31 @@ fn read(path: &Path, every: u64, stop: &AtomicBool, tx: &SyncSender<Chunk>) {
             },
             last,
         };
-        if tx.send(chunk).is_err() || last {
+        if chunk.last {
+            let finals = match held.take() {
+                Some(mut previous) if chunk.events.is_empty() => {
+                    previous.last = true;
+                    previous.bytes = chunk.bytes;
+                    previous.error = chunk.error;
+                    previous.warnings = chunk.warnings;
+                    vec![previous]
+                }
+                Some(mut previous) => {
+                    previous.last = false;
+                    vec![previous, chunk]
+                }
+                None => vec![chunk],
+            };
+            for chunk in finals {
+                if tx.send(chunk).is_err() {
+                    return;
+                }
+            }
+            return;
+        }
+        if let Some(previous) = held.replace(chunk)
+            && tx.send(previous).is_err()
+        {
             return;
         }
     }
@@ -320,6 +349,11 @@ fn fold(
             return;
         }
         let first_t = chunk.events.first().map(|e| e.t);
+        // Before the last events: a checkpoint near the end, whatever the spacing.
+        let tail = (chunk.last && !chunk.events.is_empty() && seq > 0).then(|| Checkpoint {
+            seq,
+            model: Arc::new(model.clone()),
+        });
         let mut deaths = Vec::new();
         for event in &chunk.events {
             model.apply(event);
@@ -348,6 +382,11 @@ fn fold(
             }
         }
         if chunk.last {
+            if let Some(tail) = tail
+                && s.checkpoints.last().is_none_or(|c| c.seq < tail.seq)
+            {
+                s.checkpoints.push(tail);
+            }
             s.error = chunk.error;
             s.warnings = chunk.warnings;
             s.end = Some(Arc::new(std::mem::take(&mut model)));
