@@ -49,7 +49,7 @@ fi
 # --- build ------------------------------------------------------------------------------------
 say "building (release)"
 cargo build --release --quiet --bin mcpscope --example bench_e2e --example bench_scale \
-    --example bench_record_size --example bench_memory
+    --example bench_record_size --example bench_memory --example bench_replay_open
 cargo bench --quiet --bench wire --no-run >/dev/null 2>&1 || cargo bench --bench wire --no-run
 
 # --- run (one at a time: the machine is small) ------------------------------------------------
@@ -77,12 +77,25 @@ else
     "$TARGET/release/examples/bench_memory" --mcpscope "$TARGET/release/mcpscope" \
         --events 1000000,10000000 --calls 100000 --work "$OUT" --out "$OUT/memory.md"
 fi
+say "replay: first screen, seek to the end and peak RSS of a 1 M and a 10 M-event recording"
+if command -v tmux >/dev/null; then
+    if [ -n "$QUICK" ]; then
+        "$TARGET/release/examples/bench_replay_open" --mcpscope "$TARGET/release/mcpscope" \
+            --events 200000 --work "$OUT" --out "$OUT/replay.md"
+    else
+        "$TARGET/release/examples/bench_replay_open" --mcpscope "$TARGET/release/mcpscope" \
+            --events 1000000,10000000 --work "$OUT" --out "$OUT/replay.md"
+    fi
+else
+    say "tmux missing: replay benchmark skipped"
+fi
 say "criterion: SSE parsing, JSON-RPC, model fold"
 rm -rf "$TARGET/criterion/sse_parse" "$TARGET/criterion/jsonrpc" "$TARGET/criterion/model"
 cargo bench --quiet --bench wire -- --noplot > "$OUT/criterion.txt" 2>&1
 
 # --- report -----------------------------------------------------------------------------------
 python3 "$ROOT/bench/report.py" --out "$REPORT" --e2e "$OUT/e2e.md" --scale "$OUT/scale.md" --size "$OUT/size.md" --memory "$OUT/memory.md" \
+    --replay "$OUT/replay.md" \
     --criterion "$TARGET/criterion" --seconds "$(( $(date +%s) - START ))" \
     --mitm "$MITM_VERSION" --socat "$( ($SOCAT -V 2>/dev/null || true) | grep -m1 'socat version' || echo '?')" \
     --command "scripts/bench.sh${QUICK:+ --quick}"

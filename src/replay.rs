@@ -83,8 +83,8 @@ pub async fn run(args: &ReplayArgs) -> anyhow::Result<()> {
             "--speed {speed} must be a number ≥ 0 (0 = as fast as possible)"
         )));
     }
-    let recording = load(&args.file)?;
     if args.serve {
+        let recording = load(&args.file)?;
         check_listen(args.listen, false)?;
         let exchanges = mcpscope_proxy::mock::matching::exchanges(&recording.events)
             .iter()
@@ -122,10 +122,13 @@ pub async fn run(args: &ReplayArgs) -> anyhow::Result<()> {
             retention: mcpscope_engine::model::Retention::window(args.keep),
             taken: None,
         };
-        return mcpscope_tui::run_replay(recording.events, info)
+        // The viewer reads the file as it needs it (first screen at once, index in the
+        // background): a recording of any length opens without being loaded.
+        return mcpscope_tui::run_replay_file(&args.file, info)
             .await
             .with_context(|| format!("replaying {}", args.file.display()));
     }
+    let recording = load(&args.file)?;
     let style = if args.json { Style::Json } else { Style::Lines };
     print_notices(&recording.events, style, args.speed.unwrap_or(0.0)).await?;
     Ok(())

@@ -8,7 +8,7 @@ use serde_json::json;
 use mcpscope_engine::event::{EndHow, Event, EventKind, Leg};
 use mcpscope_engine::model::{Model, Notice, RESUME_GRACE_MS};
 use mcpscope_testkit::fixtures::{Script, scenario};
-use mcpscope_tui::ReplayCursor;
+use mcpscope_tui::{FileCursor, ReplayCursor};
 
 /// Everything a view shows of the calls: verdict (with its death), end time and owner.
 fn digest(model: &Model) -> Vec<String> {
@@ -138,6 +138,38 @@ fn assert_agree(name: &str, events: &[Event]) {
     }
 }
 
+/// The viewer's file cursor (read as needed, indexed densely in the background) reaches the same
+/// state as the fold at every cursor, stepping and seeking through checkpoints.
+fn assert_file_agrees(path: &std::path::Path, events: &[Event]) {
+    let config = mcpscope_tui::indexer::IndexConfig {
+        every: 3,
+        checkpoint_every: 6,
+        max_checkpoints: 2,
+    };
+    let name = path.display();
+    let mut cursor = FileCursor::open_with(path, Model::new().retention(), config).expect("opens");
+    for i in 0..events.len() {
+        cursor.step_forward();
+        let (replayed, _) = Model::from_events(&events[..=i]);
+        assert_eq!(
+            digest(cursor.model_at()),
+            digest(&replayed),
+            "{name}: file at {i}"
+        );
+    }
+    assert!(cursor.indexer().wait(std::time::Duration::from_secs(30)));
+    let len = events.len();
+    for target in [len / 2, 1, len, 0, len / 3, len - 1, 2 * len / 3] {
+        cursor.seek(target as u64);
+        let (replayed, _) = Model::from_events(&events[..target]);
+        assert_eq!(
+            digest(cursor.model_at()),
+            digest(&replayed),
+            "{name}: file seek {target}"
+        );
+    }
+}
+
 #[test]
 fn every_shipped_recording_agrees_at_every_cursor() {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("recordings");
@@ -150,6 +182,7 @@ fn every_shipped_recording_agrees_at_every_cursor() {
         let recording = mcpscope_engine::record::read_file(&path).expect("a shipped recording");
         assert!(!recording.events.is_empty(), "{}", path.display());
         assert_agree(&path.display().to_string(), &recording.events);
+        assert_file_agrees(&path, &recording.events);
         seen += 1;
     }
     assert!(seen >= 6, "only {seen} recordings in {}", dir.display());

@@ -208,6 +208,10 @@ pub struct ReplayStatus {
     pub playing: bool,
     /// `1×`, `10×`, `max`.
     pub speed: String,
+    /// Whether `len` is the whole recording (a file being indexed: not yet).
+    pub complete: bool,
+    /// What to say of the recording meanwhile (`indexing… 42%`), or of a seek waiting for it.
+    pub note: Option<String>,
 }
 
 /// Screen areas of the current layout (see [`App::layout`]), for drawing and the mouse.

@@ -10,7 +10,9 @@ pub mod action;
 pub mod app;
 pub mod curl;
 pub mod edit;
+pub mod filecursor;
 pub mod filter;
+pub mod indexer;
 pub mod keys;
 pub mod layout;
 pub mod recall;
@@ -20,6 +22,7 @@ pub mod run;
 pub mod save;
 pub mod term;
 pub mod theme;
+pub mod timeline;
 pub mod view;
 
 use std::path::PathBuf;
@@ -32,6 +35,7 @@ use ratatui::buffer::Buffer;
 use tokio::sync::mpsc::UnboundedReceiver;
 
 pub use app::App;
+pub use filecursor::FileCursor;
 pub use replay::ReplayCursor;
 pub use theme::{Theme, ThemeError};
 
@@ -126,6 +130,15 @@ pub async fn run_replay(events: Vec<Event>, info: Info) -> anyhow::Result<()> {
     let app = app_for(info)?;
     let source = run::ReplaySource::with_speed(events, speed).with_retention(retention);
     run::run(app, source).await
+}
+
+/// Replay viewer over a recording file: the first screen after reading its first event, the
+/// rest read as needed while an index pass runs in the background (see [`FileCursor`]).
+pub async fn run_replay_file(path: &std::path::Path, info: Info) -> anyhow::Result<()> {
+    let speed = replay::Speed::nearest(info.speed.unwrap_or(1.0));
+    let cursor = FileCursor::open(path, info.retention)?;
+    let app = app_for(info)?;
+    run::run(app, run::ReplaySource::from_file(cursor, speed)).await
 }
 
 /// Draws one frame of `app` over `model` at `now` off-screen, on a `width` × `height`

@@ -14,9 +14,11 @@ use tokio::sync::mpsc::UnboundedReceiver;
 use tokio::sync::mpsc::error::TryRecvError;
 
 use super::app::{App, Effect, ReplayCmd, ReplayStatus};
+use super::filecursor::FileCursor;
 use super::replay::{ReplayCursor, Speed};
 use super::save;
 use super::term::Term;
+use super::timeline::Timeline;
 use super::view;
 use mcpscope_engine::event::{Event, StreamId};
 use mcpscope_engine::model::{Model, Retention};
@@ -135,12 +137,36 @@ impl Source for LiveSource {
 
 /// A recording with a time cursor.
 pub struct ReplaySource {
-    cursor: ReplayCursor,
+    cursor: Box<dyn Timeline>,
     playing: bool,
     speed: Speed,
     clock: Option<DateTime<Utc>>,
     last_tick: Instant,
     dirty: bool,
+    /// A seek past what is indexed, carried out once the index gets there.
+    waiting: Option<Wait>,
+    /// The cursor's note as last shown.
+    note: Option<String>,
+}
+
+/// A replay command that waits for the index.
+#[derive(Debug, Clone, PartialEq)]
+enum Wait {
+    End,
+    Time(DateTime<Utc>),
+    NextDeath,
+    PrevDeath,
+}
+
+impl Wait {
+    fn describe(&self) -> &'static str {
+        match self {
+            Wait::End => "] goes to the end once indexed",
+            Wait::Time(_) => "the time is not indexed yet: going there once it is",
+            Wait::NextDeath => "looking for the next stream death",
+            Wait::PrevDeath => "looking for the previous stream death",
+        }
+    }
 }
 
 impl ReplaySource {
@@ -162,27 +188,76 @@ impl ReplaySource {
 
     /// A replay of `events`, at its first event.
     pub fn new(events: Vec<Event>) -> Self {
-        let mut cursor = ReplayCursor::new(events);
+        Self::on(Box::new(ReplayCursor::new(events)), Speed::X1)
+    }
+
+    /// A replay of a recording file (read as needed, indexed in the background), at its first
+    /// event, to be played at `speed`.
+    pub fn from_file(cursor: FileCursor, speed: Speed) -> Self {
+        Self::on(Box::new(cursor), speed)
+    }
+
+    fn on(mut cursor: Box<dyn Timeline>, speed: Speed) -> Self {
         cursor.step_forward();
         Self {
             cursor,
             playing: false,
-            speed: Speed::X1,
+            speed,
             clock: None,
             last_tick: Instant::now(),
             dirty: true,
+            waiting: None,
+            note: None,
         }
     }
 
     fn refresh(&mut self, app: &mut App) {
         let now = self.now();
         self.cursor.advance(now);
+        let note = match (&self.note, &self.waiting) {
+            (Some(note), Some(wait)) => Some(format!("{note} · {}", wait.describe())),
+            (note, _) => note.clone(),
+        };
         app.replay = Some(ReplayStatus {
             position: self.cursor.position(),
-            len: self.cursor.len(),
+            len: self.cursor.known_len(),
             playing: self.playing,
             speed: self.speed.label().to_string(),
+            complete: self.cursor.complete(),
+            note,
         });
+    }
+
+    /// Carries out the waiting command if the index has got far enough; returns whether it is
+    /// settled (done, or found impossible).
+    fn settle(&mut self, wait: &Wait, app: &mut App) -> bool {
+        let complete = self.cursor.complete();
+        match wait {
+            Wait::End if complete => {
+                let len = self.cursor.known_len();
+                self.cursor.seek(len);
+            }
+            Wait::Time(t) if self.cursor.time_reachable(*t) => self.cursor.seek_time(*t),
+            Wait::NextDeath => {
+                if self.cursor.next_death().is_none() {
+                    if !complete {
+                        return false;
+                    }
+                    app.flash = Some("no later stream death".into());
+                }
+            }
+            Wait::PrevDeath => {
+                let position = self.cursor.position();
+                if self.cursor.prev_death().is_none() {
+                    if !complete && !self.cursor.reachable(position) {
+                        return false;
+                    }
+                    app.flash = Some("no earlier stream death".into());
+                }
+            }
+            _ => return false,
+        }
+        true
     }
 }
 
@@ -190,6 +265,17 @@ impl Source for ReplaySource {
     fn pump(&mut self, app: &mut App) -> bool {
         let dt = self.last_tick.elapsed();
         self.last_tick = Instant::now();
+        if let Some(wait) = self.waiting.clone()
+            && self.settle(&wait, app)
+        {
+            self.waiting = None;
+            self.dirty = true;
+        }
+        let note = self.cursor.note();
+        if note != self.note {
+            self.note = note;
+            self.dirty = true;
+        }
         if self.playing {
             match self.speed {
                 Speed::Max => {
@@ -208,7 +294,7 @@ impl Source for ReplaySource {
                     }
                 }
             }
-            if self.cursor.position() >= self.cursor.len() {
+            if self.cursor.at_end() {
                 self.playing = false;
                 self.clock = None;
             }
@@ -241,33 +327,50 @@ impl Source for ReplaySource {
             ReplayCmd::PlayPause | ReplayCmd::Faster | ReplayCmd::Slower
         ) {
             self.clock = None;
+            self.waiting = None;
         }
-        match cmd {
+        let wait = match cmd {
             ReplayCmd::PlayPause => {
                 self.playing = !self.playing;
                 self.clock = None;
                 self.last_tick = Instant::now();
+                None
             }
-            ReplayCmd::Faster => self.speed = self.speed.faster(),
-            ReplayCmd::Slower => self.speed = self.speed.slower(),
-            ReplayCmd::StepForward => self.cursor.step_forward(),
-            ReplayCmd::StepBack => self.cursor.step_back(),
-            ReplayCmd::Start => self.cursor.seek(1),
-            ReplayCmd::End => self.cursor.seek(self.cursor.len()),
-            ReplayCmd::NextDeath => {
-                if self.cursor.next_death().is_none() {
-                    app.flash = Some("no later stream death".into());
-                }
+            ReplayCmd::Faster => {
+                self.speed = self.speed.faster();
+                None
             }
-            ReplayCmd::PrevDeath => {
-                if self.cursor.prev_death().is_none() {
-                    app.flash = Some("no earlier stream death".into());
-                }
+            ReplayCmd::Slower => {
+                self.speed = self.speed.slower();
+                None
             }
+            ReplayCmd::StepForward => {
+                self.cursor.step_forward();
+                None
+            }
+            ReplayCmd::StepBack => {
+                self.cursor.step_back();
+                None
+            }
+            ReplayCmd::Start => {
+                self.cursor.seek(1);
+                None
+            }
+            ReplayCmd::End => Some(Wait::End),
+            ReplayCmd::NextDeath => Some(Wait::NextDeath),
+            ReplayCmd::PrevDeath => Some(Wait::PrevDeath),
             ReplayCmd::SeekTime(text) => match parse_seek(text, self.cursor.time(), app) {
-                Some(t) => self.cursor.seek_time(t),
-                None => app.flash = Some(format!("bad time {text:?}: use HH:MM:SS[.mmm]")),
+                Some(t) => Some(Wait::Time(t)),
+                None => {
+                    app.flash = Some(format!("bad time {text:?}: use HH:MM:SS[.mmm]"));
+                    None
+                }
             },
+        };
+        if let Some(wait) = wait
+            && !self.settle(&wait, app)
+        {
+            self.waiting = Some(wait);
         }
     }
 }

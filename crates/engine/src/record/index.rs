@@ -1,13 +1,11 @@
 //! A sparse index of a recording: where every Nth event's line starts, so that a range of events
 //! is read by seeking near it instead of from the top.
 
-use std::fs::File;
-use std::io::{BufReader, Seek, SeekFrom};
 use std::ops::Range;
 use std::path::Path;
 
 use super::line::Context;
-use super::reader::{Events, Position, ReadError, read_header};
+use super::reader::{Events, Position, ReadError};
 use crate::event::Event;
 
 /// One indexed place: the position of an event's line and what the lines after it may refer to
@@ -72,20 +70,9 @@ pub fn read_range(
     index: &Index,
     seq: Range<u64>,
 ) -> Result<impl Iterator<Item = Result<Event, ReadError>>, ReadError> {
-    let header = read_header(path)?;
-    let io_err = |source| ReadError::Io {
-        path: path.to_path_buf(),
-        source,
-    };
-    let mut file = File::open(path).map_err(io_err)?;
     let events = match index.point_before(seq.start) {
-        Some(point) => {
-            file.seek(SeekFrom::Start(point.at.offset))
-                .map_err(io_err)?;
-            let context = point.context.clone();
-            Events::resume(BufReader::new(file), path, header, point.at, context)
-        }
-        None => Events::new(BufReader::new(file), path)?,
+        Some(point) => Events::open_at(path, point)?,
+        None => Events::open(path)?,
     };
     let skip = seq.start - events.position().seq;
     let take = seq.end.saturating_sub(seq.start);

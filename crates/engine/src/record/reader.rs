@@ -2,9 +2,10 @@
 //! event at a time without holding the file in memory ([`Events`]).
 
 use std::fs::File;
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
+use super::index::IndexPoint;
 use super::line::{Context, DecodeError, Decoder};
 use super::{FORMAT_NAME, Header};
 use crate::event::{Event, FORMAT_VERSION};
@@ -94,6 +95,23 @@ impl Events<BufReader<File>> {
         let file = File::open(path).map_err(|source| io_error(path, source))?;
         Self::new(BufReader::with_capacity(256 * 1024, file), path)
     }
+
+    /// Opens a file at an indexed point (from [`Events::point`] or [`super::index_file`] on the
+    /// same file): the next event read is the one at `point`, read as it is from the top.
+    pub fn open_at(path: &Path, point: &IndexPoint) -> Result<Self, ReadError> {
+        let header = read_header(path)?;
+        let mut file = File::open(path).map_err(|source| io_error(path, source))?;
+        file.seek(SeekFrom::Start(point.at.offset))
+            .map_err(|source| io_error(path, source))?;
+        let source = BufReader::with_capacity(256 * 1024, file);
+        Ok(Self::resume(
+            source,
+            path,
+            header,
+            point.at,
+            point.context.clone(),
+        ))
+    }
 }
 
 impl<R: BufRead> Events<R> {
@@ -161,6 +179,15 @@ impl<R: BufRead> Events<R> {
     /// What the next line may refer to.
     pub(crate) fn context(&self) -> &Context {
         self.decoder.context()
+    }
+
+    /// Where the next event starts, with what its line and the following ones may refer to: a
+    /// place [`Events::open_at`] can resume reading from.
+    pub fn point(&self) -> IndexPoint {
+        IndexPoint {
+            at: self.position,
+            context: self.decoder.context().clone(),
+        }
     }
 
     fn line_error(&self, reason: String) -> ReadError {

@@ -34,12 +34,17 @@ pub fn render(frame: &mut Frame, app: &App, model: &Model, now: DateTime<Utc>, a
     if let Some(r) = &app.replay {
         spans.push(Span::styled(
             format!(
-                " REPLAY {} {} {} · event {}/{}{}",
+                " REPLAY {} {} {} · event {}/{}{}{}{}",
                 if r.playing { "▶" } else { "⏸" },
                 r.speed,
                 clock(now, app.tz),
                 r.position,
                 r.len,
+                if r.complete { "" } else { "+" },
+                r.note
+                    .as_deref()
+                    .map(|n| format!(" · {n}"))
+                    .unwrap_or_default(),
                 if r.playing { "" } else { " · space plays" }
             ),
             alert,
