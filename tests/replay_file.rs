@@ -102,6 +102,32 @@ fn dense() -> IndexConfig {
         every: 64,
         checkpoint_every: 256,
         max_checkpoints: 5,
+        checkpoint_budget: usize::MAX,
+    }
+}
+
+#[test]
+fn checkpoints_stay_within_their_memory_budget_and_seeks_still_agree() {
+    let path = temp("budget.jsonl");
+    let events = write_recording(&path);
+    let len = events.len();
+    // A budget smaller than one model: two checkpoints at most (with the empty model and the
+    // one before the end).
+    let config = IndexConfig {
+        checkpoint_budget: 1,
+        ..dense()
+    };
+    let mut cursor = FileCursor::open_with(&path, tight(), config).expect("open");
+    assert!(cursor.indexer().wait(Duration::from_secs(60)), "indexed");
+    let held = cursor.indexer().state().checkpoints.len();
+    assert!(held <= 4, "{held} checkpoints");
+    for target in [len / 3, len / 2, len - 1, 1] {
+        cursor.seek(target as u64);
+        assert_eq!(
+            digest(cursor.model_at()),
+            digest(&fold_to(&events, target, tight())),
+            "at {target} of {len}"
+        );
     }
 }
 

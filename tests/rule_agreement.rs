@@ -145,6 +145,7 @@ fn assert_file_agrees(path: &std::path::Path, events: &[Event]) {
         every: 3,
         checkpoint_every: 6,
         max_checkpoints: 2,
+        checkpoint_budget: usize::MAX,
     };
     let name = path.display();
     let mut cursor = FileCursor::open_with(path, Model::new().retention(), config).expect("opens");

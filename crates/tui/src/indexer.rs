@@ -28,15 +28,20 @@ pub struct IndexConfig {
     /// Checkpoints kept at most, besides the empty model at the start, one before the last
     /// index point's events and the model at the end.
     pub max_checkpoints: usize,
+    /// Roughly how much memory the checkpoints may take together ([`Model::approx_heap`] of
+    /// each): past it their spacing doubles as well, down to two.
+    pub checkpoint_budget: usize,
 }
 
 impl Default for IndexConfig {
-    /// An index point every 4,096 events; a checkpoint every 65,536 at first, at most 12.
+    /// An index point every 4,096 events; a checkpoint every 65,536 at first, at most 12,
+    /// within 128 MiB.
     fn default() -> Self {
         Self {
             every: 4_096,
             checkpoint_every: 65_536,
             max_checkpoints: 12,
+            checkpoint_budget: 128 << 20,
         }
     }
 }
@@ -174,7 +179,7 @@ impl Indexer {
             let stop = stop.clone();
             std::thread::Builder::new()
                 .name("replay-index".into())
-                .spawn(move || fold(rx, &state, &stop, retention, config.max_checkpoints))
+                .spawn(move || fold(rx, &state, &stop, retention, config))
         };
         let mut threads = Vec::new();
         let mut failed = None;
@@ -339,7 +344,7 @@ fn fold(
     state: &Mutex<IndexState>,
     stop: &AtomicBool,
     retention: Retention,
-    max_checkpoints: usize,
+    config: IndexConfig,
 ) {
     let mut model = Model::with_retention(retention);
     let mut seq = 0u64;
@@ -374,8 +379,12 @@ fn fold(
         s.bytes = chunk.bytes;
         s.last_t = model.last_t;
         if let Some(model) = checkpoint {
+            // As many as the budget holds of models this size (the newest is the largest so
+            // far in a growing session), never fewer than two nor more than the maximum.
+            let affordable = config.checkpoint_budget / model.approx_heap().max(1);
+            let allowed = affordable.clamp(2, config.max_checkpoints.max(2));
             s.checkpoints.push(Checkpoint { seq, model });
-            if s.checkpoints.len() > max_checkpoints.max(1) + 1 {
+            while s.checkpoints.len() > allowed + 1 {
                 spacing *= 2;
                 s.spacing = spacing;
                 s.checkpoints.retain(|c| c.seq.is_multiple_of(spacing));
