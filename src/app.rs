@@ -197,7 +197,7 @@ pub async fn run_proxy(args: ProxyArgs) -> anyhow::Result<()> {
         eprintln!("mcpscope: recording to {}", path.display());
     }
     // Published until the run ends (dropping it removes the socket).
-    let _published = (!args.no_publish)
+    let published = (!args.no_publish)
         .then(|| {
             let mut session =
                 crate::attach::session_info("http", args.name.clone(), &running.hub, args.keep);
@@ -290,6 +290,9 @@ pub async fn run_proxy(args: ProxyArgs) -> anyhow::Result<()> {
         telemetry
             .finish_within(std::time::Duration::from_secs(2))
             .await;
+    }
+    if let Some(published) = published {
+        published.finish(std::time::Duration::from_secs(2)).await;
     }
     Ok(())
 }

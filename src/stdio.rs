@@ -141,7 +141,7 @@ async fn run(args: StdioArgs) -> anyhow::Result<i32> {
     let mut hub = Hub::start(recorder, redactor)?;
     let sink = EventSink::new(hub.input.clone()).with_backlog(hub.backlog.clone());
     // Published until the run ends (dropping it removes the socket).
-    let _published = (!args.no_publish)
+    let published = (!args.no_publish)
         .then(|| {
             let keep = mcpscope_engine::model::Retention::DEFAULT_KEEP_CALLS;
             let mut session = crate::attach::session_info("stdio", args.name.clone(), &hub, keep);
@@ -181,6 +181,9 @@ async fn run(args: StdioArgs) -> anyhow::Result<i32> {
     }
     if let Some(task) = notices {
         let _ = tokio::time::timeout(Duration::from_secs(2), task).await;
+    }
+    if let Some(published) = published {
+        published.finish(Duration::from_secs(2)).await;
     }
     Ok(code)
 }

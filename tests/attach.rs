@@ -676,11 +676,12 @@ async fn a_viewer_joining_mid_traffic_sees_every_event_exactly_once() {
     assert_eq!(own, seen, "the viewer's notices are the proxy's own");
 }
 
-/// A stdio server in `sh`: answers every request line with an empty result for its id.
-const STDIO_SERVER: &str = r#"while read -r line; do id=$(printf '%s' "$line" | sed -n 's/.*"id":\([0-9]*\).*/\1/p'); printf '{"jsonrpc":"2.0","id":%s,"result":{}}\n' "$id"; done"#;
+/// A stdio server in `sh`: answers every request line with an empty result for its id, except
+/// a call of `hang`, which it never answers.
+const STDIO_SERVER: &str = r#"while read -r line; do case "$line" in *hang*) exec sleep 1000;; esac; id=$(printf '%s' "$line" | sed -n 's/.*"id":\([0-9]*\).*/\1/p'); printf '{"jsonrpc":"2.0","id":%s,"result":{}}\n' "$id"; done"#;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn two_viewers_on_a_stdio_session_one_leaves_the_other_and_the_session_go_on() {
+async fn two_viewers_on_a_stdio_session_one_leaves_the_other_goes_on_and_sees_the_kill() {
     use std::io::Write as _;
     let setup = Setup::new().await;
     let mut shim = setup
@@ -723,12 +724,13 @@ async fn two_viewers_on_a_stdio_session_one_leaves_the_other_and_the_session_go_
     );
     let first = setup.viewer(&["tools", "--json"]);
     let second = setup.viewer(&["tools", "--json"]);
+    let mut server_pid = 0;
     for viewer in [&first, &second] {
         let seen = viewer.until("the call made before joining", 1, answered_call);
-        assert!(
-            seen.iter().any(|v| v["kind"] == "process_started"),
-            "{seen:#?}"
-        );
+        let started = seen.iter().find(|v| v["kind"] == "process_started");
+        server_pid = started
+            .and_then(|v| v["pid"].as_u64())
+            .expect("process_started");
     }
 
     // One viewer leaves; the session and the other viewer go on.
@@ -739,11 +741,24 @@ async fn two_viewers_on_a_stdio_session_one_leaves_the_other_and_the_session_go_
     call(3);
     second.until("the calls after the first viewer left", 2, answered_call);
 
-    // The client closes stdin: the server exits, the shim with it (code 0), and the viewer says
-    // the session ended and exits 0.
-    drop(stdin);
+    // A call the server never answers, then the server is killed: the viewer sees the call
+    // orphaned by the signal, the shim exits as the server did, the viewer exits 0.
+    stdin
+        .write_all(b"{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"tools/call\",\"params\":{\"name\":\"hang\"}}\n")
+        .expect("write");
+    stdin.flush().expect("flush");
+    second.until("the unanswered call", 1, |v| v["kind"] == "call_started");
+    signal(server_pid as u32, "-KILL");
+    let orphaned = second.until("the orphan", 1, |v| v["kind"] == "call_orphaned");
+    let orphan = orphaned.last().expect("seen");
+    assert_eq!(
+        orphan["cause"], "server process killed by SIGKILL",
+        "{orphan}"
+    );
+    assert_eq!(orphan["tool"], "hang");
     let status = wait_exit(&mut shim).expect("the shim exits");
-    assert_eq!(status.code(), Some(0));
+    assert_eq!(status.code(), Some(128 + 9));
+    drop(stdin);
     let mut second = second;
     let tail: Vec<Value> = std::iter::from_fn(|| {
         second
@@ -754,8 +769,11 @@ async fn two_viewers_on_a_stdio_session_one_leaves_the_other_and_the_session_go_
     })
     .collect();
     assert!(
-        tail.iter().any(|v| v["kind"] == "process_exited"),
-        "{tail:#?}"
+        orphaned
+            .iter()
+            .chain(&tail)
+            .any(|v| v["kind"] == "process_exited" && v["signal"] == 9),
+        "{orphaned:#?} {tail:#?}"
     );
     let status = wait_exit(&mut second.child).expect("the viewer exits when the session ends");
     assert!(status.success(), "{status:?}");

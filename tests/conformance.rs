@@ -245,7 +245,12 @@ fn direct_and_proxied(upstream: &str, skip: &[&str]) -> BTreeMap<String, Checks>
     for kind in ["call_orphaned", "client_retry", "call_failed"] {
         for n in of_kind(&notices, kind) {
             let scenario = via.scenario_at(ts(&n["t"])).unwrap_or("?");
-            if direct.checks.get(scenario).is_some_and(passed) {
+            // The rebinding probe (a foreign Host, passed on with --pass-host) must be refused
+            // by the server itself: its 403 is the truth, not a false verdict.
+            let refused_probe = scenario == "dns-rebinding-protection"
+                && kind == "call_failed"
+                && n["error"] == "HTTP 403";
+            if direct.checks.get(scenario).is_some_and(passed) && !refused_probe {
                 false_verdicts.push(format!("{scenario}: {n}"));
             }
         }

@@ -47,6 +47,16 @@ impl Published {
     pub fn viewers(&self) -> usize {
         self.viewers.load(Ordering::Relaxed)
     }
+
+    /// Once the hub has finished (its queues let go), waits at most `patience` for the
+    /// viewers' writers to send what is queued and their end line, then unpublishes: a session
+    /// that ends does not take its last events (the deaths that end it) from its viewers.
+    pub async fn finish(self, patience: Duration) {
+        let deadline = tokio::time::Instant::now() + patience;
+        while self.viewers() > 0 && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
 }
 
 impl Drop for Published {
