@@ -16,7 +16,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::node_server::{NodeServer, py1_client};
-use common::peers::{ClientRun, Proxy, ServerMode, node_client, of_kind, py_client};
+use common::peers::{ClientRun, Proxy, ServerMode, node_client, of_kind, py_client, ts};
 use serde_json::{Map, Value};
 
 /// The SDK clients of the matrix.
@@ -43,11 +43,24 @@ impl SdkClient {
         }
     }
 
+    /// Runs the client's poke scenario (one `poke`, with a progress callback) against `url`.
+    fn poke(self, url: &str) -> ClientRun {
+        match self {
+            SdkClient::Python2Default => py_client(url, "default", "poke"),
+            SdkClient::Python2Legacy => py_client(url, "legacy", "poke"),
+            SdkClient::TypeScript => node_client(url, "poke", POKE_TIMEOUT_S),
+            SdkClient::Python1 => panic!("py1_client.py runs the healthy scenario only"),
+        }
+    }
+
     /// Whether it probes `server/discover` (2026-07-28) before falling back to `initialize`.
     fn probes_first(self) -> bool {
         matches!(self, SdkClient::Python2Default)
     }
 }
+
+/// The TypeScript client's request timeout for `poke` (it waits for it when the server dies).
+const POKE_TIMEOUT_S: u32 = 4;
 
 /// Notice kinds that must not appear in a healthy session.
 const FAILURES: [&str; 4] = [
@@ -220,6 +233,69 @@ fn transparent(client: SdkClient) {
     );
 }
 
+/// The TypeScript server dies ~300 ms into `poke`, after one progress notification: the client
+/// sees the same outcome directly and through the proxy, and the proxy names the call orphaned as
+/// soon as its stream dies (long before any client timeout).
+fn server_death_is_orphaned(client: SdkClient) {
+    let started = Instant::now();
+    let lone = NodeServer::start(ServerMode::Dies);
+    let direct = client.poke(&lone.url());
+    drop(lone);
+
+    let server = NodeServer::start(ServerMode::Dies);
+    let proxy = Proxy::start(&server.url(), &[]);
+    let via = client.poke(&proxy.url("/mcp"));
+
+    for key in ["outcome", "progress", "protocol"] {
+        assert_eq!(
+            direct.json[key],
+            via.json[key],
+            "{client:?} poke: {key} differs through the proxy\ndirect: {}\nproxied: {}\n{}",
+            direct.json,
+            via.json,
+            proxy.dump()
+        );
+    }
+    assert_ne!(
+        direct.json["outcome"], "result",
+        "{client:?}: {}",
+        direct.json
+    );
+    assert_eq!(direct.json["progress"], 1, "{client:?}: {}", direct.json);
+
+    let is_poke = |n: &Value| n["method"] == "tools/call" && n["tool"] == "poke";
+    let orphan = proxy
+        .wait_notice(Duration::from_secs(5), |n| {
+            n["kind"] == "call_orphaned" && is_poke(n)
+        })
+        .unwrap_or_else(|| panic!("{client:?}: no call_orphaned for poke\n{}", proxy.dump()));
+    let notices = proxy.notices();
+    let begun = of_kind(&notices, "call_started")
+        .into_iter()
+        .find(|n| is_poke(n))
+        .unwrap_or_else(|| panic!("{client:?}: no call_started for poke\n{}", proxy.dump()));
+    let after = (ts(&orphan["t"]) - ts(&begun["t"])).num_milliseconds();
+    assert!(
+        after < i64::from(POKE_TIMEOUT_S) * 1000 / 2,
+        "{client:?}: call_orphaned came {after} ms after call_started\n{}",
+        proxy.dump()
+    );
+    let answered: Vec<_> = of_kind(&notices, "call_answered")
+        .into_iter()
+        .filter(|n| is_poke(n))
+        .collect();
+    assert!(
+        answered.is_empty(),
+        "{client:?}: {answered:?}\n{}",
+        proxy.dump()
+    );
+    eprintln!(
+        "{client:?} poke: outcome {}, orphaned {after} ms into the call, whole test {:?}",
+        via.json["outcome"],
+        started.elapsed()
+    );
+}
+
 #[test]
 #[ignore = "needs the MCP SDK peers: run scripts/test.sh"]
 fn python_sdk_2_default_style_against_typescript_server() {
@@ -242,4 +318,22 @@ fn python_sdk_1_against_typescript_server() {
 #[ignore = "needs the MCP SDK peers: run scripts/test.sh"]
 fn typescript_sdk_against_typescript_server() {
     transparent(SdkClient::TypeScript);
+}
+
+#[test]
+#[ignore = "needs the MCP SDK peers: run scripts/test.sh"]
+fn typescript_server_death_is_orphaned_python_sdk_2_default_style() {
+    server_death_is_orphaned(SdkClient::Python2Default);
+}
+
+#[test]
+#[ignore = "needs the MCP SDK peers: run scripts/test.sh"]
+fn typescript_server_death_is_orphaned_python_sdk_2_legacy_style() {
+    server_death_is_orphaned(SdkClient::Python2Legacy);
+}
+
+#[test]
+#[ignore = "needs the MCP SDK peers: run scripts/test.sh"]
+fn typescript_server_death_is_orphaned_typescript_sdk() {
+    server_death_is_orphaned(SdkClient::TypeScript);
 }
