@@ -10,13 +10,16 @@
 //! Needs Node.js with tests/peers/node/node_modules, `.venv` and `.venv-mcp1` from
 //! `scripts/setup-peers.sh`, so the tests are ignored by a plain `cargo test`; `scripts/test.sh`
 //! installs them and runs them.
+//!
+//! One more cell completes the matrix the other interop tests leave open: the Python SDK 1.x
+//! client against the Python SDK 2.x server (tests/peers/py_server.py).
 
 mod common;
 
 use std::time::{Duration, Instant};
 
 use common::node_server::{NodeServer, py1_client};
-use common::peers::{ClientRun, Proxy, ServerMode, node_client, of_kind, py_client, ts};
+use common::peers::{ClientRun, Proxy, PyServer, ServerMode, node_client, of_kind, py_client, ts};
 use serde_json::{Map, Value};
 
 /// The SDK clients of the matrix.
@@ -56,6 +59,41 @@ impl SdkClient {
     /// Whether it probes `server/discover` (2026-07-28) before falling back to `initialize`.
     fn probes_first(self) -> bool {
         matches!(self, SdkClient::Python2Default)
+    }
+}
+
+/// The SDK servers of the matrix.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum SdkServer {
+    /// tests/peers/py_server.py (Python SDK 2.x, every revision including 2026-07-28).
+    Python,
+    /// tests/peers/node/http_server.mjs (TypeScript SDK 1.x, up to 2025-11-25).
+    TypeScript,
+}
+
+/// A running SDK server, stopped on drop.
+enum Running {
+    Python(PyServer),
+    TypeScript(NodeServer),
+}
+
+impl SdkServer {
+    /// Starts it on an ephemeral loopback port.
+    fn start(self, mode: ServerMode) -> Running {
+        match self {
+            SdkServer::Python => Running::Python(PyServer::start(mode)),
+            SdkServer::TypeScript => Running::TypeScript(NodeServer::start(mode)),
+        }
+    }
+}
+
+impl Running {
+    /// Its `/mcp` URL.
+    fn url(&self) -> String {
+        match self {
+            Running::Python(s) => s.url(),
+            Running::TypeScript(s) => s.url(),
+        }
     }
 }
 
@@ -130,11 +168,11 @@ fn settled_notices(proxy: &Proxy, limit: Duration) -> Vec<Value> {
     }
 }
 
-/// The client against the TypeScript server directly and through the proxy: same view, every call
+/// The client against the server directly and through the proxy: same view, every call
 /// answered, no failure notices, the elicitation seen and answered.
-fn transparent(client: SdkClient) {
+fn transparent(kind: SdkServer, client: SdkClient) {
     let started = Instant::now();
-    let server = NodeServer::start(ServerMode::Healthy);
+    let server = kind.start(ServerMode::Healthy);
     let direct = client.healthy(&server.url());
     let proxy = Proxy::start(&server.url(), &[]);
     let via = client.healthy(&proxy.url("/mcp"));
@@ -202,7 +240,7 @@ fn transparent(client: SdkClient) {
         proxy.dump()
     );
     let probes = of_kind(&notices, "call_superseded");
-    if client.probes_first() {
+    if client.probes_first() && kind == SdkServer::TypeScript {
         assert!(
             probes.len() == 1
                 && probes[0]["method"] == "server/discover"
@@ -226,11 +264,18 @@ fn transparent(client: SdkClient) {
         proxy.dump()
     );
     eprintln!(
-        "{client:?}: direct {:?}, proxied {:?}, whole test {:?}",
+        "{kind:?} server, {client:?}: direct {:?}, proxied {:?}, whole test {:?}",
         direct.elapsed,
         via.elapsed,
         started.elapsed()
     );
+}
+
+/// The cell the other interop tests leave open: the Python SDK 1.x client, Python SDK 2.x server.
+#[test]
+#[ignore = "needs the MCP SDK peers: run scripts/test.sh"]
+fn python_sdk_1_against_python_server() {
+    transparent(SdkServer::Python, SdkClient::Python1);
 }
 
 /// The TypeScript server dies ~300 ms into `poke`, after one progress notification: the client
@@ -299,25 +344,25 @@ fn server_death_is_orphaned(client: SdkClient) {
 #[test]
 #[ignore = "needs the MCP SDK peers: run scripts/test.sh"]
 fn python_sdk_2_default_style_against_typescript_server() {
-    transparent(SdkClient::Python2Default);
+    transparent(SdkServer::TypeScript, SdkClient::Python2Default);
 }
 
 #[test]
 #[ignore = "needs the MCP SDK peers: run scripts/test.sh"]
 fn python_sdk_2_legacy_style_against_typescript_server() {
-    transparent(SdkClient::Python2Legacy);
+    transparent(SdkServer::TypeScript, SdkClient::Python2Legacy);
 }
 
 #[test]
 #[ignore = "needs the MCP SDK peers: run scripts/test.sh"]
 fn python_sdk_1_against_typescript_server() {
-    transparent(SdkClient::Python1);
+    transparent(SdkServer::TypeScript, SdkClient::Python1);
 }
 
 #[test]
 #[ignore = "needs the MCP SDK peers: run scripts/test.sh"]
 fn typescript_sdk_against_typescript_server() {
-    transparent(SdkClient::TypeScript);
+    transparent(SdkServer::TypeScript, SdkClient::TypeScript);
 }
 
 #[test]
