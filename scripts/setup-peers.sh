@@ -4,7 +4,8 @@
 #   .venv/                  python3 -m venv at the repo root, with PyPI mcp==2.3.0 (the official
 #                           Python SDK) for tests/peers/py_server.py and tests/peers/py_client.py
 #   .venv-mcp1/             a second venv with PyPI mcp<2 (the Python SDK 1.x, still pinned by many
-#                           clients) for tests/peers/py1_client.py (the matrix and --rescue tests)
+#                           clients) for tests/peers/py_matrix_client.py (the matrix and --rescue
+#                           tests) and tests/peers/py1_client.py (tests/sdk_matrix_http.rs)
 #   tests/peers/node/       npm ci of @modelcontextprotocol/sdk (the official TypeScript SDK, 1.x)
 #                           from the committed package-lock.json, for tests/peers/node/*.mjs
 #   tests/peers/conformance/ npm ci of the official conformance suite (@modelcontextprotocol/

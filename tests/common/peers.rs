@@ -81,7 +81,8 @@ impl Drop for Proc {
 pub struct Lines(Arc<Mutex<Vec<String>>>);
 
 impl Lines {
-    fn spawn<R: Read + Send + 'static>(pipe: R) -> (Self, Receiver<String>) {
+    /// Reads `pipe` line by line on a background thread; the receiver gets each line too.
+    pub fn spawn<R: Read + Send + 'static>(pipe: R) -> (Self, Receiver<String>) {
         let lines = Lines::default();
         let keep = lines.clone();
         let (tx, rx) = channel();
@@ -108,7 +109,8 @@ impl Lines {
     }
 }
 
-fn wait_line(
+/// The first line from `rx` that `pick` accepts within `timeout`.
+pub fn wait_line(
     rx: &Receiver<String>,
     timeout: Duration,
     mut pick: impl FnMut(&str) -> bool,
