@@ -241,7 +241,7 @@ fn exit_code_and_stderr_pass_and_stderr_is_captured_per_line() {
     let dir = temp_dir();
     let long = "x".repeat(10_000);
     let command = sh(&format!(
-        "echo first >&2; printf 'sec' >&2; sleep 0.1; printf 'ond\\n{long}\\nlast' >&2; exit 3"
+        "echo first >&2; printf 'sec' >&2; sleep 0.1; printf 'ond\\n{long}\\nlast\\nAuthorization: Bearer s3cr3t' >&2; exit 3"
     ));
     let output = shim(dir.path(), &args(&command))
         .stdin(Stdio::null())
@@ -251,7 +251,8 @@ fn exit_code_and_stderr_pass_and_stderr_is_captured_per_line() {
     assert!(output.stdout.is_empty());
     assert_eq!(
         String::from_utf8_lossy(&output.stderr),
-        format!("first\nsecond\n{long}\nlast")
+        format!("first\nsecond\n{long}\nlast\nAuthorization: Bearer s3cr3t"),
+        "stderr passes unchanged"
     );
     let lines: Vec<String> = recording(dir.path())
         .into_iter()
@@ -260,7 +261,11 @@ fn exit_code_and_stderr_pass_and_stderr_is_captured_per_line() {
             _ => None,
         })
         .collect();
-    assert_eq!(lines.len(), 4, "{lines:?}");
+    assert_eq!(lines.len(), 5, "{lines:?}");
+    assert_eq!(
+        lines[4], "Authorization: [redacted]",
+        "recorded without the secret"
+    );
     assert_eq!(lines[..2], ["first", "second"]);
     assert!(
         lines[2].ends_with('…') && lines[2].len() < 9_000,
@@ -274,7 +279,7 @@ fn exit_code_and_stderr_pass_and_stderr_is_captured_per_line() {
         .find_map(|s| s.process.as_ref())
         .expect("process");
     assert_eq!(process.exit.map(|e| e.code), Some(Some(3)));
-    assert_eq!(process.stderr.len(), 4);
+    assert_eq!(process.stderr.len(), 5);
     // The TUI's notifications and logs view (`L`) lists them as the session's log.
     let session = model
         .sessions

@@ -344,8 +344,60 @@ impl Redactor {
                 *to = self.url(to);
             }
             EventKind::ProcessStarted { command, .. } => self.command(command),
+            EventKind::StderrLine { line, .. } => {
+                if let Some(redacted) = self.log_line(line) {
+                    *line = redacted;
+                }
+            }
             _ => {}
         }
+    }
+
+    /// Redacts a server's log line (a stdio server's stderr): a JSON line as a body; a line
+    /// `Name: value` whose name is a secret header's, the whole value; a `Bearer`/`Basic`
+    /// credential; `name=value` words whose name is a secret's; the secrets of URLs. Returns the
+    /// redacted line when anything changed.
+    pub fn log_line(&self, line: &str) -> Option<String> {
+        if !self.enabled || line.is_empty() {
+            return None;
+        }
+        if let Some(redacted) = self.text(line) {
+            return Some(redacted);
+        }
+        if let Some((name, value)) = line.split_once(':')
+            && !name.trim().is_empty()
+            && !name.trim().contains(char::is_whitespace)
+            && !value.trim().is_empty()
+            && !value.starts_with("//")
+            && self.is_secret_header(name.trim())
+        {
+            return Some(format!("{name}: {REDACTED}"));
+        }
+        let mut changed = false;
+        let mut credential_next = false;
+        let words: Vec<String> = line
+            .split(' ')
+            .map(|word| {
+                if std::mem::take(&mut credential_next) && !word.is_empty() {
+                    changed = true;
+                    return REDACTED.to_string();
+                }
+                if word.eq_ignore_ascii_case("bearer") || word.eq_ignore_ascii_case("basic") {
+                    credential_next = true;
+                    return word.to_string();
+                }
+                let redacted = if word.contains("://") {
+                    self.url(word)
+                } else if word.contains('=') {
+                    self.params(word, '&').into_owned()
+                } else {
+                    return word.to_string();
+                };
+                changed |= redacted != word;
+                redacted
+            })
+            .collect();
+        changed.then(|| words.join(" "))
     }
 
     /// Redacts a command line in place: the value of an option named like a secret
@@ -406,6 +458,32 @@ fn decode(name: &str) -> Cow<'_, str> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_servers_log_lines_lose_their_secrets() {
+        let r = super::Redactor::new();
+        let hidden = |line: &str| r.log_line(line).unwrap_or_else(|| line.to_string());
+        assert_eq!(
+            hidden("Authorization: Bearer abc.def"),
+            "Authorization: [redacted]"
+        );
+        assert_eq!(
+            hidden("calling upstream with Bearer abc.def now"),
+            "calling upstream with Bearer [redacted] now"
+        );
+        assert_eq!(
+            hidden("GET /v1?api_key=s3cret&page=2 200"),
+            "GET /v1?api_key=[redacted]&page=2 200"
+        );
+        assert!(!hidden("connecting to https://user:pw@db.example/x").contains("pw"));
+        assert!(!hidden(r#"{"level":"info","access_token":"s3cr3t"}"#).contains("s3cr3t"));
+        assert_eq!(r.log_line("listening on port 8080"), None);
+        assert_eq!(r.log_line("note: nothing secret here"), None);
+        assert_eq!(
+            Redactor::disabled().log_line("Authorization: Bearer x"),
+            None
+        );
+    }
+
     #[test]
     fn command_lines_lose_their_secrets() {
         let mut args: Vec<String> = [
