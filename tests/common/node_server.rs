@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use super::peers::{ClientRun, Lines, Proc, ServerMode, root, run_json, wait_line};
+use super::peers::{ClientRun, Lines, Proc, ServerMode, root, run_json, wait_ready};
 
 /// A running tests/peers/node/http_server.mjs.
 pub struct NodeServer {
@@ -30,7 +30,7 @@ impl NodeServer {
             ServerMode::Healthy => "healthy",
             ServerMode::Dies => "dies",
         };
-        let mut child = Command::new("node")
+        let child = Command::new("node")
             .arg(root().join("tests/peers/node/http_server.mjs"))
             .arg("0")
             .args(["--mode", mode])
@@ -40,27 +40,8 @@ impl NodeServer {
             .stderr(Stdio::piped())
             .spawn()
             .expect("spawn node http_server.mjs");
-        let out = child.stdout.take().expect("stdout");
-        let err = child.stderr.take().expect("stderr");
-        let proc = Proc {
-            child,
-            name: format!("node http_server --mode {mode}"),
-        };
-        let (stdout, rx) = Lines::spawn(out);
-        let (stderr, _erx) = Lines::spawn(err);
-        let Some(ready) = wait_line(&rx, Duration::from_secs(30), |l| l.starts_with("READY "))
-        else {
-            panic!(
-                "http_server.mjs did not print READY within 30 s\nstdout:\n{}\nstderr:\n{}",
-                stdout.text(),
-                stderr.text()
-            );
-        };
-        let port = ready
-            .trim_start_matches("READY ")
-            .trim()
-            .parse()
-            .expect("READY <port>");
+        let (proc, port, stdout, stderr) =
+            wait_ready(child, format!("node http_server --mode {mode}"));
         NodeServer {
             proc,
             port,

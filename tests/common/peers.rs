@@ -5,7 +5,7 @@
 
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdout, Command, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
 use std::sync::{Arc, Mutex};
 use std::thread;
@@ -142,6 +142,29 @@ pub struct PyServer {
     pub stderr: Lines,
 }
 
+/// Waits (30 s at most) for a server child started with piped stdout and stderr to print
+/// `READY <port>`; fails the test with both outputs when it does not.
+pub fn wait_ready(mut child: Child, name: String) -> (Proc, u16, Lines, Lines) {
+    let out = child.stdout.take().expect("stdout");
+    let err = child.stderr.take().expect("stderr");
+    let (stdout, rx) = Lines::spawn(out);
+    let (stderr, _erx) = Lines::spawn(err);
+    let ready = wait_line(&rx, Duration::from_secs(30), |l| l.starts_with("READY "));
+    let Some(ready) = ready else {
+        panic!(
+            "{name} did not print READY within 30 s\nstdout:\n{}\nstderr:\n{}",
+            stdout.text(),
+            stderr.text()
+        );
+    };
+    let port = ready
+        .trim_start_matches("READY ")
+        .trim()
+        .parse()
+        .expect("READY <port>");
+    (Proc { child, name }, port, stdout, stderr)
+}
+
 impl PyServer {
     /// Starts it on an ephemeral port and waits for `READY <port>`.
     pub fn start(mode: ServerMode) -> PyServer {
@@ -151,7 +174,7 @@ impl PyServer {
             ServerMode::Healthy => "healthy",
             ServerMode::Dies => "dies",
         };
-        let mut child = Command::new(py)
+        let child = Command::new(py)
             .arg(script)
             .arg("0")
             .args(["--mode", mode])
@@ -160,27 +183,7 @@ impl PyServer {
             .stderr(Stdio::piped())
             .spawn()
             .expect("spawn py_server.py");
-        let out: ChildStdout = child.stdout.take().expect("stdout");
-        let err = child.stderr.take().expect("stderr");
-        let proc = Proc {
-            child,
-            name: format!("py_server --mode {mode}"),
-        };
-        let (stdout, rx) = Lines::spawn(out);
-        let (stderr, _erx) = Lines::spawn(err);
-        let ready = wait_line(&rx, Duration::from_secs(30), |l| l.starts_with("READY "));
-        let Some(ready) = ready else {
-            panic!(
-                "py_server.py did not print READY within 30 s\nstdout:\n{}\nstderr:\n{}",
-                stdout.text(),
-                stderr.text()
-            );
-        };
-        let port = ready
-            .trim_start_matches("READY ")
-            .trim()
-            .parse()
-            .expect("READY <port>");
+        let (proc, port, stdout, stderr) = wait_ready(child, format!("py_server --mode {mode}"));
         PyServer {
             proc,
             port,
@@ -481,7 +484,7 @@ impl PyServer {
             ServerMode::Healthy => "healthy",
             ServerMode::Dies => "dies",
         };
-        let mut child = Command::new(venv_python())
+        let child = Command::new(venv_python())
             .arg(root().join("tests/peers/py_sse_server.py"))
             .arg("0")
             .args(["--mode", mode])
@@ -491,27 +494,8 @@ impl PyServer {
             .stderr(Stdio::piped())
             .spawn()
             .expect("spawn py_sse_server.py");
-        let out = child.stdout.take().expect("stdout");
-        let err = child.stderr.take().expect("stderr");
-        let proc = Proc {
-            child,
-            name: format!("py_sse_server --mode {mode}"),
-        };
-        let (stdout, rx) = Lines::spawn(out);
-        let (stderr, _erx) = Lines::spawn(err);
-        let Some(ready) = wait_line(&rx, Duration::from_secs(30), |l| l.starts_with("READY "))
-        else {
-            panic!(
-                "py_sse_server.py did not print READY within 30 s\nstdout:\n{}\nstderr:\n{}",
-                stdout.text(),
-                stderr.text()
-            );
-        };
-        let port = ready
-            .trim_start_matches("READY ")
-            .trim()
-            .parse()
-            .expect("READY <port>");
+        let (proc, port, stdout, stderr) =
+            wait_ready(child, format!("py_sse_server --mode {mode}"));
         PyServer {
             proc,
             port,
