@@ -21,6 +21,8 @@ use mcpscope_engine::wire::lines::{LineObserver, LineSplitter};
 
 use crate::sink::EventSink;
 
+/// How long the end of a run waits for the client's stdin to be seen closed.
+const STDIN_GRACE: Duration = Duration::from_millis(200);
 /// The stream id of the process (one per run).
 pub const STREAM: StreamId = 1;
 
@@ -245,8 +247,12 @@ pub async fn run(options: Options, sink: EventSink) -> Result<Outcome, SpawnErro
     if !stdout_reported {
         report_stdout_end(&sink, &stdout_bytes);
     }
-    if let Some(task) = stdin_task {
-        task.abort();
+    if let Some(mut task) = stdin_task {
+        // A client that closed stdin as the server ended: its closing is still recorded. A
+        // client that keeps stdin open is not waited for.
+        if tokio::time::timeout(STDIN_GRACE, &mut task).await.is_err() {
+            task.abort();
+        }
     }
     Ok(outcome)
 }
