@@ -144,10 +144,12 @@ pub async fn run_proxy(args: ProxyArgs) -> anyhow::Result<()> {
     check_listen(args.listen, args.allow_remote)?;
     crate::pass_host::check(&args)?;
     if args.insecure {
-        eprintln!("mcpscope: WARNING: --insecure: the upstream's TLS certificate is NOT verified");
+        crate::say!(
+            "mcpscope: WARNING: --insecure: the upstream's TLS certificate is NOT verified"
+        );
     }
     if !args.listen.is_loopback() {
-        eprintln!(
+        crate::say!(
             "mcpscope: WARNING: listening on {}, reachable from the network; only loopback Host names{} are accepted",
             args.listen.0,
             if args.allow_hosts.is_empty() {
@@ -173,7 +175,7 @@ pub async fn run_proxy(args: ProxyArgs) -> anyhow::Result<()> {
         .transpose()?;
     let redactor = redactor(&args);
     if !redactor.enabled() {
-        eprintln!(
+        crate::say!(
             "mcpscope: WARNING: --no-redact: secrets are kept in the recording and shown on screen"
         );
     }
@@ -182,19 +184,19 @@ pub async fn run_proxy(args: ProxyArgs) -> anyhow::Result<()> {
     running.proxy.shared.set_planner(engine.clone());
     crate::pass_host::warn(&args);
     for label in engine.armed() {
-        eprintln!("mcpscope: fault rule armed: {label}");
+        crate::say!("mcpscope: fault rule armed: {label}");
     }
     if args.rescue {
-        eprintln!(
+        crate::say!(
             "mcpscope: --rescue: calls whose stream dies unresumable are answered with a JSON-RPC error"
         );
     }
-    eprintln!(
+    crate::say!(
         "mcpscope: listening on http://{} (upstream {upstream_shown})",
         running.proxy.addr
     );
     if let Some(path) = &running.hub.recording {
-        eprintln!("mcpscope: recording to {}", path.display());
+        crate::say!("mcpscope: recording to {}", path.display());
     }
     // Published until the run ends (dropping it removes the socket).
     let published = (!args.no_publish)
@@ -211,7 +213,7 @@ pub async fn run_proxy(args: ProxyArgs) -> anyhow::Result<()> {
         let (upstream, shown) = (upstream.clone(), upstream_shown.clone());
         tokio::spawn(async move {
             if let Err(e) = probe_upstream(&upstream).await {
-                eprintln!(
+                crate::say!(
                     "mcpscope: WARNING: the upstream {shown} cannot be reached now ({e}); \
                      requests get 502 until it can"
                 );
@@ -273,13 +275,13 @@ pub async fn run_proxy(args: ProxyArgs) -> anyhow::Result<()> {
     let tally = running.hub.finish_within(FINISH_PATIENCE);
     if let Some(path) = recording {
         match tally {
-            Some(t) => eprintln!(
+            Some(t) => crate::say!(
                 "mcpscope: recorded {} of {} events to {}",
                 t.written,
                 t.seen,
                 path.display()
             ),
-            None => eprintln!(
+            None => crate::say!(
                 "mcpscope: the recording {} was not finished within {:?} (every line written so far is on disk)",
                 path.display(),
                 FINISH_PATIENCE
@@ -332,7 +334,7 @@ pub async fn serve_test(args: &ServeTestArgs) -> anyhow::Result<()> {
         retry_ms: (args.retry_ms > 0).then_some(args.retry_ms),
     })
     .await?;
-    eprintln!("mcpscope serve-test: listening on {}", server.url());
+    crate::say!("mcpscope serve-test: listening on {}", server.url());
     shutdown_signal().await;
     server.shutdown().await;
     Ok(())

@@ -63,14 +63,14 @@ pub async fn run(args: &DemoArgs) -> anyhow::Result<()> {
         app::start_proxy(config, None, mcpscope_engine::redact::Redactor::new()).await?;
     let engine = fault::install(&running.proxy, &[DEMO_RULE.to_string()], None)?;
     let proxy_url = format!("http://{}/mcp", running.proxy.addr);
-    eprintln!(
+    crate::say!(
         "mcpscope demo: test server on {url} (no SSE event ids: a dead stream cannot be resumed)"
     );
-    eprintln!("mcpscope demo: proxy on {proxy_url} (not recording)");
+    crate::say!("mcpscope demo: proxy on {proxy_url} (not recording)");
     for label in engine.armed() {
-        eprintln!("mcpscope demo: fault rule armed: {label}");
+        crate::say!("mcpscope demo: fault rule armed: {label}");
     }
-    eprintln!(
+    crate::say!(
         "mcpscope demo: the client calls echo, slow and peek, then poke, whose stream the proxy \
          resets mid-call: watch that call become orphaned"
     );

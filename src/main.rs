@@ -45,7 +45,7 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(e) if e.use_stderr() => {
             // One clear line (clap's first), not the whole usage block.
-            eprintln!(
+            mcpscope::say!(
                 "mcpscope: {} (see mcpscope --help)",
                 usage_line(&e.to_string())
             );
@@ -72,7 +72,7 @@ fn main() -> ExitCode {
     {
         Ok(rt) => rt,
         Err(e) => {
-            eprintln!("mcpscope: cannot start the runtime: {e}");
+            mcpscope::say!("mcpscope: cannot start the runtime: {e}");
             return ExitCode::FAILURE;
         }
     };
@@ -92,11 +92,11 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) if e.downcast_ref::<UsageError>().is_some() => {
-            eprintln!("mcpscope: {e}");
+            mcpscope::say!("mcpscope: {e}");
             ExitCode::from(2)
         }
         Err(e) => {
-            eprintln!("mcpscope: {}", error_chain(&e));
+            mcpscope::say!("mcpscope: {}", error_chain(&e));
             ExitCode::FAILURE
         }
     }
@@ -185,7 +185,7 @@ fn convert(args: &mcpscope::cli::ConvertArgs) -> ExitCode {
     match record::convert(&args.input, &args.output, how) {
         Ok(done) => {
             for warning in &done.warnings {
-                eprintln!("mcpscope: warning: {warning}");
+                mcpscope::say!("mcpscope: warning: {warning}");
             }
             println!(
                 "converted {} events (version {} → {}): {} bytes → {} bytes ({:.2}×), {}",
@@ -200,14 +200,14 @@ fn convert(args: &mcpscope::cli::ConvertArgs) -> ExitCode {
             ExitCode::SUCCESS
         }
         Err(e) => {
-            eprintln!("mcpscope: {e}");
+            mcpscope::say!("mcpscope: {e}");
             ExitCode::FAILURE
         }
     }
 }
 
 fn export_error(e: &mcpscope_export::Error) -> ExitCode {
-    eprintln!("mcpscope: {e}");
+    mcpscope::say!("mcpscope: {e}");
     match e {
         mcpscope_export::Error::Usage(_) => ExitCode::from(2),
         mcpscope_export::Error::Io(_) => ExitCode::FAILURE,

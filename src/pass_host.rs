@@ -24,7 +24,7 @@ pub fn check(args: &ProxyArgs) -> Result<(), UsageError> {
 /// Warns on stderr when `--pass-host` is on.
 pub fn warn(args: &ProxyArgs) {
     if args.pass_host {
-        eprintln!("mcpscope: WARNING: {WARNING}");
+        crate::say!("mcpscope: WARNING: {WARNING}");
     }
 }
 

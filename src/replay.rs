@@ -21,7 +21,7 @@ use mcpscope_engine::record::{self, Recording};
 pub fn load(path: &Path) -> anyhow::Result<Recording> {
     let recording = record::read_file(path)?;
     for warning in &recording.warnings {
-        eprintln!("mcpscope: warning: {warning}");
+        crate::say!("mcpscope: warning: {warning}");
     }
     Ok(recording)
 }
@@ -92,7 +92,7 @@ pub async fn run(args: &ReplayArgs) -> anyhow::Result<()> {
             .count();
         let speed = args.speed.unwrap_or(1.0);
         let handle = serve(recording, args.listen.0, speed).await?;
-        eprintln!(
+        crate::say!(
             "mcpscope replay: serving {} as a mock upstream on {} ({exchanges} recorded exchanges, speed {})",
             args.file.display(),
             handle.url(),
@@ -102,7 +102,7 @@ pub async fn run(args: &ReplayArgs) -> anyhow::Result<()> {
         handle.shutdown();
         let unused = handle.unused();
         if !unused.is_empty() {
-            eprintln!(
+            crate::say!(
                 "mcpscope replay: {} recorded exchange(s) never requested: {}",
                 unused.len(),
                 unused.join(", ")

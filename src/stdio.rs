@@ -71,7 +71,7 @@ pub fn main(args: &StdioArgs) -> ExitCode {
     {
         Ok(rt) => rt,
         Err(e) => {
-            eprintln!("mcpscope: cannot start the runtime: {e}");
+            crate::say!("mcpscope: cannot start the runtime: {e}");
             return ExitCode::FAILURE;
         }
     };
@@ -81,7 +81,7 @@ pub fn main(args: &StdioArgs) -> ExitCode {
     let code = match code {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("mcpscope: {e:#}");
+            crate::say!("mcpscope: {e:#}");
             1
         }
     };
@@ -108,7 +108,7 @@ fn recording(args: &StdioArgs, redacted: bool) -> anyhow::Result<Option<Recorder
     match Recorder::create_in(&dir, redacted) {
         Ok(recorder) => Ok(Some(recorder)),
         Err(e) => {
-            eprintln!(
+            crate::say!(
                 "mcpscope: WARNING: cannot create a recording in {}: {e}; the server runs unrecorded",
                 dir.display()
             );
@@ -161,7 +161,7 @@ async fn run(args: StdioArgs) -> anyhow::Result<i32> {
     let code = match outcome {
         Ok(outcome) => outcome.exit_code(),
         Err(SpawnError { error, exit_code }) => {
-            eprintln!(
+            crate::say!(
                 "mcpscope: cannot start {}: {error}",
                 mcpscope_engine::model::process::shell_words(&args.command)
             );
@@ -174,7 +174,7 @@ async fn run(args: StdioArgs) -> anyhow::Result<i32> {
     if hub.finish_within(FINISH_PATIENCE).is_none()
         && let Some(path) = recording
     {
-        eprintln!(
+        crate::say!(
             "mcpscope: the recording {} was not finished within {FINISH_PATIENCE:?}",
             path.display()
         );

@@ -366,3 +366,58 @@ async fn sigterm_ends_every_open_exchange_and_completes_the_recording() {
     drop((get, post));
     server.shutdown().await;
 }
+
+#[test]
+fn a_closed_stderr_ends_nothing_the_proxy_answers_and_records() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut child = mcpscope(
+        dir.path(),
+        &[
+            "--upstream",
+            "http://127.0.0.1:1/mcp",
+            "--record",
+            "run.jsonl",
+        ],
+    )
+    .spawn()
+    .expect("spawn");
+    // Read up to the address, then close our end of its stderr: every later diagnostic line
+    // (the attach hint, the unreachable-upstream warning, the shutdown summary) meets a closed
+    // pipe.
+    let stderr = child.stderr.take().expect("stderr");
+    let mut listen = None;
+    for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+        if let Some(addr) = line
+            .split("listening on ")
+            .nth(1)
+            .and_then(|rest| rest.split_whitespace().next())
+        {
+            listen = Some(addr.trim_start_matches("http://").to_string());
+            break;
+        }
+    }
+    let addr = listen.expect("listening");
+    std::thread::sleep(Duration::from_millis(300));
+    for _ in 0..3 {
+        let mut sock = std::net::TcpStream::connect(&addr).expect("connect");
+        sock.set_read_timeout(Some(Duration::from_secs(10)))
+            .expect("timeout");
+        let body = r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#;
+        let request = format!(
+            "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        );
+        std::io::Write::write_all(&mut sock, request.as_bytes()).expect("send");
+        let mut answer = String::new();
+        let _ = std::io::Read::read_to_string(&mut sock, &mut answer);
+        assert!(answer.starts_with("HTTP/1.1 502"), "{answer}");
+    }
+    assert!(
+        child.try_wait().expect("try_wait").is_none(),
+        "still running"
+    );
+    stop(child);
+    let text = std::fs::read_to_string(dir.path().join("run.jsonl")).expect("recording");
+    assert!(text.contains("proxy_started"), "{text}");
+    assert_eq!(text.matches("\"stream_opened\"").count(), 3, "{text}");
+}

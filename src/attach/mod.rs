@@ -46,7 +46,7 @@ pub fn publish(hub: &Hub, session: SessionInfo) -> Option<Published> {
         Ok(published) => {
             tracing::info!("attach socket: {}", published.path().display());
             if !quiet {
-                eprintln!(
+                crate::say!(
                     "mcpscope: watch from another terminal: mcpscope attach {}",
                     std::process::id()
                 );
@@ -54,7 +54,7 @@ pub fn publish(hub: &Hub, session: SessionInfo) -> Option<Published> {
             Some(published)
         }
         Err(e) => {
-            eprintln!(
+            crate::say!(
                 "mcpscope: WARNING: not published for `mcpscope attach`: {e} (directory {})",
                 place::runtime_dir().display()
             );
@@ -111,9 +111,10 @@ pub async fn run(args: &AttachArgs) -> anyhow::Result<()> {
     let headless = args.headless || args.json || !std::io::stdout().is_terminal();
     if headless {
         if unrecorded {
-            eprintln!(
+            crate::say!(
                 "mcpscope: session {} is not recorded: events from now on only ({} before are not shown)",
-                hello.pid, hello.live_from
+                hello.pid,
+                hello.live_from
             );
         }
         let style = if args.json { Style::Json } else { Style::Lines };
@@ -124,9 +125,9 @@ pub async fn run(args: &AttachArgs) -> anyhow::Result<()> {
             .map(|s| s.clone())
             .unwrap_or_default();
         if let Some(missing) = status.past_missing {
-            eprintln!("mcpscope: the session's past is incomplete: {missing}");
+            crate::say!("mcpscope: the session's past is incomplete: {missing}");
         }
-        eprintln!(
+        crate::say!(
             "mcpscope: session {}: {}",
             hello.pid,
             status.ended.as_deref().unwrap_or("ended")

@@ -135,7 +135,7 @@ pub async fn list(dir: &Path) -> anyhow::Result<Vec<LiveSession>> {
                 // Nobody listens: the pid was reused by another process.
                 let _ = std::fs::remove_file(&path);
             }
-            Err(e) => eprintln!("mcpscope: skipping {}: {e:#}", path.display()),
+            Err(e) => crate::say!("mcpscope: skipping {}: {e:#}", path.display()),
         }
     }
     found.sort_by_key(|s| s.hello.pid);

@@ -80,7 +80,7 @@ pub async fn run(args: &MatrixArgs) -> anyhow::Result<()> {
         )),
     });
     let jobs = args.jobs.unwrap_or(selected.len()).max(1);
-    eprintln!(
+    crate::say!(
         "mcpscope matrix: {} cells, {jobs} at a time, {:?} each at most{}",
         selected.len(),
         args.timeout,
@@ -99,11 +99,11 @@ pub async fn run(args: &MatrixArgs) -> anyhow::Result<()> {
             let (plan, gate, done) = (Arc::clone(&plan), Arc::clone(&gate), Arc::clone(&done));
             tokio::spawn(async move {
                 let _permit = gate.acquire_owned().await;
-                eprintln!("mcpscope matrix: {} running", case.name);
+                crate::say!("mcpscope matrix: {} running", case.name);
                 let result = cell::run(case, &plan).await;
                 let n = done.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
                 match &result {
-                    Ok(cell) => eprintln!(
+                    Ok(cell) => crate::say!(
                         "mcpscope matrix: [{n}/{total}] {}: {} ({}) {}",
                         case.name,
                         cell.judgement.outcome.word(),
@@ -112,7 +112,7 @@ pub async fn run(args: &MatrixArgs) -> anyhow::Result<()> {
                             .map_or_else(|| "no reaction".into(), |ms| format!("{ms} ms")),
                         cell.judgement.verdict
                     ),
-                    Err(e) => eprintln!("mcpscope matrix: [{n}/{total}] {}: {e:#}", case.name),
+                    Err(e) => crate::say!("mcpscope matrix: [{n}/{total}] {}: {e:#}", case.name),
                 }
                 result
             })

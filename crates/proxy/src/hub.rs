@@ -3,6 +3,7 @@
 //! Runs on its own thread so neither file I/O nor a slow view ever holds up forwarding; the
 //! channels are unbounded, so nothing is dropped.
 
+use std::io::Write as _;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -33,7 +34,9 @@ fn report_failure(recorder: &Recorder, result: std::io::Result<()>, failed: &mut
     {
         *failed = true;
         tracing::error!("recording to {} failed: {e}", recorder.path().display());
-        eprintln!(
+        // Never a panic on this thread when stderr is gone: the hub must go on.
+        let _ = writeln!(
+            std::io::stderr(),
             "mcpscope: recording to {} failed: {e}",
             recorder.path().display()
         );
@@ -288,7 +291,7 @@ impl Hub {
             Err(RecvTimeoutError::Disconnected) => {
                 let problem = "the event hub thread stopped without finishing (it panicked)";
                 tracing::error!("{problem}");
-                eprintln!("mcpscope: {problem}");
+                let _ = writeln!(std::io::stderr(), "mcpscope: {problem}");
                 None
             }
         }

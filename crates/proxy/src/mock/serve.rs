@@ -151,7 +151,11 @@ impl State {
     }
 
     fn mismatch(&self, line: String) {
-        eprintln!("mcpscope replay: MISMATCH {line}");
+        // A closed stderr must not end the mock server.
+        let _ = std::io::Write::write_fmt(
+            &mut std::io::stderr(),
+            format_args!("mcpscope replay: MISMATCH {line}\n"),
+        );
         if let Ok(mut m) = self.mismatches.lock() {
             m.push(line);
         }
