@@ -31,15 +31,20 @@ pub fn format(notice: &Notice, style: Style) -> String {
 /// Folds events as they come and prints the notices until the feed closes; returns the model.
 /// With `pace`, each event taken is reported to the hub, which waits for a view that falls
 /// behind (a stdout nobody reads) instead of queueing without bound.
-pub async fn run(
+pub async fn run(feed: UnboundedReceiver<Event>, style: Style, pace: Option<ViewPace>) -> Model {
+    run_to(feed, style, pace, &mut std::io::stdout()).await
+}
+
+/// [`run`], writing the notices to `out` (a file, stderr) instead of stdout.
+pub async fn run_to(
     mut feed: UnboundedReceiver<Event>,
     style: Style,
     pace: Option<ViewPace>,
+    out: &mut (dyn Write + Send),
 ) -> Model {
     // Each fact is printed as it happens: the model holds only what is still open.
     let mut model = Model::with_retention(Retention::none());
     let mut tick = tokio::time::interval(Duration::from_millis(250));
-    let stdout = std::io::stdout();
     loop {
         let notices = tokio::select! {
             event = feed.recv() => match event {
@@ -56,7 +61,6 @@ pub async fn run(
         if notices.is_empty() {
             continue;
         }
-        let mut out = stdout.lock();
         for notice in &notices {
             if writeln!(out, "{}", format(notice, style)).is_err() {
                 return model;

@@ -11,13 +11,9 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Context;
-use chrono::Utc;
 use clap::Args;
-use tokio::sync::mpsc::UnboundedReceiver;
 
-use crate::headless::{Style, format};
-use mcpscope_engine::event::Event;
-use mcpscope_engine::model::{Model, Retention};
+use crate::headless::Style;
 use mcpscope_engine::record::{Create, Recorder, open_private};
 use mcpscope_engine::redact::Redactor;
 use mcpscope_proxy::hub::Hub;
@@ -150,7 +146,12 @@ async fn run(args: StdioArgs) -> anyhow::Result<i32> {
         })
         .flatten();
     let notices = match (output, hub.take_output()) {
-        (Some(out), Some(feed)) => Some(tokio::spawn(write_notices(feed, out))),
+        (Some(mut out), Some(feed)) => {
+            let pace = Some(hub.pace_view());
+            Some(tokio::spawn(async move {
+                crate::headless::run_to(feed, Style::Json, pace, &mut *out).await;
+            }))
+        }
         _ => None,
     };
     let options = Options {
@@ -186,28 +187,4 @@ async fn run(args: StdioArgs) -> anyhow::Result<i32> {
         published.finish(Duration::from_secs(2)).await;
     }
     Ok(code)
-}
-
-/// Folds the events and writes each notice as one JSON line, until the feed closes.
-async fn write_notices(mut feed: UnboundedReceiver<Event>, mut out: Box<dyn Write + Send>) {
-    let mut model = Model::with_retention(Retention::none());
-    let mut tick = tokio::time::interval(Duration::from_millis(250));
-    loop {
-        let notices = tokio::select! {
-            event = feed.recv() => match event {
-                Some(event) => model.apply(&event),
-                None => break,
-            },
-            _ = tick.tick() => model.advance(Utc::now()),
-        };
-        for notice in &notices {
-            if writeln!(out, "{}", format(notice, Style::Json)).is_err() {
-                return;
-            }
-        }
-        if !notices.is_empty() {
-            let _ = out.flush();
-        }
-    }
-    let _ = out.flush();
 }
