@@ -78,13 +78,13 @@ pub fn tool_error(call: &Call) -> bool {
     call.method == "tools/call"
         && call
             .response()
-            .and_then(|r| r.get("isError"))
-            .and_then(serde_json::Value::as_bool)
+            .and_then(|r| r.get("isError").and_then(serde_json::Value::as_bool))
             == Some(true)
 }
 
 fn tool_error_text(call: &Call) -> Option<String> {
-    let content = call.response()?.get("content")?.as_array()?;
+    let response = call.response()?;
+    let content = response.get("content")?.as_array()?;
     let text = content
         .iter()
         .filter_map(|c| c.get("text").and_then(serde_json::Value::as_str))

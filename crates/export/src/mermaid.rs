@@ -297,10 +297,8 @@ fn progress(
 ) {
     let whole =
         (stream.method == "POST" && stream.id == call.request_stream) || stream.resumes.is_some();
-    let token = call
-        .params()
-        .get("_meta")
-        .and_then(|m| m.get("progressToken"));
+    let params = call.params();
+    let token = params.get("_meta").and_then(|m| m.get("progressToken"));
     for mark in &stream.marks {
         let Some(message) = mark.message.and_then(|m| model.messages.get(m)) else {
             continue;
@@ -308,7 +306,8 @@ fn progress(
         if mark.response || message.dir == call.dir {
             continue;
         }
-        let Kind::Notification { method, params } = classify(&message.body) else {
+        let body = message.body.value();
+        let Kind::Notification { method, params } = classify(&body) else {
             continue;
         };
         let tied = message.call == Some(call.index)

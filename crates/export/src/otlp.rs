@@ -297,8 +297,7 @@ fn call_span(
     let error = match &call.verdict {
         Verdict::Error { .. } => Some(
             call.response()
-                .and_then(|r| r.get("code"))
-                .map(|c| c.to_string())
+                .and_then(|r| r.get("code").map(|c| c.to_string()))
                 .unwrap_or_else(|| "_OTHER".to_string()),
         ),
         Verdict::Orphaned { .. } => Some("orphaned".to_string()),
@@ -308,7 +307,7 @@ fn call_span(
     if let Some(error_type) = error {
         if let Some(code) = call
             .response()
-            .and_then(|r| r.get("code"))
+            .and_then(|r| r.get("code").cloned())
             .filter(|_| matches!(call.verdict, Verdict::Error { .. }))
         {
             attributes.push(attr("rpc.response.status_code", json!(code.to_string())));

@@ -517,6 +517,6 @@ impl App {
             }
             _ => return None,
         };
-        serde_json::to_string_pretty(value.as_ref()).ok()
+        serde_json::to_string_pretty(&value.value()).ok()
     }
 }

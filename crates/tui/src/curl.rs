@@ -21,7 +21,7 @@ pub fn command(model: &Model, call: &Call, base: &str) -> Option<String> {
     let stream = model.stream(call.request_stream)?;
     let message = model.request_message(call)?;
     let redactor = Redactor::new();
-    let mut body = (*message.body).clone();
+    let mut body = message.body.value();
     redactor.json(&mut body);
     let url = format!("{}{}", base.trim_end_matches('/'), stream.path);
     let mut out = format!("curl -sS -N -X {} {}", stream.method, quote(&url));

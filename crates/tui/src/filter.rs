@@ -1,7 +1,7 @@
 //! The `/` filter: `tool:`, `method:`, `status:`, `session:`, `body:` tokens and free text, all
 //! ANDed. Free text and `body:` also search the request's and the response's JSON text.
 
-use mcpscope_engine::model::{Call, Model};
+use mcpscope_engine::model::{Body, Call, Model};
 
 /// A parsed filter. Matching is case-insensitive and by substring.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -89,10 +89,13 @@ impl Filter {
     }
 }
 
-/// Whether the call's params or its response, as JSON text, contain `needle` (lower case).
+/// Whether the call's params or its response, as JSON text, contain `needle` (lower case). A
+/// message whose whole text lacks it is not parsed.
 fn body_contains(call: &Call, needle: &str) -> bool {
+    let in_text = |b: &Body| b.text().to_lowercase().contains(needle);
     let hit = |v: &serde_json::Value| v.to_string().to_lowercase().contains(needle);
-    hit(call.params()) || call.response().is_some_and(hit)
+    (in_text(&call.request) && hit(&call.params()))
+        || (call.reply.as_ref().is_some_and(in_text) && call.response().is_some_and(|r| hit(&r)))
 }
 
 fn session_label(model: &Model, call: &Call) -> String {

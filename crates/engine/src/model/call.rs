@@ -1,10 +1,9 @@
 //! A JSON-RPC request and what became of it.
 
-use std::sync::Arc;
-
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 
+use super::Body;
 use super::verdict::{Death, Verdict};
 use crate::event::{Direction, StreamId};
 
@@ -68,7 +67,7 @@ pub struct Call {
     pub tool: Option<String>,
     /// The request message, shared with its [`super::MessageRec`] (read its params with
     /// [`Call::params`]); an empty object once the call is a compact row.
-    pub request: Arc<Value>,
+    pub request: Body,
     /// When the request was seen.
     pub started_at: DateTime<Utc>,
     /// The stream the request arrived on (its POST, or the SSE stream of a server request).
@@ -85,7 +84,9 @@ pub struct Call {
     pub ended_at: Option<DateTime<Utc>>,
     /// The response message, shared with its [`super::MessageRec`], when it arrived (read its
     /// result or error with [`Call::response`]).
-    pub reply: Option<Arc<Value>>,
+    pub reply: Option<Body>,
+    /// Whether it was answered with a tool's error (a result with `isError: true`).
+    pub tool_error: bool,
     /// Progress and other notifications seen on its stream (counted).
     pub progress: Progress,
     /// What the client did after it was orphaned.
@@ -141,24 +142,27 @@ pub struct Progress {
     pub last: Option<DateTime<Utc>>,
 }
 
-/// What a missing member reads as.
-static NULL: Value = Value::Null;
-
 impl Call {
-    /// The request's params (`null` when it had none, or once the call is a compact row).
-    pub fn params(&self) -> &Value {
-        self.request.get("params").unwrap_or(&NULL)
+    /// The request's params, parsed (`null` when it had none, or once the call is a compact
+    /// row).
+    pub fn params(&self) -> Value {
+        self.request.member("params").unwrap_or(Value::Null)
     }
 
-    /// The response's result or error object, when it arrived (and the call is not compact).
-    pub fn response(&self) -> Option<&Value> {
-        let reply = self.reply.as_deref()?;
-        reply.get("result").or_else(|| reply.get("error"))
+    /// The response's result or error object, parsed, when it arrived (and the call is not
+    /// compact).
+    pub fn response(&self) -> Option<Value> {
+        let Value::Object(mut reply) = self.reply.as_ref()?.value() else {
+            return None;
+        };
+        reply
+            .swap_remove("result")
+            .or_else(|| reply.swap_remove("error"))
     }
 
     /// Whether it was answered with a tool's error (a result with `isError: true`).
     pub fn is_tool_error(&self) -> bool {
-        self.verdict == Verdict::Answered && self.response().is_some_and(super::fold::is_tool_error)
+        self.verdict == Verdict::Answered && self.tool_error
     }
 
     /// The id as text (`7`, `"abc"`).

@@ -1,12 +1,10 @@
 //! `Model::apply`: how each fact changes the state.
 
-use std::sync::Arc;
-
 use chrono::{DateTime, SecondsFormat, TimeDelta, Utc};
 use serde_json::Value;
 
 use super::{
-    Call, Death, End, FailedProbe, Mark, MessageRec, Model, Notice, OrphanCause, Progress,
+    Body, Call, Death, End, FailedProbe, Mark, MessageRec, Model, Notice, OrphanCause, Progress,
     ProxyInfo, Reaction, Session, SessionEnd, Stream, ToolInfo, Verdict, What,
 };
 use crate::event::{Direction, EndHow, Event, EventKind, Header, Leg, StreamId, header};
@@ -77,7 +75,7 @@ struct Request<'a> {
     id: &'a Value,
     method: &'a str,
     params: &'a Value,
-    message: Arc<Value>,
+    message: Body,
 }
 
 impl Model {
@@ -153,7 +151,7 @@ impl Model {
                         at: t,
                         stream: *stream,
                         dir: *dir,
-                        body: Arc::new(Value::String(raw.clone())),
+                        body: Body::new(&Value::String(raw.clone())),
                         invalid: Some(reason.clone()),
                         sse_id: None,
                         call: None,
@@ -569,7 +567,7 @@ impl Model {
             let call = &mut self.calls[index];
             if call.method == "initialize"
                 && call.dir == Direction::ClientToServer
-                && let Some(client) = client_name(call.params())
+                && let Some(client) = client_name(&call.params())
             {
                 self.sessions[session].client = Some(client);
             }
@@ -693,19 +691,19 @@ impl Model {
         };
         let batch = body.is_array();
         for msg in messages(body) {
-            let size = super::retention::approx_size(msg);
+            let shared = Body::new(msg);
+            let size = shared.len();
             self.detail_bytes += size;
             let index = self.messages.push(MessageRec {
                 at: t,
                 stream: id,
                 dir,
-                body: Arc::new(msg.clone()),
+                body: shared.clone(),
                 invalid: None,
                 sse_id: None,
                 call: None,
                 size,
             });
-            let shared = Arc::clone(&self.messages[index].body);
             self.streams[si].messages.push(index);
             let kind = classify(msg);
             let is_response = matches!(kind, Kind::Result { .. } | Kind::Error { .. });
@@ -820,6 +818,7 @@ impl Model {
             verdict: Verdict::Pending,
             ended_at: None,
             reply: None,
+            tool_error: false,
             progress: Progress::default(),
             reaction: Reaction::default(),
             arrival: 1,
@@ -1083,7 +1082,7 @@ impl Model {
         index: usize,
         si: usize,
         response: Result<&Value, &Value>,
-        message: Arc<Value>,
+        message: Body,
         t: DateTime<Utc>,
         out: &mut Vec<Notice>,
     ) {
@@ -1108,7 +1107,8 @@ impl Model {
         let elapsed_ms = (t - self.calls[index].started_at).num_milliseconds();
         match response {
             Ok(result) => {
-                self.calls[index].reply = Some(Arc::clone(&message));
+                self.calls[index].reply = Some(message);
+                self.calls[index].tool_error = is_tool_error(result);
                 if self.calls[index].method == "tools/list" {
                     self.learn_tools(self.calls[index].session, result);
                 }

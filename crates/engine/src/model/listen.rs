@@ -96,7 +96,7 @@ impl Model {
             .filter(|c| c.method == LISTEN)
             .map(|call| Subscription {
                 call,
-                listens_to: listens_to(call.params()),
+                listens_to: listens_to(&call.params()),
                 state: state(&call.verdict),
             })
             .collect()

@@ -3,6 +3,7 @@
 //! It imports no I/O. Time comes from the events (and from `now` arguments for timers), so the
 //! live view, a replay and a test that feeds the same events reach the same state.
 
+pub mod body;
 pub mod call;
 pub mod challenge;
 mod fate;
@@ -19,11 +20,10 @@ pub mod stream;
 pub mod verdict;
 
 use std::collections::{BTreeSet, HashMap, VecDeque};
-use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
-use serde_json::Value;
 
+pub use body::Body;
 pub use call::{Call, Progress, Reaction};
 pub use fate::Fate;
 pub use listen::{Subscription, SubscriptionState};
@@ -46,9 +46,9 @@ pub struct MessageRec {
     pub stream: StreamId,
     /// Who sent it.
     pub dir: Direction,
-    /// The message (one element of a batch), or the raw text of an invalid one. Shared, so that
-    /// copying a model (replay checkpoints) does not copy every message.
-    pub body: Arc<Value>,
+    /// The message (one element of a batch), or the raw text of an invalid one as a JSON
+    /// string; kept as text, shared between copies of the model, parsed when read.
+    pub body: Body,
     /// Why it is invalid, if it is.
     pub invalid: Option<String>,
     /// The SSE event id it came with.
@@ -70,7 +70,7 @@ impl MessageRec {
         if let Some(reason) = &self.invalid {
             return format!("{arrow} invalid: {reason}");
         }
-        match classify(&self.body) {
+        match classify(&self.body.value()) {
             Kind::Request { id, method, .. } => format!("{arrow} {method} id={}", id_text(id)),
             Kind::Notification { method, .. } => format!("{arrow} {method}"),
             Kind::Result { id, .. } => format!("{arrow} result id={}", id_text(id)),
@@ -154,8 +154,8 @@ pub struct Model {
     detail_bytes: usize,
     /// Calls held in full (not collapsed to compact rows).
     full_calls: usize,
-    /// The shared empty value that evicted calls point their params at.
-    empty: Arc<Value>,
+    /// The shared empty message that evicted calls point their request at.
+    empty: Body,
 }
 
 impl Model {

@@ -11,9 +11,6 @@
 //! folds through the same policy, so they agree.
 
 use std::collections::HashSet;
-use std::sync::Arc;
-
-use serde_json::Value;
 
 use super::{Call, Model, Verdict};
 use crate::event::Direction;
@@ -120,21 +117,6 @@ pub(super) struct Floor {
     streams: usize,
     detail_bytes: usize,
     messages: usize,
-}
-
-/// A rough size of a JSON value as text, cheap enough to take for every message.
-pub(super) fn approx_size(value: &Value) -> usize {
-    match value {
-        Value::Null | Value::Bool(_) | Value::Number(_) => 8,
-        Value::String(s) => s.len() + 2,
-        Value::Array(items) => 2 + items.iter().map(|v| approx_size(v) + 1).sum::<usize>(),
-        Value::Object(map) => {
-            2 + map
-                .iter()
-                .map(|(k, v)| k.len() + 4 + approx_size(v))
-                .sum::<usize>()
-        }
-    }
 }
 
 impl Call {
@@ -260,10 +242,10 @@ impl Model {
 
     /// Collapses one call to its compact row.
     fn compact(&mut self, index: usize) {
-        let empty = Arc::clone(&self.empty);
+        let empty = self.empty.clone();
         let call = &mut self.calls[index];
         let key = (call.dir == Direction::ClientToServer)
-            .then(|| super::fold::retry_key(&call.method, call.params()));
+            .then(|| super::fold::retry_key(&call.method, &call.params()));
         let id_key = (call.session, call.dir, id_text(&call.id));
         call.evicted = Some(call.seq);
         call.request = empty;

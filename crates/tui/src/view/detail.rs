@@ -141,7 +141,7 @@ fn call_lines(app: &App, model: &Model, call: &Call, now: DateTime<Utc>) -> Vec<
         Span::styled(verdict, verdict_style(theme, &call.verdict)),
     ]));
     if call.method == listen::LISTEN {
-        let heard = listen::listens_to(call.params());
+        let heard = listen::listens_to(&call.params());
         let state = listen::state(&call.verdict);
         let style = match state {
             SubscriptionState::Dead(_) => theme.stream_dead(),
@@ -250,7 +250,7 @@ fn call_lines(app: &App, model: &Model, call: &Call, now: DateTime<Utc>) -> Vec<
         out.push(Line::default());
         out.push(head(theme, "Request"));
         out.extend(json::highlight(
-            json::lines(&req.body, theme, 2),
+            json::lines(&req.body.value(), theme, 2),
             &terms,
             mark,
         ));
@@ -259,7 +259,7 @@ fn call_lines(app: &App, model: &Model, call: &Call, now: DateTime<Utc>) -> Vec<
         out.push(Line::default());
         out.push(head(theme, "Response"));
         out.extend(json::highlight(
-            json::lines(&resp.body, theme, 2),
+            json::lines(&resp.body.value(), theme, 2),
             &terms,
             mark,
         ));
@@ -469,7 +469,7 @@ fn message_lines(app: &App, model: &Model, index: usize) -> Vec<Line<'static>> {
     let terms = app.filter.search_terms();
     let mark = Style::default().add_modifier(Modifier::REVERSED);
     out.extend(json::highlight(
-        json::lines(&rec.body, theme, 0),
+        json::lines(&rec.body.value(), theme, 0),
         &terms,
         mark,
     ));

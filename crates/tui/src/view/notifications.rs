@@ -43,11 +43,14 @@ pub fn entries(model: &Model, session: usize) -> Vec<Entry> {
         .flat_map(|stream| stream.messages.iter().copied())
         .collect();
     indices.sort_unstable();
+    // Newest first, parsing only until enough are found: messages are kept as text.
     let mut out: Vec<Entry> = indices
         .into_iter()
+        .rev()
         .filter_map(|m| {
             let rec = model.messages.get(m)?;
-            let Kind::Notification { method, params } = classify(&rec.body) else {
+            let body = rec.body.value();
+            let Kind::Notification { method, params } = classify(&body) else {
                 return None;
             };
             let arrow = match rec.dir {
@@ -65,6 +68,7 @@ pub fn entries(model: &Model, session: usize) -> Vec<Entry> {
                 text: summary(method, params),
             })
         })
+        .take(SHOWN)
         .collect();
     // A stdio server's stderr, as its log, in time order with the rest.
     for stream in s.streams.iter().filter_map(|id| model.stream(*id)) {
