@@ -83,8 +83,9 @@ impl Feed {
 
 fn report(what: &str, feed: &Feed) {
     println!(
-        "{what:<22} live {:>6.1} MiB  peak {:>6.1} MiB  calls {:>6} streams {:>6} messages {:>6} detail {:>6.1} MiB  {:?}",
+        "{what:<22} live {:>6.1} MiB  approx {:>6.1} MiB  peak {:>6.1} MiB  calls {:>6} streams {:>6} messages {:>6} detail {:>6.1} MiB  {:?}",
         mib(LIVE.load(Ordering::Relaxed)),
+        mib(feed.model.approx_heap()),
         mib(PEAK.load(Ordering::Relaxed)),
         feed.model.calls.len(),
         feed.model.streams.len(),

@@ -354,16 +354,16 @@ impl Model {
     }
 
     /// A rough estimate of the heap this model holds (its items, their headers and strings,
-    /// message bodies as parsed JSON), for budgets such as the replay viewer's checkpoints.
+    /// message bodies as text), for budgets such as the replay viewer's checkpoints.
     pub fn approx_heap(&self) -> usize {
         const CALL_EXTRA: usize = 80;
-        const STREAM_EXTRA: usize = 1_000;
-        const MESSAGE_EXTRA: usize = 600;
+        const STREAM_EXTRA: usize = 600;
+        const MESSAGE_EXTRA: usize = 40;
         let items = self.calls.len() * (std::mem::size_of::<super::Call>() + CALL_EXTRA)
             + self.streams.len() * (std::mem::size_of::<super::Stream>() + STREAM_EXTRA)
             + self.messages.len() * (std::mem::size_of::<super::MessageRec>() + MESSAGE_EXTRA);
-        // Spare room in the collections and the parsed form of the bodies.
-        (items + self.detail_bytes * 2) * 5 / 4
+        // Spare room in the collections.
+        (items + self.detail_bytes) * 5 / 4
     }
 
     /// Trims a stream's SSE events and messages to the newest [`Retention::stream_detail`]
