@@ -270,8 +270,8 @@ fn record_round_trip(style: &str) {
         .map(|c| {
             (
                 model.sessions.get(c.session).and_then(|s| s.id.clone()),
-                c.method.clone(),
-                c.tool.clone(),
+                c.method.to_string(),
+                c.tool.as_deref().map(str::to_string),
                 c.id.to_string(),
             )
         })

@@ -44,8 +44,8 @@ fn verdicts(model: &Model) -> Vec<(String, Option<String>, String)> {
         .iter()
         .map(|c| {
             (
-                c.method.clone(),
-                c.tool.clone(),
+                c.method.to_string(),
+                c.tool.as_deref().map(str::to_string),
                 c.verdict.name().to_string(),
             )
         })

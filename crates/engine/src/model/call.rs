@@ -3,8 +3,8 @@
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 
-use super::Body;
 use super::verdict::{Death, Verdict};
+use super::{Body, Name};
 use crate::event::{Direction, StreamId};
 
 /// What the client did after a call was orphaned or left resumable.
@@ -62,9 +62,9 @@ pub struct Call {
     /// The JSON-RPC id.
     pub id: Value,
     /// The method.
-    pub method: String,
+    pub method: Name,
     /// The tool name, for `tools/call`.
-    pub tool: Option<String>,
+    pub tool: Option<Name>,
     /// The request message, shared with its [`super::MessageRec`] (read its params with
     /// [`Call::params`]); an empty object once the call is a compact row.
     pub request: Body,
@@ -77,7 +77,7 @@ pub struct Call {
     /// Whether it came in a batch.
     pub batch: bool,
     /// The protocol revision in force for it, if known.
-    pub revision: Option<String>,
+    pub revision: Option<Name>,
     /// Its fate so far.
     pub verdict: Verdict,
     /// When the verdict stopped being pending.
@@ -174,7 +174,7 @@ impl Call {
     pub fn title(&self) -> String {
         match &self.tool {
             Some(tool) => format!("{} {tool}", self.method),
-            None => self.method.clone(),
+            None => self.method.to_string(),
         }
     }
 

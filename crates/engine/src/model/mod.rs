@@ -10,6 +10,7 @@ mod fate;
 mod fold;
 pub mod legacy;
 pub mod listen;
+pub mod name;
 pub mod notice;
 pub mod process;
 mod query;
@@ -27,6 +28,7 @@ pub use body::Body;
 pub use call::{Call, Progress, Reaction};
 pub use fate::Fate;
 pub use listen::{Subscription, SubscriptionState};
+pub use name::{Name, Names};
 pub use notice::{CallRef, Notice, What};
 pub use process::{Exit, Process};
 pub use retention::{Evicted, Retention};
@@ -156,6 +158,8 @@ pub struct Model {
     full_calls: usize,
     /// The shared empty message that evicted calls point their request at.
     empty: Body,
+    /// The methods, tools and revisions the calls name, each held once.
+    names: Names,
 }
 
 impl Model {
@@ -261,8 +265,8 @@ impl Model {
         CallRef {
             session: self.sessions[call.session].id.clone(),
             request_id: call.id.clone(),
-            method: call.method.clone(),
-            tool: call.tool.clone(),
+            method: call.method.to_string(),
+            tool: call.tool.as_deref().map(str::to_string),
         }
     }
 }
