@@ -23,7 +23,8 @@ pub struct FileCursor {
     indexer: Indexer,
     retention: Retention,
     config: IndexConfig,
-    model: Model,
+    /// Shared with the checkpoint it was restored from until it folds on (copied then).
+    model: Arc<Model>,
     pos: u64,
     /// Reads event `pos` next (unless `next` holds it already).
     reader: Option<Events<BufReader<File>>>,
@@ -61,7 +62,7 @@ impl FileCursor {
             indexer,
             retention,
             config,
-            model: Model::with_retention(retention),
+            model: Arc::new(Model::with_retention(retention)),
             pos: 0,
             exhausted: next.is_none(),
             first_t: next.as_ref().map(|e| e.t),
@@ -167,7 +168,9 @@ impl FileCursor {
 
     /// Moves the model's clock to `now` between events (playback).
     pub fn advance(&mut self, now: DateTime<Utc>) {
-        self.model.advance(now);
+        if self.model.clock().is_none_or(|clock| now > clock) {
+            Arc::make_mut(&mut self.model).advance(now);
+        }
     }
 
     /// Moves the cursor so that exactly `index` events are applied (clamped to the length): from
@@ -194,7 +197,7 @@ impl FileCursor {
                 && self.next.is_none()
                 && let Some(point) = self.reader.as_ref().map(Events::point)
             {
-                let model = Arc::new(self.model.clone());
+                let model = Arc::clone(&self.model);
                 let checkpoint = Checkpoint {
                     seq: near_at,
                     model,
@@ -290,7 +293,7 @@ impl FileCursor {
     /// Takes `checkpoint`'s model and reads on from `point` (from the top for the start; from
     /// nowhere at the end).
     fn restore(&mut self, checkpoint: &Checkpoint, point: Option<IndexPoint>) {
-        self.model = (*checkpoint.model).clone();
+        self.model = Arc::clone(&checkpoint.model);
         self.pos = checkpoint.seq;
         self.next = None;
         self.exhausted = false;
@@ -331,7 +334,7 @@ impl FileCursor {
         let Some(event) = self.next.take() else {
             return false;
         };
-        self.model.apply(&event);
+        Arc::make_mut(&mut self.model).apply(&event);
         self.pos += 1;
         true
     }
