@@ -276,7 +276,7 @@ async fn an_upstream_that_never_answers_gets_a_504_with_the_request_id() {
     let call = model
         .calls
         .iter()
-        .find(|c| c.id == json!(42))
+        .find(|c| c.id.value() == json!(42))
         .expect("the call");
     match &call.verdict {
         Verdict::Error { message } => {

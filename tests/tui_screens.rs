@@ -285,7 +285,7 @@ fn detail_pane_says_what_a_rescued_call_got() {
         t,
         kind: mcpscope_engine::event::EventKind::CallRescued {
             stream: orphan.owner,
-            id: orphan.id.clone(),
+            id: orphan.id.value(),
             message: "upstream stream reset 5 ms after the last event; mcpscope --rescue".into(),
         },
     });

@@ -109,11 +109,7 @@ fn a_rescue_attaches_to_the_orphaned_call() {
     let (model, notices) = s.fold();
     let poke = last_call(&model, "poke").expect("call");
     assert!(matches!(poke.verdict, Verdict::Orphaned { .. }));
-    assert!(
-        poke.rescued
-            .as_deref()
-            .is_some_and(|m| m.contains("--rescue"))
-    );
+    assert!(poke.rescued().is_some_and(|m| m.contains("--rescue")));
     assert!(kinds(&notices).ends_with(&["call_orphaned", "call_rescued"]));
     let line = notices.last().map(Notice::line).unwrap_or_default();
     assert!(
@@ -514,7 +510,7 @@ fn r2026_07_28_input_required_rounds_are_one_logical_call() {
         "a continuation is not a retry"
     );
     assert!(model.calls[0].input_required);
-    assert_eq!(model.calls[1].continues, Some(0));
+    assert_eq!(model.calls[1].continues(), Some(0));
     assert_eq!(model.calls[1].round(&model.calls), 2);
     assert_eq!(model.calls[1].verdict, Verdict::Answered);
 }
@@ -743,7 +739,7 @@ fn a_refused_server_discover_followed_by_initialize_is_superseded_not_failed() {
         .iter()
         .rposition(|c| c.method == "initialize")
         .expect("initialize");
-    assert_eq!(model.calls[0].superseded_by, Some(init));
+    assert_eq!(model.calls[0].superseded_by(), Some(init));
 }
 
 #[test]

@@ -166,7 +166,7 @@ fn a_million_calls_keep_every_orphan_and_pending_call_and_evict_only_old_answere
         let call = model
             .calls
             .iter()
-            .find(|c| c.id == json!(id))
+            .find(|c| c.id.value() == json!(id))
             .unwrap_or_else(|| panic!("call {id} was evicted"));
         assert!(call.evicted.is_none(), "call {id} was compacted");
         assert!(
@@ -179,7 +179,7 @@ fn a_million_calls_keep_every_orphan_and_pending_call_and_evict_only_old_answere
         let call = model
             .calls
             .iter()
-            .find(|c| c.id == json!(id))
+            .find(|c| c.id.value() == json!(id))
             .expect("kept");
         assert!(matches!(call.verdict, Verdict::Orphaned { .. }), "{id}");
     }

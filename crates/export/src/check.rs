@@ -437,7 +437,7 @@ pub fn call_json(model: &Model, call: &Call) -> Value {
         "number": describe::number(call),
         "method": call.method,
         "tool": call.tool,
-        "id": call.id,
+        "id": call.id.value(),
         "session": model.sessions.get(call.session).and_then(|s| s.id.clone()),
         "stream": call.owner,
         "stream_label": describe::owner(model, call),

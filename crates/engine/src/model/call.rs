@@ -59,8 +59,8 @@ pub struct Call {
     pub session: usize,
     /// Who sent the request.
     pub dir: Direction,
-    /// The JSON-RPC id.
-    pub id: Value,
+    /// The JSON-RPC id, as JSON text (read it with [`Body::value`]).
+    pub id: Body,
     /// The method.
     pub method: Name,
     /// The tool name, for `tools/call`.
@@ -100,14 +100,22 @@ pub struct Call {
     /// Whether its result asked the client for input (2026-07-28 `InputRequiredResult`): the
     /// logical call goes on in a later round.
     pub input_required: bool,
-    /// The earlier round of the same logical call that this request continues (MRTR), if any.
-    pub continues: Option<usize>,
     /// Event sequence numbers (0-based, in recording order) of its request stream's opening
     /// and of the last event that changed its fate: its detail lies between them.
     pub seq: (u64, u64),
     /// Set when the retention policy collapsed it to a compact row (params, response and
     /// progress dropped); holds [`Call::seq`] to find the detail in the recording.
     pub evicted: Option<(u64, u64)>,
+    /// What few calls have (read with [`Call::continues`], [`Call::rescued`],
+    /// [`Call::first_death`], [`Call::superseded_by`]); none for most.
+    pub aside: Option<Box<Aside>>,
+}
+
+/// What few calls have, kept apart so that the others cost less.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Aside {
+    /// The earlier round of the same logical call that this request continues (MRTR), if any.
+    pub continues: Option<usize>,
     /// The error the proxy answered the client with when its stream died (`--rescue`), if it
     /// did; the verdict stays what the upstream did.
     pub rescued: Option<String>,
@@ -120,13 +128,38 @@ pub struct Call {
 }
 
 impl Call {
+    /// The earlier round of the same logical call that this request continues (MRTR), if any.
+    pub fn continues(&self) -> Option<usize> {
+        self.aside.as_ref()?.continues
+    }
+
+    /// The error the proxy answered the client with when its stream died (`--rescue`).
+    pub fn rescued(&self) -> Option<&str> {
+        self.aside.as_ref()?.rescued.as_deref()
+    }
+
+    /// The death of the stream that carried it before a resumption took it over.
+    pub fn first_death(&self) -> Option<Death> {
+        self.aside.as_ref()?.first_death
+    }
+
+    /// The call the client fell back to after this failed probe.
+    pub fn superseded_by(&self) -> Option<usize> {
+        self.aside.as_ref()?.superseded_by
+    }
+
+    /// Its rare facts, for writing (made on first use).
+    pub fn aside_mut(&mut self) -> &mut Aside {
+        self.aside.get_or_insert_with(Box::default)
+    }
+
     /// Which round of its logical call this request is (1 for the first).
     pub fn round(&self, calls: &super::Store<Call>) -> u32 {
         let mut round = 1;
-        let mut at = self.continues;
+        let mut at = self.continues();
         while let Some(prev) = at {
             round += 1;
-            at = calls.get(prev).and_then(|c| c.continues);
+            at = calls.get(prev).and_then(Call::continues);
         }
         round
     }
@@ -167,7 +200,7 @@ impl Call {
 
     /// The id as text (`7`, `"abc"`).
     pub fn id_text(&self) -> String {
-        crate::wire::jsonrpc::id_text(&self.id)
+        crate::wire::jsonrpc::id_text(&self.id.value())
     }
 
     /// `tools/call poke`, or the method alone.

@@ -243,7 +243,7 @@ impl Model {
                     return out;
                 };
                 if let Some(index) = self.find_call(si, Direction::ServerToClient, id) {
-                    self.calls[index].rescued = Some(message.clone());
+                    self.calls[index].aside_mut().rescued = Some(message.clone());
                     out.push(Notice {
                         t,
                         what: What::CallRescued {
@@ -449,8 +449,9 @@ impl Model {
                 continue;
             }
             call.reaction.resume_attempts += 1;
-            if call.first_death.is_none() {
-                call.first_death = call.verdict.death().copied();
+            if call.first_death().is_none() {
+                let death = call.verdict.death().copied();
+                call.aside_mut().first_death = death;
             }
             self.set_verdict(index, Verdict::Pending, None);
             self.calls[index].owner = new_id;
@@ -471,7 +472,7 @@ impl Model {
     /// death). Returns whether it did.
     fn resume_unreached(&mut self, si: usize, index: usize) -> bool {
         let stream = &self.streams[si];
-        let (Some(target), Some(death)) = (stream.resumes, self.calls[index].first_death) else {
+        let (Some(target), Some(death)) = (stream.resumes, self.calls[index].first_death()) else {
             return false;
         };
         let last_event_id = stream.request_header("last-event-id").map(str::to_string);
@@ -571,9 +572,9 @@ impl Model {
             {
                 self.sessions[session].client = Some(client);
             }
-            let old_key = (call.session, call.dir, id_text(&call.id));
+            let old_key = (call.session, call.dir, call.id_text());
             call.session = session;
-            let new_key = (session, call.dir, id_text(&call.id));
+            let new_key = (session, call.dir, call.id_text());
             if let Some(list) = self.calls_by_id.get_mut(&old_key) {
                 list.retain(|&i| i != index);
             }
@@ -806,7 +807,7 @@ impl Model {
             index,
             session,
             dir,
-            id: rid.clone(),
+            id: Body::new(rid),
             method: self.names.get(method),
             tool: tool.as_deref().map(|t| self.names.get(t)),
             request: message,
@@ -825,19 +826,16 @@ impl Model {
             retry_of: None,
             injected: !stream.faults.is_empty(),
             input_required: false,
-            continues: None,
             seq: (stream.opened_seq, self.seq()),
             evicted: None,
-            rescued: None,
-            first_death: None,
-            superseded_by: None,
+            aside: None,
         };
         if dir == Direction::ClientToServer
             && method == "initialize"
             && let Some(probe) = self.failed_probes.pop_front()
         {
             if let Some(probe_call) = self.calls.get_mut(probe.index) {
-                probe_call.superseded_by = Some(index);
+                probe_call.aside_mut().superseded_by = Some(index);
             }
             out.push(Notice {
                 t,
@@ -873,7 +871,7 @@ impl Model {
                 .and_then(|list| list.last())
                 .copied();
             if let Some(prev) = earlier.filter(|&p| continuing && self.calls[p].input_required) {
-                call.continues = Some(prev);
+                call.aside_mut().continues = Some(prev);
             } else if let Some(prev) = self.retried_call(&key, session) {
                 call.arrival = self.calls[prev].arrival + 1;
                 call.retry_of = Some(prev);
@@ -892,7 +890,7 @@ impl Model {
                         .map(ToolInfo::safe_to_retry),
                     None => Some(true),
                 };
-                retry_notice = Some((call.arrival, idempotent, self.calls[prev].id.clone()));
+                retry_notice = Some((call.arrival, idempotent, self.calls[prev].id.value()));
             }
             self.calls_by_key.entry(key).or_default().push(index);
         }
@@ -931,9 +929,9 @@ impl Model {
                     stream: stream_id,
                 },
             });
-            if let Some(prev) = self.calls[index].continues {
+            if let Some(prev) = self.calls[index].continues() {
                 let round = self.calls[index].round(&self.calls);
-                let continues = self.calls[prev].id.clone();
+                let continues = self.calls[prev].id.value();
                 out.push(Notice {
                     t,
                     what: What::CallContinued {
@@ -1066,7 +1064,7 @@ impl Model {
             .iter()
             .rev()
             .copied()
-            .find(|&c| self.calls[c].dir == request_dir && id_text(&self.calls[c].id) == text);
+            .find(|&c| self.calls[c].dir == request_dir && self.calls[c].id_text() == text);
         owned.or_else(|| {
             let list = self.calls_by_id.get(&(stream.session, request_dir, text))?;
             list.iter()
@@ -1280,7 +1278,7 @@ impl Model {
         let stream = self.streams[si].id;
         for index in self.open_calls_owned_by(si) {
             // A refused resumption: the call died with its first stream.
-            let death = self.calls[index].first_death.unwrap_or(Death {
+            let death = self.calls[index].first_death().unwrap_or(Death {
                 stream,
                 at: t,
                 how: None,

@@ -25,7 +25,7 @@ use std::collections::{BTreeSet, HashMap, VecDeque};
 use chrono::{DateTime, Utc};
 
 pub use body::Body;
-pub use call::{Call, Progress, Reaction};
+pub use call::{Aside, Call, Progress, Reaction};
 pub use fate::Fate;
 pub use listen::{Subscription, SubscriptionState};
 pub use name::{Name, Names};
@@ -264,7 +264,7 @@ impl Model {
         let call = &self.calls[index];
         CallRef {
             session: self.sessions[call.session].id.clone(),
-            request_id: call.id.clone(),
+            request_id: call.id.value(),
             method: call.method.to_string(),
             tool: call.tool.as_deref().map(str::to_string),
         }

@@ -14,7 +14,6 @@ use std::collections::HashSet;
 
 use super::{Call, Model, Verdict};
 use crate::event::Direction;
-use crate::wire::jsonrpc::id_text;
 
 /// How much of the past the model holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -246,7 +245,7 @@ impl Model {
         let call = &mut self.calls[index];
         let key = (call.dir == Direction::ClientToServer)
             .then(|| super::fold::retry_key(&call.method, &call.params()));
-        let id_key = (call.session, call.dir, id_text(&call.id));
+        let id_key = (call.session, call.dir, call.id_text());
         call.evicted = Some(call.seq);
         call.request = empty;
         call.reply = None;

@@ -148,7 +148,7 @@ pub fn render(frame: &mut Frame, app: &App, model: &Model, now: DateTime<Utc>, a
             let call = model.calls.get(ci)?;
             let style = if call.is_tool_error() {
                 theme.error()
-            } else if call.superseded_by.is_some() {
+            } else if call.superseded_by().is_some() {
                 theme.dim()
             } else {
                 verdict_style(theme, &call.verdict)
@@ -200,7 +200,7 @@ pub fn render(frame: &mut Frame, app: &App, model: &Model, now: DateTime<Utc>, a
                     Column::SinceDeath => Cell::from(since.clone()),
                     Column::Verdict => Cell::from(if call.is_tool_error() {
                         "isError"
-                    } else if call.superseded_by.is_some() {
+                    } else if call.superseded_by().is_some() {
                         "fell back"
                     } else {
                         call.verdict.name()

@@ -126,7 +126,7 @@ fn call_lines(app: &App, model: &Model, call: &Call, now: DateTime<Utc>) -> Vec<
             "resumable — may be resumed from event id {}",
             last_event_id.as_deref().unwrap_or("-")
         ),
-        Verdict::Error { message } => match call.superseded_by.and_then(|c| model.calls.get(c)) {
+        Verdict::Error { message } => match call.superseded_by().and_then(|c| model.calls.get(c)) {
             Some(by) => format!(
                 "a probe that failed ({message}); the client fell back to {} id={}",
                 by.method,
@@ -185,7 +185,7 @@ fn call_lines(app: &App, model: &Model, call: &Call, now: DateTime<Utc>) -> Vec<
         ]));
     }
     if let Some(first) = call
-        .first_death
+        .first_death()
         .filter(|first| Some(first) != call.verdict.death())
     {
         let label = model
@@ -235,7 +235,7 @@ fn call_lines(app: &App, model: &Model, call: &Call, now: DateTime<Utc>) -> Vec<
             theme.injected(),
         )));
     }
-    if let Some(message) = &call.rescued {
+    if let Some(message) = call.rescued() {
         out.push(kv(theme, "rescued", format!("the client got: {message}")));
     }
     out.push(Line::default());
