@@ -9,7 +9,7 @@ use super::verdict::{Death, Verdict};
 use crate::event::{Direction, StreamId};
 
 /// What the client did after a call was orphaned or left resumable.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Reaction {
     /// How many times the client re-sent it after seeing it fail.
     pub retries: u32,
@@ -52,7 +52,7 @@ impl Reaction {
 }
 
 /// One request (client → server, or server → client) and its fate.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Call {
     /// Index of this call in [`crate::model::Model::calls`].
     pub index: usize,
@@ -133,7 +133,7 @@ impl Call {
 
 /// The notifications seen for a call while it ran: counted, not listed, so a call that streams
 /// a million progress notifications costs no more than one that streams none.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Progress {
     /// How many.
     pub count: u64,

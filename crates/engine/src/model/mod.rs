@@ -10,6 +10,7 @@ mod fold;
 pub mod legacy;
 pub mod listen;
 pub mod notice;
+mod pairs;
 pub mod process;
 mod query;
 pub mod retention;
@@ -38,7 +39,7 @@ pub use verdict::{Death, OrphanCause, RESUME_GRACE_MS, Verdict};
 use crate::event::{Direction, Event, StreamId};
 
 /// One JSON-RPC message as the model keeps it.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct MessageRec {
     /// When it was seen.
     pub at: DateTime<Utc>,
@@ -81,7 +82,7 @@ impl MessageRec {
 }
 
 /// What the proxy said of itself.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ProxyInfo {
     /// Listen address.
     pub listen: String,
@@ -91,7 +92,7 @@ pub struct ProxyInfo {
 
 /// A `server/discover` that failed, waiting to learn whether the client falls back to
 /// `initialize`.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 struct FailedProbe {
     index: usize,
     /// The probe as notices name it (the call itself may be gone by then, under retention).
@@ -102,7 +103,7 @@ struct FailedProbe {
 }
 
 /// Counts for a status bar.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Counts {
     /// Sessions with traffic.
     pub sessions: usize,
@@ -117,7 +118,7 @@ pub struct Counts {
 }
 
 /// The whole state.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 pub struct Model {
     /// Sessions; index 0 is the session-less traffic.
     pub sessions: Vec<Session>,
@@ -141,7 +142,9 @@ pub struct Model {
     resume_due: BTreeSet<(DateTime<Utc>, usize)>,
     stream_index: HashMap<StreamId, usize>,
     session_index: HashMap<String, usize>,
+    #[serde(with = "pairs")]
     event_owner: HashMap<(usize, String), StreamId>,
+    #[serde(with = "pairs")]
     calls_by_id: HashMap<(usize, Direction, String), Vec<usize>>,
     calls_by_key: HashMap<String, Vec<usize>>,
     failed_probes: VecDeque<FailedProbe>,
