@@ -17,6 +17,8 @@ use mcpscope_engine::event::{Direction, Event, EventKind};
 use mcpscope_engine::model::{Model, Retention};
 use mcpscope_engine::record::{Events, IndexPoint};
 
+use crate::savedindex::{self, IndexCache, Snapshot};
+
 /// How densely a recording is indexed and checkpointed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct IndexConfig {
@@ -87,6 +89,27 @@ pub struct IndexState {
     pub error: Option<String>,
     /// Warnings (a truncated last line).
     pub warnings: Vec<String>,
+    /// Events taken from a saved index instead of being folded by this pass (None: none was
+    /// used).
+    pub loaded: Option<u64>,
+    /// What became of the saved index, once the pass is over and it is settled.
+    pub saved: SavedState,
+}
+
+/// What a pass did with its saved index.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum SavedState {
+    /// Not settled yet (the pass runs, or the index is being written).
+    #[default]
+    Pending,
+    /// No saved index: none asked for, or the recording is too short for one.
+    Off,
+    /// The saved index fitted the unchanged recording: nothing to write.
+    Fresh(PathBuf),
+    /// Written (or rewritten) here.
+    Written(PathBuf),
+    /// Could not be written (a read-only or full disk…); the pass's result stands.
+    Unwritten(String),
 }
 
 impl IndexState {
@@ -153,6 +176,18 @@ struct Chunk {
 impl Indexer {
     /// Starts the pass over `path`, folding with `retention`.
     pub fn start(path: &Path, retention: Retention, config: IndexConfig) -> Self {
+        Self::start_cached(path, retention, config, None)
+    }
+
+    /// Starts the pass over `path`, folding with `retention`, from the recording's saved index
+    /// in `cache` when one fits (the pass then reads only what follows its last checkpoint),
+    /// and saves the index there at the end.
+    pub fn start_cached(
+        path: &Path,
+        retention: Retention,
+        config: IndexConfig,
+        cache: Option<IndexCache>,
+    ) -> Self {
         let every = config.every.max(1);
         let spacing = (config.checkpoint_every / every).max(1) * every;
         let state = Arc::new(Mutex::new(IndexState {
@@ -166,33 +201,25 @@ impl Indexer {
             ..IndexState::default()
         }));
         let stop = Arc::new(AtomicBool::new(false));
-        let (tx, rx) = sync_channel::<Chunk>(4);
-        let reader = {
-            let path = path.to_path_buf();
-            let stop = stop.clone();
-            std::thread::Builder::new()
-                .name("replay-read".into())
-                .spawn(move || read(&path, every, &stop, &tx))
+        let pass = Pass {
+            path: path.to_path_buf(),
+            state: state.clone(),
+            stop: stop.clone(),
+            retention,
+            config,
         };
-        let folder = {
-            let state = state.clone();
-            let stop = stop.clone();
-            std::thread::Builder::new()
-                .name("replay-index".into())
-                .spawn(move || fold(rx, &state, &stop, retention, config))
-        };
+        let spawned = std::thread::Builder::new()
+            .name("replay-index".into())
+            .spawn(move || pass.run(cache));
         let mut threads = Vec::new();
-        let mut failed = None;
-        for spawned in [reader, folder] {
-            match spawned {
-                Ok(handle) => threads.push(handle),
-                Err(e) => failed = Some(e.to_string()),
+        match spawned {
+            Ok(handle) => threads.push(handle),
+            Err(e) => {
+                let mut s = lock(&state);
+                s.error = Some(format!("indexing could not start: {e}"));
+                s.saved = SavedState::Off;
+                s.done = true;
             }
-        }
-        if let Some(reason) = failed {
-            let mut s = lock(&state);
-            s.error = Some(format!("indexing could not start: {reason}"));
-            s.done = true;
         }
         Self {
             path: path.to_path_buf(),
@@ -230,6 +257,21 @@ impl Indexer {
     }
 }
 
+impl Indexer {
+    /// Waits until the pass is over and its saved index settled, at most `limit`; returns what
+    /// became of it (Pending if the time ran out).
+    pub fn wait_saved(&self, limit: Duration) -> SavedState {
+        let deadline = std::time::Instant::now() + limit;
+        loop {
+            let saved = self.state().saved.clone();
+            if saved != SavedState::Pending || std::time::Instant::now() >= deadline {
+                return saved;
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    }
+}
+
 impl Drop for Indexer {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::Relaxed);
@@ -245,9 +287,116 @@ fn lock(state: &Mutex<IndexState>) -> MutexGuard<'_, IndexState> {
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
+/// One pass: the saved index read back if it fits, then the file read and folded from there
+/// (from the start without one), then the index saved.
+struct Pass {
+    path: PathBuf,
+    state: Arc<Mutex<IndexState>>,
+    stop: Arc<AtomicBool>,
+    retention: Retention,
+    config: IndexConfig,
+}
+
+impl Pass {
+    fn run(self, cache: Option<IndexCache>) {
+        let every = self.config.every.max(1);
+        let loaded = cache
+            .as_ref()
+            .and_then(|cache| savedindex::load(cache, &self.path, self.retention, every));
+        let unchanged = loaded.as_ref().is_some_and(|l| l.unchanged);
+        let (model, seq, from) = match loaded.and_then(|l| self.publish(l)) {
+            Some((model, point)) => (model, point.at.seq, Some(point)),
+            None => (Model::with_retention(self.retention), 0, None),
+        };
+        let (tx, rx) = sync_channel::<Chunk>(4);
+        let reader = {
+            let path = self.path.clone();
+            let stop = self.stop.clone();
+            let from = from.clone();
+            std::thread::Builder::new()
+                .name("replay-read".into())
+                .spawn(move || read(&path, from.as_ref(), every, &stop, &tx))
+        };
+        match reader {
+            Ok(reader) => {
+                fold(rx, &self.state, &self.stop, model, seq, self.config);
+                let _ = reader.join();
+            }
+            Err(e) => {
+                let mut s = lock(&self.state);
+                s.error = Some(format!("indexing could not start: {e}"));
+                s.done = true;
+            }
+        }
+        let saved = match cache {
+            _ if self.stop.load(Ordering::Relaxed) || !lock(&self.state).done => SavedState::Off,
+            None => SavedState::Off,
+            Some(cache) if from.is_some() && unchanged => cache
+                .file_for(&self.path)
+                .map_or(SavedState::Off, SavedState::Fresh),
+            Some(cache) if lock(&self.state).file_bytes < cache.save_from_bytes => SavedState::Off,
+            Some(cache) => self.save(&cache),
+        };
+        lock(&self.state).saved = saved;
+    }
+
+    /// Takes a saved index into the state; returns the model and index point to read on from.
+    fn publish(&self, loaded: savedindex::Loaded) -> Option<(Model, IndexPoint)> {
+        let resume = loaded.checkpoints.last()?.clone();
+        let mut s = lock(&self.state);
+        s.points = loaded.points;
+        s.times = loaded.times;
+        s.deaths = loaded.deaths;
+        s.spacing = loaded.spacing;
+        s.checkpoints.truncate(1);
+        s.checkpoints.extend(loaded.checkpoints);
+        s.events = resume.seq;
+        s.bytes = loaded.resume.at.offset;
+        s.last_t = resume.model.last_t;
+        s.loaded = Some(resume.seq);
+        drop(s);
+        Some(((*resume.model).clone(), loaded.resume))
+    }
+
+    /// Writes the saved index of what the pass learnt.
+    fn save(&self, cache: &IndexCache) -> SavedState {
+        let snapshot = {
+            let s = lock(&self.state);
+            Snapshot {
+                every: s.every,
+                spacing: s.spacing,
+                points: s.points.clone(),
+                times: s.times.clone(),
+                deaths: s.deaths.clone(),
+                checkpoints: s.checkpoints.clone(),
+            }
+        };
+        if snapshot.checkpoints.iter().all(|c| c.seq == 0) {
+            return SavedState::Off;
+        }
+        match savedindex::save(cache, &self.path, self.retention, &snapshot) {
+            Ok(path) => SavedState::Written(path),
+            Err(e) => {
+                tracing::debug!("index of {} not saved: {e}", self.path.display());
+                SavedState::Unwritten(e.to_string())
+            }
+        }
+    }
+}
+
 /// The reading thread: parses `every` events at a time and hands them on.
-fn read(path: &Path, every: u64, stop: &AtomicBool, tx: &SyncSender<Chunk>) {
-    let mut events = match Events::open(path) {
+fn read(
+    path: &Path,
+    from: Option<&IndexPoint>,
+    every: u64,
+    stop: &AtomicBool,
+    tx: &SyncSender<Chunk>,
+) {
+    let opened = match from {
+        Some(point) => Events::open_at(path, point),
+        None => Events::open(path),
+    };
+    let mut events = match opened {
         Ok(events) => events,
         Err(e) => {
             let _ = tx.send(Chunk {
@@ -338,16 +487,16 @@ fn empty_point() -> IndexPoint {
     }
 }
 
-/// The folding thread: folds each chunk, notes its index point, deaths and checkpoints.
+/// The folding thread: folds each chunk into `model` (the model after the first `seq`
+/// events, where the chunks start), notes its index point, deaths and checkpoints.
 fn fold(
     rx: Receiver<Chunk>,
     state: &Mutex<IndexState>,
     stop: &AtomicBool,
-    retention: Retention,
+    mut model: Model,
+    mut seq: u64,
     config: IndexConfig,
 ) {
-    let mut model = Model::with_retention(retention);
-    let mut seq = 0u64;
     let mut spacing = lock(state).spacing;
     while let Ok(chunk) = rx.recv() {
         if stop.load(Ordering::Relaxed) {
