@@ -9,7 +9,9 @@
 //! status bar shows the last event (the viewer waits for its background index pass to reach
 //! the end); then `,` (one event back from the end: the worst seek, the nearest checkpoint plus
 //! the events after it) and `]` again (the end, indexed); the process's peak RSS (VmHWM). The
-//! file is deleted afterwards.
+//! viewer is then started again on the same file (its saved index written by the first one, in
+//! a cache directory of the benchmark's own): `]` and `,` again, and its peak RSS. The file and
+//! the cache are deleted afterwards (kept with `BENCH_KEEP_FILES=1`).
 //!
 //! Usage: bench_replay_open --mcpscope PATH [--events N[,N…]] [--work DIR] [--out FILE]
 
@@ -383,9 +385,11 @@ fn measure(mcpscope: &Path, work: &Path, events: u64) -> anyhow::Result<Run> {
     let index_dir = cache.join("mcpscope").join("index");
     let cache_bytes = saved_size(&index_dir);
     let again = reopen(&name, &command, events)?;
-    std::fs::remove_file(&path)?;
-    let _ = std::fs::remove_dir_all(&cache);
-    let _ = std::fs::remove_dir(&dir);
+    if std::env::var_os("BENCH_KEEP_FILES").is_none() {
+        std::fs::remove_file(&path)?;
+        let _ = std::fs::remove_dir_all(&cache);
+        let _ = std::fs::remove_dir(&dir);
+    }
     Ok(Run {
         events,
         bytes,

@@ -306,6 +306,8 @@ impl FileCursor {
     /// Takes `checkpoint`'s model and reads on from `point` (from the top for the start; from
     /// nowhere at the end).
     fn restore(&mut self, checkpoint: &Checkpoint, point: Option<IndexPoint>) {
+        // The old model goes first: never two of the cursor's in memory at once.
+        drop(std::mem::take(&mut self.model));
         self.model = (*checkpoint.model).clone();
         self.pos = checkpoint.seq;
         self.next = None;

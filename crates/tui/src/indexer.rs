@@ -1,8 +1,9 @@
 //! The background pass over a recording file that a replay opened without reading it: one
 //! thread reads and parses the lines, another folds them; together they note where every
 //! `every`th event starts (an [`IndexPoint`] and its time), which events are stream deaths, and
-//! a bounded set of model checkpoints, and end with the model after the last event. A cursor
-//! seeks by cloning the nearest checkpoint and reading forward from the index point under it.
+//! a bounded set of model checkpoints, the last one at most one index spacing before the end. A
+//! cursor seeks by cloning the nearest checkpoint and reading forward from the index point under
+//! it.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -27,8 +28,8 @@ pub struct IndexConfig {
     /// Events between two checkpoints at first (rounded to a multiple of `every`); the spacing
     /// doubles each time there would be more than `max_checkpoints`.
     pub checkpoint_every: u64,
-    /// Checkpoints kept at most, besides the empty model at the start, one before the last
-    /// index point's events and the model at the end.
+    /// Checkpoints kept at most, besides the empty model at the start and one before the last
+    /// index point's events.
     pub max_checkpoints: usize,
     /// Roughly how much memory the checkpoints may take together ([`Model::approx_heap`] of
     /// each): past it their spacing doubles as well, down to two.
@@ -81,8 +82,6 @@ pub struct IndexState {
     pub file_bytes: u64,
     /// The time of the last event folded.
     pub last_t: Option<DateTime<Utc>>,
-    /// The model after the last event, once the pass is done.
-    pub end: Option<Arc<Model>>,
     /// Whether the pass is over (the whole file, or up to a bad line).
     pub done: bool,
     /// Why the pass stopped before the end of the file (a bad line).
@@ -132,16 +131,10 @@ impl IndexState {
             .filter(|p| p.at.seq == seq)
     }
 
-    /// The last checkpoint at or before event `seq` (the end model counts when `seq` is the end).
+    /// The last checkpoint at or before event `seq`. (The model at the end is not kept: the
+    /// last checkpoint is at most one index spacing before it, and a model less in memory is
+    /// worth more than the few milliseconds of folding that spacing.)
     pub fn checkpoint_before(&self, seq: u64) -> Option<Checkpoint> {
-        if let Some(end) = &self.end
-            && seq >= self.events
-        {
-            return Some(Checkpoint {
-                seq: self.events,
-                model: end.clone(),
-            });
-        }
         let at = self.checkpoints.partition_point(|c| c.seq <= seq);
         self.checkpoints.get(at.checked_sub(1)?).cloned()
     }
@@ -547,7 +540,6 @@ fn fold(
             }
             s.error = chunk.error;
             s.warnings = chunk.warnings;
-            s.end = Some(Arc::new(std::mem::take(&mut model)));
             s.done = true;
             return;
         }

@@ -286,11 +286,24 @@ fn try_load(
         Match::Grown => false,
         Match::Changed => return Err(invalid("the recording changed")),
     };
+    // The models, read whole into a buffer of their exact size (tens of MiB: no room to spare
+    // while growing it), then parsed from it (several times faster than from the file).
+    let rest = lines
+        .get_ref()
+        .metadata()?
+        .len()
+        .saturating_sub(line.len() as u64);
+    let mut text = Vec::new();
+    text.try_reserve_exact(usize::try_from(rest).map_err(invalid)?.saturating_add(1))
+        .map_err(invalid)?;
+    lines.read_to_end(&mut text)?;
+    let mut models = serde_json::Deserializer::from_slice(&text).into_iter::<ModelIn>();
     let mut checkpoints = Vec::with_capacity(header.models);
     for _ in 0..header.models {
-        line.clear();
-        lines.read_until(b'\n', &mut line)?;
-        let read: ModelIn = serde_json::from_slice(&line).map_err(invalid)?;
+        let read = models
+            .next()
+            .ok_or_else(|| invalid("a model is missing"))?
+            .map_err(invalid)?;
         checkpoints.push(Checkpoint {
             seq: read.seq,
             model: Arc::new(read.model),
