@@ -529,3 +529,126 @@ fn mcpscope_index_saves_once_then_finds_it_up_to_date_and_changes_no_output() {
     assert_eq!(code, Some(1));
     assert!(stdout.contains("not JSON Lines"), "{stdout}");
 }
+
+/// The viewer in a detached tmux session (killed when dropped), with its own cache directory.
+struct Viewer {
+    name: String,
+}
+
+impl Viewer {
+    fn start(xdg: &Path, file: &Path, extra: &[&str]) -> Self {
+        static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let name = format!("mcpscope-index-{}-{n}", std::process::id());
+        let command = format!(
+            "TZ=UTC TERM=xterm-256color XDG_CACHE_HOME='{}' HOME='{}' exec '{}' replay '{}' {}",
+            xdg.display(),
+            xdg.display(),
+            env!("CARGO_BIN_EXE_mcpscope"),
+            file.display(),
+            extra.join(" ")
+        );
+        let status = Command::new("tmux")
+            .args(["new-session", "-d", "-s", &name, "-x", "200", "-y", "50"])
+            .arg(command)
+            .status()
+            .expect("tmux must be installed (apt-get install tmux)");
+        assert!(status.success(), "tmux new-session failed");
+        Self { name }
+    }
+
+    fn screen(&self) -> String {
+        let out = Command::new("tmux")
+            .args(["capture-pane", "-p", "-t", &self.name])
+            .output()
+            .expect("capture-pane");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    fn key(&self, key: &str) {
+        let status = Command::new("tmux")
+            .args(["send-keys", "-t", &self.name, "-l", key])
+            .status()
+            .expect("send-keys");
+        assert!(status.success());
+    }
+
+    fn wait_for(&self, what: &str, want: impl Fn(&str) -> bool) {
+        let start = std::time::Instant::now();
+        loop {
+            let screen = self.screen();
+            if want(&screen) {
+                return;
+            }
+            assert!(
+                start.elapsed() < WAIT,
+                "timed out waiting for {what}; screen:\n{screen}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Opens, goes to the end, quits, and waits for the process to be gone (the saved index is
+    /// written before it exits).
+    fn end_and_quit(self, events: usize) {
+        self.wait_for("the first screen", |s| s.contains("REPLAY"));
+        self.key("]");
+        let end = format!("event {events}/{events} ");
+        self.wait_for("the end", |s| s.contains(&end));
+        self.key("q");
+        let start = std::time::Instant::now();
+        while Command::new("tmux")
+            .args(["has-session", "-t", &self.name])
+            .output()
+            .is_ok_and(|o| o.status.success())
+        {
+            assert!(start.elapsed() < WAIT, "the viewer did not quit");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Viewer {
+    fn drop(&mut self) {
+        let _ = Command::new("tmux")
+            .args(["kill-session", "-t", &self.name])
+            .output();
+    }
+}
+
+fn index_files(xdg: &Path) -> Vec<PathBuf> {
+    std::fs::read_dir(xdg.join("mcpscope").join("index"))
+        .map(|dir| dir.map(|e| e.expect("entry").path()).collect())
+        .unwrap_or_default()
+}
+
+#[test]
+#[ignore = "needs tmux: install it (CI does, in .ci/run), then run scripts/test.sh"]
+fn the_viewer_saves_the_index_of_a_long_recording_and_no_index_cache_leaves_it_alone() {
+    let dir = tempfile::tempdir().expect("temp");
+    let file = dir.path().join("long.jsonl");
+    let events = write_recording(&file, 24_000).len();
+    let size = std::fs::metadata(&file).expect("file").len();
+    assert!(
+        size >= mcpscope_tui::savedindex::AUTO_SAVE_FROM,
+        "{size} bytes: long enough to be saved"
+    );
+    let xdg = dir.path().join("xdg");
+    Viewer::start(&xdg, &file, &[]).end_and_quit(events);
+    let saved = index_files(&xdg);
+    assert_eq!(saved.len(), 1, "{saved:?}");
+    let mode = std::fs::metadata(&saved[0])
+        .expect("cache")
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o600);
+    let written = mtime(&saved[0]);
+    // The second opening reads it and leaves it as it is (the recording has not changed).
+    Viewer::start(&xdg, &file, &[]).end_and_quit(events);
+    assert_eq!(index_files(&xdg), saved);
+    assert_eq!(mtime(&saved[0]), written, "up to date: not rewritten");
+    // --no-index-cache: nothing read, nothing written.
+    let other = dir.path().join("other-xdg");
+    Viewer::start(&other, &file, &["--no-index-cache"]).end_and_quit(events);
+    assert!(!other.join("mcpscope").exists(), "no cache directory made");
+}
