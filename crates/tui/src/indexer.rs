@@ -297,6 +297,9 @@ impl Pass {
             .as_ref()
             .and_then(|cache| savedindex::load(cache, &self.path, self.retention, every));
         let unchanged = loaded.as_ref().is_some_and(|l| l.unchanged);
+        if self.stop.load(Ordering::Relaxed) {
+            return;
+        }
         let (model, seq, from) = match loaded.and_then(|l| self.publish(l)) {
             Some((model, point)) => (model, point.at.seq, Some(point)),
             None => (Model::with_retention(self.retention), 0, None),
@@ -497,10 +500,13 @@ fn fold(
         }
         let first_t = chunk.events.first().map(|e| e.t);
         // Before the last events: a checkpoint near the end, whatever the spacing.
-        let tail = (chunk.last && !chunk.events.is_empty() && seq > 0).then(|| Checkpoint {
-            seq,
-            model: Arc::new(model.clone()),
-        });
+        // (None when there is one there already: a pass that went on from a saved index.)
+        let held = lock(state).checkpoints.last().is_some_and(|c| c.seq >= seq);
+        let tail =
+            (chunk.last && !chunk.events.is_empty() && seq > 0 && !held).then(|| Checkpoint {
+                seq,
+                model: Arc::new(model.clone()),
+            });
         let mut deaths = Vec::new();
         for event in &chunk.events {
             model.apply(event);
