@@ -276,6 +276,8 @@ struct Run {
     rss_kib: u64,
     /// The saved index written by the first opening.
     cache_bytes: u64,
+    /// `mcpscope index` on the file once its index is saved: read back and checked.
+    index_up_to_date: Duration,
     /// The second opening, from the saved index.
     again: Opening,
 }
@@ -385,6 +387,19 @@ fn measure(mcpscope: &Path, work: &Path, events: u64) -> anyhow::Result<Run> {
     let index_dir = cache.join("mcpscope").join("index");
     let cache_bytes = saved_size(&index_dir);
     let again = reopen(&name, &command, events)?;
+    // The saved index read back without a viewer: `mcpscope index` on the unchanged file.
+    let t = Instant::now();
+    let status = Command::new(mcpscope)
+        .arg("index")
+        .arg(&path)
+        .env("XDG_CACHE_HOME", &cache)
+        .stdout(std::process::Stdio::null())
+        .status()
+        .context("mcpscope index")?;
+    if !status.success() {
+        bail!("mcpscope index failed");
+    }
+    let index_up_to_date = t.elapsed();
     if std::env::var_os("BENCH_KEEP_FILES").is_none() {
         std::fs::remove_file(&path)?;
         let _ = std::fs::remove_dir_all(&cache);
@@ -402,6 +417,7 @@ fn measure(mcpscope: &Path, work: &Path, events: u64) -> anyhow::Result<Run> {
         peak_kib,
         rss_kib,
         cache_bytes,
+        index_up_to_date,
         again,
     })
 }
@@ -497,20 +513,21 @@ fn main() -> anyhow::Result<()> {
          *End again*: `]` once indexed (the pass's end model). Peak RSS: the process's VmHWM. \
          The first opening saves the index (in a cache directory of the benchmark's own); \
          *second opening*: the viewer started again on the same file, `]` at once (the saved \
-         index read instead of the pass), then `,`.\n"
+         index read instead of the pass), then `,`. *`mcpscope index`, up to date*: the command \
+         run on the file afterwards (the saved index read and checked, the last events folded).\n"
     );
     let _ = writeln!(
         md,
-        "| events | file | written in | first screen | end after `]` | end from open | step back from the end | end again | peak RSS | RSS at the end | saved index | second opening: first screen | end after `]` | step back | peak RSS |"
+        "| events | file | written in | first screen | end after `]` | end from open | step back from the end | end again | peak RSS | RSS at the end | saved index | `mcpscope index`, up to date | second opening: first screen | end after `]` | step back | peak RSS |"
     );
     let _ = writeln!(
         md,
-        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
     );
     for r in &runs {
         let _ = writeln!(
             md,
-            "| {} | {:.0} MiB | {} | {} | {} | {} | {:.0} ms | {:.0} ms | {} | {} | {:.1} MiB | {} | {} | {:.0} ms | {} |",
+            "| {} | {:.0} MiB | {} | {} | {} | {} | {:.0} ms | {:.0} ms | {} | {} | {:.1} MiB | {} | {} | {} | {:.0} ms | {} |",
             r.events,
             r.bytes as f64 / 1048576.0,
             secs(r.write),
@@ -522,6 +539,7 @@ fn main() -> anyhow::Result<()> {
             mib(r.peak_kib),
             mib(r.rss_kib),
             r.cache_bytes as f64 / 1048576.0,
+            secs(r.index_up_to_date),
             secs(r.again.first_screen),
             secs(r.again.end_after_key),
             r.again.step_back.as_secs_f64() * 1e3,

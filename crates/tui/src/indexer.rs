@@ -248,9 +248,7 @@ impl Indexer {
         }
         true
     }
-}
 
-impl Indexer {
     /// Waits until the pass is over and its saved index settled, at most `limit`; returns what
     /// became of it (Pending if the time ran out).
     pub fn wait_saved(&self, limit: Duration) -> SavedState {

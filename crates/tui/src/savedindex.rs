@@ -277,7 +277,9 @@ fn try_load(
         && header.retention == retention
         && header.every == every
         && header.models > 0
-        && header.points.len() == header.times.len();
+        && header.points.len() == header.times.len()
+        && (header.points.iter().enumerate()).all(|(k, p)| p.at.seq == k as u64 * every)
+        && header.resume.at.seq == header.points.len() as u64 * every;
     if !fits {
         return Err(invalid("another version, file, retention or density"));
     }
