@@ -510,7 +510,8 @@ fn main() -> anyhow::Result<()> {
          right after the first screen, until the status bar shows the last event (the viewer \
          waits for its background index pass: parse and fold of the whole file on two threads). \
          *Step back*: `,` from the end (the nearest checkpoint plus the events after it). \
-         *End again*: `]` once indexed (the pass's end model). Peak RSS: the process's VmHWM. \
+         *End again*: `]` once indexed (the last checkpoint plus at most 4,096 events). Peak RSS: \
+         the process's VmHWM. \
          The first opening saves the index (in a cache directory of the benchmark's own); \
          *second opening*: the viewer started again on the same file, `]` at once (the saved \
          index read instead of the pass), then `,`. *`mcpscope index`, up to date*: the command \
