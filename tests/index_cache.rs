@@ -250,6 +250,17 @@ fn a_corrupt_or_foreign_cache_is_ignored_and_rebuilt() {
         let (_, loaded, _) = open_settled(&path, &cache, dense());
         assert!(loaded.is_some(), "{what}: used after the rebuild");
     }
+    // A good cache that others may write to is not trusted.
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o622)).expect("chmod");
+    let (mut cursor, loaded, saved) = open_settled(&path, &cache, dense());
+    assert_eq!(loaded, None, "a cache writable by others is not used");
+    assert_eq!(saved, SavedState::Written(file.clone()));
+    assert_agrees(&mut cursor, &events, "writable by others");
+    let mode = std::fs::metadata(&file)
+        .expect("cache")
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o600, "replaced by a private one");
     // Folded with another retention: not used for this one, and replaced by it.
     let other = FileCursor::open_cached(&path, Retention::default(), dense(), Some(cache.clone()))
         .expect("open");

@@ -266,6 +266,7 @@ fn try_load(
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(e),
     };
+    check_private(&file)?;
     let mut lines = BufReader::with_capacity(1 << 20, file);
     let mut line = Vec::new();
     lines.read_until(b'\n', &mut line)?;
@@ -494,6 +495,24 @@ fn create_private(path: &Path) -> io::Result<File> {
         .write(true)
         .create_new(true)
         .open(path)
+}
+
+/// Refuses a cache file that another user owns or may write to (it could say anything).
+#[cfg(unix)]
+fn check_private(file: &File) -> io::Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = file.metadata()?;
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let me = unsafe { libc::geteuid() };
+    if meta.uid() != me || meta.mode() & 0o022 != 0 || !meta.is_file() {
+        return Err(invalid("not a private file of this user"));
+    }
+    Ok(())
+}
+
+#[cfg(not(unix))]
+fn check_private(_file: &File) -> io::Result<()> {
+    Ok(())
 }
 
 #[cfg(unix)]
