@@ -445,6 +445,61 @@ fn a_cache_that_cannot_be_written_changes_nothing() {
     assert!(!small.dir.exists());
 }
 
+/// Every shipped recording, indexed densely (as tests/rule_agreement.rs does) and opened a second
+/// time from its saved index: at every cursor, stepping and seeking, the same state as the fold.
+#[test]
+fn every_shipped_recording_opened_from_its_saved_index_agrees_at_every_cursor() {
+    let dir = tempfile::tempdir().expect("temp");
+    let cache = cache_in(dir.path());
+    let config = IndexConfig {
+        every: 3,
+        checkpoint_every: 6,
+        max_checkpoints: 2,
+        checkpoint_budget: usize::MAX,
+    };
+    let retention = Model::new().retention();
+    for path in shipped() {
+        let name = path.display();
+        let events = read_file(&path).expect("a shipped recording").events;
+        let first =
+            FileCursor::open_cached(&path, retention, config, Some(cache.clone())).expect("opens");
+        assert!(
+            matches!(first.indexer().wait_saved(WAIT), SavedState::Written(_)),
+            "{name}: saved"
+        );
+        let mut cursor =
+            FileCursor::open_cached(&path, retention, config, Some(cache.clone())).expect("opens");
+        assert!(matches!(
+            cursor.indexer().wait_saved(WAIT),
+            SavedState::Fresh(_)
+        ));
+        assert!(cursor.indexer().state().loaded.is_some(), "{name}: loaded");
+        for i in 0..events.len() {
+            cursor.step_forward();
+            let (replayed, _) = Model::from_events(&events[..=i]);
+            assert_eq!(
+                digest(cursor.model_at()),
+                digest(&replayed),
+                "{name}: at {i}"
+            );
+        }
+        let len = events.len();
+        for target in [len / 2, 1, len, 0, len / 3, len - 1, 2 * len / 3, len] {
+            cursor.seek(target as u64);
+            let (replayed, _) = Model::from_events(&events[..target]);
+            assert_eq!(
+                digest(cursor.model_at()),
+                digest(&replayed),
+                "{name}: seek {target}"
+            );
+            assert_eq!(cursor.model_at().calls, replayed.calls, "{name}: {target}");
+        }
+        let (a, b) = (first.indexer().state(), cursor.indexer().state());
+        assert_eq!(a.deaths, b.deaths, "{name}: deaths");
+        assert_eq!(a.points, b.points, "{name}: points");
+    }
+}
+
 // --- the binary -------------------------------------------------------------------------------
 
 fn mcpscope(xdg: &Path) -> Command {
