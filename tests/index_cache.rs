@@ -423,6 +423,58 @@ fn the_cache_is_private_and_links_at_its_path_are_not_followed() {
 }
 
 #[test]
+fn the_cache_keeps_the_newest_files_within_its_budget() {
+    let dir = tempfile::tempdir().expect("temp");
+    let path = dir.path().join("rec.jsonl");
+    let events = write_recording(&path, 1_500);
+    let mut cache = cache_in(dir.path());
+    // The size of this recording's saved index, written once alone.
+    let (_, _, saved) = open_settled(&path, &cache, dense());
+    let SavedState::Written(file) = saved else {
+        panic!("{saved:?}");
+    };
+    let size = std::fs::metadata(&file).expect("cache").len();
+    std::fs::remove_file(&file).expect("again");
+    // Saved indexes of other recordings, written an hour, a day and a week ago, a leftover of a
+    // writer that died, one just begun, and a file that is none of these.
+    let now = std::time::SystemTime::now();
+    let hour = Duration::from_secs(3600);
+    let plant = |name: &str, len: usize, age: Duration| {
+        let file = cache.dir.join(name);
+        std::fs::write(&file, vec![b'x'; len]).expect("plant");
+        set_mtime(&file, now - age);
+        file
+    };
+    let recent = plant("00000000000000a1.idx", 1_000, hour);
+    let older = plant("00000000000000a2.idx", 1_000, 24 * hour);
+    let oldest = plant("00000000000000a3.idx", 1_000, 7 * 24 * hour);
+    let dead = plant(".00000000000000a4.idx.1.2.tmp", 10, 2 * hour);
+    let busy = plant(".00000000000000a5.idx.1.3.tmp", 10, Duration::ZERO);
+    let other = plant("notes.txt", 10_000_000, 30 * 24 * hour);
+    // Room for the new one and two more.
+    cache.keep_bytes = size + 2_500;
+    let (mut cursor, _, saved) = open_settled(&path, &cache, dense());
+    assert_eq!(saved, SavedState::Written(file.clone()));
+    assert!(
+        recent.exists() && older.exists(),
+        "the newest within the budget stay"
+    );
+    assert!(!oldest.exists(), "the oldest past the budget goes");
+    assert!(!dead.exists(), "a dead writer's leftover goes");
+    assert!(busy.exists(), "a writer at work is left alone");
+    assert!(other.exists(), "what is not a saved index is never touched");
+    assert_agrees(&mut cursor, &events, "after pruning");
+    // A budget smaller than the new file: the others go, the new one stays.
+    cache.keep_bytes = 1;
+    let (_, loaded, _) = open_settled(&path, &cache, dense());
+    assert!(loaded.is_some());
+    std::fs::remove_file(&file).expect("make it write again");
+    let (_, _, saved) = open_settled(&path, &cache, dense());
+    assert_eq!(saved, SavedState::Written(file.clone()));
+    assert!(file.exists() && !recent.exists() && !older.exists());
+}
+
+#[test]
 fn a_cache_that_cannot_be_written_changes_nothing() {
     let dir = tempfile::tempdir().expect("temp");
     let path = dir.path().join("rec.jsonl");

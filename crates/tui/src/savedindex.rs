@@ -34,6 +34,9 @@ const ENDS: u64 = 64 << 10;
 /// `mcpscope index` caches any.
 pub const AUTO_SAVE_FROM: u64 = 8 << 20;
 
+/// What the cache directory may hold; past it the files written longest ago go.
+pub const CACHE_BUDGET: u64 = 1 << 30;
+
 /// Checkpoints besides the one near the end, at most.
 const MIDDLE_CHECKPOINTS: usize = 2;
 
@@ -44,6 +47,9 @@ pub struct IndexCache {
     pub dir: PathBuf,
     /// Recordings shorter than this are not saved after a pass (0: always saved).
     pub save_from_bytes: u64,
+    /// Bytes of saved indexes kept in the directory: after a save, the files written longest
+    /// ago are deleted past it (the new one always stays).
+    pub keep_bytes: u64,
 }
 
 impl IndexCache {
@@ -52,6 +58,7 @@ impl IndexCache {
         Self {
             dir: dir.into(),
             save_from_bytes: 0,
+            keep_bytes: CACHE_BUDGET,
         }
     }
 
@@ -65,6 +72,7 @@ impl IndexCache {
         Some(Self {
             dir,
             save_from_bytes: AUTO_SAVE_FROM,
+            keep_bytes: CACHE_BUDGET,
         })
     }
 
@@ -419,7 +427,47 @@ pub fn save(
         let _ = std::fs::remove_file(&temp);
         return Err(e);
     }
+    prune(dir, &path, cache.keep_bytes);
     Ok(path)
+}
+
+/// Deletes the saved indexes written longest ago while the directory holds more than
+/// `keep_bytes` (never `kept`), and temporary files left by a writer that died an hour ago or
+/// more. Only regular files named as this module names them are touched.
+fn prune(dir: &Path, kept: &Path, keep_bytes: u64) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let now = std::time::SystemTime::now();
+    let mut saved = Vec::new();
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let Ok(meta) = std::fs::symlink_metadata(&path) else {
+            continue;
+        };
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let written = meta.modified().unwrap_or(now);
+        if !meta.is_file() {
+            continue;
+        }
+        if name.starts_with('.') && name.ends_with(".tmp") {
+            let age = now.duration_since(written).unwrap_or_default();
+            if age >= std::time::Duration::from_secs(3600) {
+                let _ = std::fs::remove_file(&path);
+            }
+        } else if name.ends_with(".idx") && path != kept {
+            saved.push((written, meta.len(), path));
+        }
+    }
+    let mut total = std::fs::metadata(kept).map_or(0, |m| m.len());
+    saved.sort_by(|a, b| b.0.cmp(&a.0));
+    for (_, len, path) in saved {
+        total = total.saturating_add(len);
+        if total > keep_bytes {
+            tracing::debug!("saved index {} deleted (cache full)", path.display());
+            let _ = std::fs::remove_file(&path);
+        }
+    }
 }
 
 /// Up to two checkpoints before the one a pass resumes from, spread out, while their models
