@@ -460,7 +460,7 @@ fn prune(dir: &Path, kept: &Path, keep_bytes: u64) {
         }
     }
     let mut total = std::fs::metadata(kept).map_or(0, |m| m.len());
-    saved.sort_by(|a, b| b.0.cmp(&a.0));
+    saved.sort_by_key(|s| std::cmp::Reverse(s.0));
     for (_, len, path) in saved {
         total = total.saturating_add(len);
         if total > keep_bytes {
