@@ -285,7 +285,7 @@ fn try_load(
         && header.recording == canonical
         && header.retention == retention
         && header.every == every
-        && header.models > 0
+        && (1..=1 + MIDDLE_CHECKPOINTS).contains(&header.models)
         && header.points.len() == header.times.len()
         && (header.points.iter().enumerate()).all(|(k, p)| p.at.seq == k as u64 * every)
         && header.resume.at.seq == header.points.len() as u64 * every;
