@@ -232,7 +232,18 @@ fn a_corrupt_or_foreign_cache_is_ignored_and_rebuilt() {
     foreign["recording"] = json!("/elsewhere/rec.jsonl");
     let mut foreign_bytes = serde_json::to_vec(&foreign).expect("json");
     foreign_bytes.extend_from_slice(&good[newline..]);
+    // A digit changed inside the model: still JSON, still a model, but not the one saved.
+    let mut flipped = good.clone();
+    let at = newline
+        + 1
+        + good[newline + 1..]
+            .windows(10)
+            .position(|w| w == b"\"arrival\":")
+            .expect("a call in the model");
+    let digit = at + 10;
+    flipped[digit] = if flipped[digit] == b'1' { b'2' } else { b'1' };
     let cases: Vec<(&str, Vec<u8>)> = vec![
+        ("a changed digit", flipped),
         ("truncated", good[..good.len() / 2].to_vec()),
         ("cut at a line", good[..=newline].to_vec()),
         ("garbage", b"\x00\xffnot json at all\n{\"x\":1}\n".to_vec()),

@@ -7,7 +7,8 @@
 //! stale, corrupt, foreign, unwritable) only means the pass runs again.
 //!
 //! File layout (one JSON value a line): a [`Header`], then one `{"seq": N, "model": …}` line per
-//! checkpoint, the one near the end first.
+//! checkpoint, the one near the end first, then `{"check": "…"}`, the FNV-1a 64 of the lines
+//! before it.
 
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, BufWriter, Read, Seek, SeekFrom, Write};
@@ -103,9 +104,41 @@ fn file_name(canonical: &Path) -> String {
 
 /// FNV-1a, 64 bits: enough to tell a changed file or another path, not a defence.
 fn fnv64(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
+    fnv64_on(FNV_START, bytes)
+}
+
+const FNV_START: u64 = 0xcbf2_9ce4_8422_2325;
+
+/// FNV-1a of what `hash` covered, then `bytes`.
+fn fnv64_on(hash: u64, bytes: &[u8]) -> u64 {
+    bytes.iter().fold(hash, |h, &b| {
         (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
     })
+}
+
+/// A writer that hashes what goes through it (the check line of a cache file).
+struct Hashing<W> {
+    inner: W,
+    hash: u64,
+}
+
+impl<W: Write> Write for Hashing<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.hash = fnv64_on(self.hash, &buf[..n]);
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+/// The last line of a cache file: FNV-1a 64 of everything before it, so that a damaged file is
+/// told from a good one even where it still parses.
+#[derive(Debug, Serialize, Deserialize)]
+struct Check {
+    check: String,
 }
 
 /// How a recording looked when its index was saved.
@@ -308,7 +341,18 @@ fn try_load(
     text.try_reserve_exact(usize::try_from(rest).map_err(invalid)?.saturating_add(1))
         .map_err(invalid)?;
     lines.read_to_end(&mut text)?;
-    let mut models = serde_json::Deserializer::from_slice(&text).into_iter::<ModelIn>();
+    // The check line: the hash of everything before it.
+    let body_end = text
+        .strip_suffix(b"\n")
+        .and_then(|t| t.iter().rposition(|&b| b == b'\n'))
+        .map(|at| at + 1)
+        .ok_or_else(|| invalid("no check line"))?;
+    let check: Check = serde_json::from_slice(&text[body_end..]).map_err(invalid)?;
+    let hash = fnv64_on(fnv64(&line), &text[..body_end]);
+    if check.check != format!("{hash:016x}") {
+        return Err(invalid("damaged: the check does not match"));
+    }
+    let mut models = serde_json::Deserializer::from_slice(&text[..body_end]).into_iter::<ModelIn>();
     let mut checkpoints = Vec::with_capacity(header.models);
     for _ in 0..header.models {
         let read = models
@@ -407,7 +451,10 @@ pub fn save(
         Utc::now().timestamp_nanos_opt().unwrap_or(0)
     ));
     let written = (|| {
-        let mut out = BufWriter::with_capacity(1 << 20, create_private(&temp)?);
+        let mut out = Hashing {
+            inner: BufWriter::with_capacity(1 << 20, create_private(&temp)?),
+            hash: FNV_START,
+        };
         serde_json::to_writer(&mut out, &header).map_err(invalid)?;
         out.write_all(b"\n")?;
         for checkpoint in std::iter::once(resume).chain(middle) {
@@ -418,6 +465,12 @@ pub fn save(
             serde_json::to_writer(&mut out, &line).map_err(invalid)?;
             out.write_all(b"\n")?;
         }
+        let check = Check {
+            check: format!("{:016x}", out.hash),
+        };
+        let mut out = out.inner;
+        serde_json::to_writer(&mut out, &check).map_err(invalid)?;
+        out.write_all(b"\n")?;
         out.into_inner()
             .map_err(io::IntoInnerError::into_error)?
             .sync_all()?;
