@@ -9,7 +9,9 @@
 //! status bar shows the last event (the viewer waits for its background index pass to reach
 //! the end); then `,` (one event back from the end: the worst seek, the nearest checkpoint plus
 //! the events after it) and `]` again (the end, indexed); the process's peak RSS (VmHWM). The
-//! file is deleted afterwards.
+//! viewer is then started again on the same file (its saved index written by the first one, in
+//! a cache directory of the benchmark's own): `]` and `,` again, and its peak RSS. The file and
+//! the cache are deleted afterwards (kept with `BENCH_KEEP_FILES=1`).
 //!
 //! Usage: bench_replay_open --mcpscope PATH [--events N[,N…]] [--work DIR] [--out FILE]
 
@@ -272,6 +274,71 @@ struct Run {
     end_again: Duration,
     peak_kib: u64,
     rss_kib: u64,
+    /// The saved index written by the first opening.
+    cache_bytes: u64,
+    /// `mcpscope index` on the file once its index is saved: read back and checked.
+    index_up_to_date: Duration,
+    /// The second opening, from the saved index.
+    again: Opening,
+}
+
+/// One opening of the viewer: the figures of `]` and `,` and its peak memory.
+struct Opening {
+    first_screen: Duration,
+    end_after_key: Duration,
+    step_back: Duration,
+    peak_kib: u64,
+}
+
+/// Waits (bounded) until process `pid` has gone.
+fn wait_gone(pid: u32) -> anyhow::Result<()> {
+    let start = Instant::now();
+    while Path::new(&format!("/proc/{pid}")).exists() {
+        if start.elapsed() > PATIENCE {
+            bail!("the viewer did not exit");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Ok(())
+}
+
+/// Opens the viewer again on a recording whose index was saved: `]`, `,`, the peak.
+fn reopen(tmux_name: &str, command: &str, events: u64) -> anyhow::Result<Opening> {
+    let tmux = Tmux::start(tmux_name, command)?;
+    let first_screen = tmux.until("first screen", |s| s.contains("REPLAY"))?;
+    let pid = tmux.pid()?;
+    let end = format!("event {events}/{events} ");
+    let pressed = Instant::now();
+    tmux.keys("]")?;
+    tmux.until("the end, second opening", |s| s.contains(&end))?;
+    let end_after_key = pressed.elapsed();
+    let back = format!("event {}/{events} ", events - 1);
+    let step = Instant::now();
+    tmux.keys(",")?;
+    tmux.until("one event back, second opening", |s| s.contains(&back))?;
+    let step_back = step.elapsed();
+    let peak_kib = vm_status(pid, "VmHWM:").unwrap_or(0);
+    tmux.keys("q")?;
+    wait_gone(pid)?;
+    drop(tmux);
+    Ok(Opening {
+        first_screen,
+        end_after_key,
+        step_back,
+        peak_kib,
+    })
+}
+
+/// The size of the one file in `dir` (the saved index), or 0.
+fn saved_size(dir: &Path) -> u64 {
+    std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| e.metadata().ok())
+        .filter(|m| m.is_file())
+        .map(|m| m.len())
+        .sum()
 }
 
 fn measure(mcpscope: &Path, work: &Path, events: u64) -> anyhow::Result<Run> {
@@ -284,8 +351,11 @@ fn measure(mcpscope: &Path, work: &Path, events: u64) -> anyhow::Result<Run> {
     // The file was just written, so it is in the page cache, as a recording made moments ago is.
     let status_of = |n: u64| format!("event {n}/{n} ");
     let name = format!("mcpscope-bench-replay-{}", std::process::id());
+    // The saved index goes to a cache of the benchmark's own, never the user's.
+    let cache = dir.join("cache");
     let command = format!(
-        "TZ=UTC exec {} replay {}",
+        "TZ=UTC XDG_CACHE_HOME={} exec {} replay {}",
+        cache.display(),
         mcpscope.display(),
         path.display()
     );
@@ -310,11 +380,31 @@ fn measure(mcpscope: &Path, work: &Path, events: u64) -> anyhow::Result<Run> {
     let end_again = again.elapsed();
     let peak_kib = vm_status(pid, "VmHWM:").unwrap_or(0);
     let rss_kib = vm_status(pid, "VmRSS:").unwrap_or(0);
-    let _ = tmux.keys("q");
-    std::thread::sleep(Duration::from_millis(300));
+    // Quitting waits for the saved index to be written.
+    tmux.keys("q")?;
+    wait_gone(pid)?;
     drop(tmux);
-    std::fs::remove_file(&path)?;
-    let _ = std::fs::remove_dir(&dir);
+    let index_dir = cache.join("mcpscope").join("index");
+    let cache_bytes = saved_size(&index_dir);
+    let again = reopen(&name, &command, events)?;
+    // The saved index read back without a viewer: `mcpscope index` on the unchanged file.
+    let t = Instant::now();
+    let status = Command::new(mcpscope)
+        .arg("index")
+        .arg(&path)
+        .env("XDG_CACHE_HOME", &cache)
+        .stdout(std::process::Stdio::null())
+        .status()
+        .context("mcpscope index")?;
+    if !status.success() {
+        bail!("mcpscope index failed");
+    }
+    let index_up_to_date = t.elapsed();
+    if std::env::var_os("BENCH_KEEP_FILES").is_none() {
+        std::fs::remove_file(&path)?;
+        let _ = std::fs::remove_dir_all(&cache);
+        let _ = std::fs::remove_dir(&dir);
+    }
     Ok(Run {
         events,
         bytes,
@@ -326,6 +416,9 @@ fn measure(mcpscope: &Path, work: &Path, events: u64) -> anyhow::Result<Run> {
         end_again,
         peak_kib,
         rss_kib,
+        cache_bytes,
+        index_up_to_date,
+        again,
     })
 }
 
@@ -396,6 +489,13 @@ fn main() -> anyhow::Result<()> {
             secs(run.end_from_open),
             mib(run.peak_kib)
         );
+        eprintln!(
+            "bench_replay_open: {events} events, second opening: end {} after `]`, step back {:.0} ms, peak {}, saved index {:.1} MiB",
+            secs(run.again.end_after_key),
+            run.again.step_back.as_secs_f64() * 1e3,
+            mib(run.again.peak_kib),
+            run.cache_bytes as f64 / 1048576.0
+        );
         runs.push(run);
     }
     let mut md = String::new();
@@ -410,17 +510,25 @@ fn main() -> anyhow::Result<()> {
          right after the first screen, until the status bar shows the last event (the viewer \
          waits for its background index pass: parse and fold of the whole file on two threads). \
          *Step back*: `,` from the end (the nearest checkpoint plus the events after it). \
-         *End again*: `]` once indexed (the pass's end model). Peak RSS: the process's VmHWM.\n"
+         *End again*: `]` once indexed (the last checkpoint plus at most 4,096 events). Peak RSS: \
+         the process's VmHWM. \
+         The first opening saves the index (in a cache directory of the benchmark's own); \
+         *second opening*: the viewer started again on the same file, `]` at once (the saved \
+         index read instead of the pass), then `,`. *`mcpscope index`, up to date*: the command \
+         run on the file afterwards (the saved index read and checked, the last events folded).\n"
     );
     let _ = writeln!(
         md,
-        "| events | file | written in | first screen | end after `]` | end from open | step back from the end | end again | peak RSS | RSS at the end |"
+        "| events | file | written in | first screen | end after `]` | end from open | step back from the end | end again | peak RSS | RSS at the end | saved index | `mcpscope index`, up to date | second opening: first screen | end after `]` | step back | peak RSS |"
     );
-    let _ = writeln!(md, "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    let _ = writeln!(
+        md,
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+    );
     for r in &runs {
         let _ = writeln!(
             md,
-            "| {} | {:.0} MiB | {} | {} | {} | {} | {:.0} ms | {:.0} ms | {} | {} |",
+            "| {} | {:.0} MiB | {} | {} | {} | {} | {:.0} ms | {:.0} ms | {} | {} | {:.1} MiB | {} | {} | {} | {:.0} ms | {} |",
             r.events,
             r.bytes as f64 / 1048576.0,
             secs(r.write),
@@ -431,13 +539,20 @@ fn main() -> anyhow::Result<()> {
             r.end_again.as_secs_f64() * 1e3,
             mib(r.peak_kib),
             mib(r.rss_kib),
+            r.cache_bytes as f64 / 1048576.0,
+            secs(r.index_up_to_date),
+            secs(r.again.first_screen),
+            secs(r.again.end_after_key),
+            r.again.step_back.as_secs_f64() * 1e3,
+            mib(r.again.peak_kib),
         );
     }
     if let Some(r) = runs.iter().find(|r| r.events >= 10_000_000) {
         let _ = writeln!(
             md,
             "\nTargets for {} events: first screen ≤ 1 s: {} ({}); seek to the end ≤ 3 s: {} ({} \
-             after `]`, the index pass included); peak RSS ≤ 300 MiB: {} ({}).",
+             after `]`, the index pass included); peak RSS ≤ 300 MiB: {} ({}). Second opening: \
+             seek to the end ≤ 3 s: {} ({}); peak RSS ≤ 300 MiB: {} ({}).",
             r.events,
             verdict(r.first_screen.as_secs_f64() <= 1.0),
             secs(r.first_screen),
@@ -445,6 +560,10 @@ fn main() -> anyhow::Result<()> {
             secs(r.end_after_key),
             verdict(r.peak_kib <= 300 * 1024),
             mib(r.peak_kib),
+            verdict(r.again.end_after_key.as_secs_f64() <= 3.0),
+            secs(r.again.end_after_key),
+            verdict(r.again.peak_kib <= 300 * 1024),
+            mib(r.again.peak_kib),
         );
     }
     match &args.out {

@@ -47,6 +47,8 @@ pub enum Command {
     /// Run a stdio MCP server as a transparent shim: its stdin, stdout and stderr pass through
     /// unchanged, its traffic is recorded, its exit code is ours.
     Stdio(crate::stdio::StdioArgs),
+    /// Save the index of recordings ahead of time, so that the viewer opens them at once.
+    Index(crate::index::IndexArgs),
 }
 
 /// Where to listen: a port, or host:port.
@@ -280,6 +282,9 @@ pub struct ReplayArgs {
     /// are always held).
     #[arg(long, value_name = "N", default_value_t = mcpscope_engine::model::Retention::DEFAULT_KEEP_CALLS)]
     pub keep: usize,
+    /// Neither read nor write the recording's saved index (see `mcpscope index`).
+    #[arg(long)]
+    pub no_index_cache: bool,
 }
 
 /// Options of `check`.

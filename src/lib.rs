@@ -16,6 +16,7 @@ pub mod attach;
 pub mod cli;
 pub mod demo;
 pub mod headless;
+pub mod index;
 pub mod matrix;
 pub mod pass_host;
 pub mod replay;

@@ -60,6 +60,7 @@ fn main() -> ExitCode {
         Some(Command::Check(args)) => return check(args),
         Some(Command::Export(args)) => return export(args),
         Some(Command::Convert(args)) => return convert(args),
+        Some(Command::Index(args)) => return mcpscope::index::main(args),
         _ => {}
     }
     init_tracing();
@@ -85,7 +86,7 @@ fn main() -> ExitCode {
             Some(Command::Matrix(args)) => mcpscope::matrix::run(&args).await,
             Some(Command::Attach(args)) => mcpscope::attach::run(&args).await,
             Some(Command::Check(_) | Command::Export(_) | Command::Convert(_)) => Ok(()),
-            Some(Command::Stdio(_)) => Ok(()),
+            Some(Command::Stdio(_) | Command::Index(_)) => Ok(()),
         }
     });
     runtime.shutdown_timeout(std::time::Duration::from_millis(200));

@@ -124,7 +124,10 @@ pub async fn run(args: &ReplayArgs) -> anyhow::Result<()> {
         };
         // The viewer reads the file as it needs it (first screen at once, index in the
         // background): a recording of any length opens without being loaded.
-        return mcpscope_tui::run_replay_file(&args.file, info)
+        let cache = (!args.no_index_cache)
+            .then(mcpscope_tui::savedindex::IndexCache::from_env)
+            .flatten();
+        return mcpscope_tui::run_replay_file_cached(&args.file, info, cache)
             .await
             .with_context(|| format!("replaying {}", args.file.display()));
     }

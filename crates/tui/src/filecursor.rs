@@ -12,6 +12,7 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 
 use super::indexer::{Checkpoint, IndexConfig, Indexer};
+use super::savedindex::IndexCache;
 use mcpscope_engine::event::Event;
 use mcpscope_engine::model::{Model, Retention};
 use mcpscope_engine::record::{Events, IndexPoint, ReadError};
@@ -23,6 +24,8 @@ pub struct FileCursor {
     indexer: Indexer,
     retention: Retention,
     config: IndexConfig,
+    /// Where the recording's index is saved, if it is.
+    cache: Option<IndexCache>,
     /// Shared with the checkpoint it was restored from until it folds on (copied then).
     model: Arc<Model>,
     pos: u64,
@@ -54,14 +57,26 @@ impl FileCursor {
         retention: Retention,
         config: IndexConfig,
     ) -> Result<Self, ReadError> {
+        Self::open_cached(path, retention, config, None)
+    }
+
+    /// [`FileCursor::open_with`], the background pass starting from the recording's saved
+    /// index in `cache` when one fits, and saving it there at its end.
+    pub fn open_cached(
+        path: &Path,
+        retention: Retention,
+        config: IndexConfig,
+        cache: Option<IndexCache>,
+    ) -> Result<Self, ReadError> {
         let mut reader = Events::open(path)?;
         let next = reader.next().transpose()?;
-        let indexer = Indexer::start(path, retention, config);
+        let indexer = Indexer::start_cached(path, retention, config, cache.clone());
         Ok(Self {
             path: path.to_path_buf(),
             indexer,
             retention,
             config,
+            cache,
             model: Arc::new(Model::with_retention(retention)),
             pos: 0,
             exhausted: next.is_none(),
@@ -89,7 +104,8 @@ impl FileCursor {
         if retention == self.retention {
             return;
         }
-        self.indexer = Indexer::start(&self.path, retention, self.config);
+        self.indexer =
+            Indexer::start_cached(&self.path, retention, self.config, self.cache.clone());
         self.retention = retention;
         self.near = None;
         let start = Checkpoint {

@@ -1,8 +1,9 @@
 //! The background pass over a recording file that a replay opened without reading it: one
 //! thread reads and parses the lines, another folds them; together they note where every
 //! `every`th event starts (an [`IndexPoint`] and its time), which events are stream deaths, and
-//! a bounded set of model checkpoints, and end with the model after the last event. A cursor
-//! seeks by cloning the nearest checkpoint and reading forward from the index point under it.
+//! a bounded set of model checkpoints, the last one at most one index spacing before the end. A
+//! cursor seeks by cloning the nearest checkpoint and reading forward from the index point under
+//! it.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -17,6 +18,8 @@ use mcpscope_engine::event::{Direction, Event, EventKind};
 use mcpscope_engine::model::{Model, Retention};
 use mcpscope_engine::record::{Events, IndexPoint};
 
+use crate::savedindex::{self, IndexCache, Snapshot};
+
 /// How densely a recording is indexed and checkpointed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct IndexConfig {
@@ -25,8 +28,8 @@ pub struct IndexConfig {
     /// Events between two checkpoints at first (rounded to a multiple of `every`); the spacing
     /// doubles each time there would be more than `max_checkpoints`.
     pub checkpoint_every: u64,
-    /// Checkpoints kept at most, besides the empty model at the start, one before the last
-    /// index point's events and the model at the end.
+    /// Checkpoints kept at most, besides the empty model at the start and one before the last
+    /// index point's events.
     pub max_checkpoints: usize,
     /// Roughly how much memory the checkpoints may take together ([`Model::approx_heap`] of
     /// each): past it their spacing doubles as well, down to two.
@@ -79,14 +82,33 @@ pub struct IndexState {
     pub file_bytes: u64,
     /// The time of the last event folded.
     pub last_t: Option<DateTime<Utc>>,
-    /// The model after the last event, once the pass is done.
-    pub end: Option<Arc<Model>>,
     /// Whether the pass is over (the whole file, or up to a bad line).
     pub done: bool,
     /// Why the pass stopped before the end of the file (a bad line).
     pub error: Option<String>,
     /// Warnings (a truncated last line).
     pub warnings: Vec<String>,
+    /// Events taken from a saved index instead of being folded by this pass (None: none was
+    /// used).
+    pub loaded: Option<u64>,
+    /// What became of the saved index, once the pass is over and it is settled.
+    pub saved: SavedState,
+}
+
+/// What a pass did with its saved index.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum SavedState {
+    /// Not settled yet (the pass runs, or the index is being written).
+    #[default]
+    Pending,
+    /// No saved index: none asked for, or the recording is too short for one.
+    Off,
+    /// The saved index fitted the unchanged recording: nothing to write.
+    Fresh(PathBuf),
+    /// Written (or rewritten) here.
+    Written(PathBuf),
+    /// Could not be written (a read-only or full disk…); the pass's result stands.
+    Unwritten(String),
 }
 
 impl IndexState {
@@ -109,16 +131,10 @@ impl IndexState {
             .filter(|p| p.at.seq == seq)
     }
 
-    /// The last checkpoint at or before event `seq` (the end model counts when `seq` is the end).
+    /// The last checkpoint at or before event `seq`. (The model at the end is not kept: the
+    /// last checkpoint is at most one index spacing before it, and a model less in memory is
+    /// worth more than the few milliseconds of folding that spacing.)
     pub fn checkpoint_before(&self, seq: u64) -> Option<Checkpoint> {
-        if let Some(end) = &self.end
-            && seq >= self.events
-        {
-            return Some(Checkpoint {
-                seq: self.events,
-                model: end.clone(),
-            });
-        }
         let at = self.checkpoints.partition_point(|c| c.seq <= seq);
         self.checkpoints.get(at.checked_sub(1)?).cloned()
     }
@@ -153,6 +169,18 @@ struct Chunk {
 impl Indexer {
     /// Starts the pass over `path`, folding with `retention`.
     pub fn start(path: &Path, retention: Retention, config: IndexConfig) -> Self {
+        Self::start_cached(path, retention, config, None)
+    }
+
+    /// Starts the pass over `path`, folding with `retention`, from the recording's saved index
+    /// in `cache` when one fits (the pass then reads only what follows its last checkpoint),
+    /// and saves the index there at the end.
+    pub fn start_cached(
+        path: &Path,
+        retention: Retention,
+        config: IndexConfig,
+        cache: Option<IndexCache>,
+    ) -> Self {
         let every = config.every.max(1);
         let spacing = (config.checkpoint_every / every).max(1) * every;
         let state = Arc::new(Mutex::new(IndexState {
@@ -166,33 +194,25 @@ impl Indexer {
             ..IndexState::default()
         }));
         let stop = Arc::new(AtomicBool::new(false));
-        let (tx, rx) = sync_channel::<Chunk>(4);
-        let reader = {
-            let path = path.to_path_buf();
-            let stop = stop.clone();
-            std::thread::Builder::new()
-                .name("replay-read".into())
-                .spawn(move || read(&path, every, &stop, &tx))
+        let pass = Pass {
+            path: path.to_path_buf(),
+            state: state.clone(),
+            stop: stop.clone(),
+            retention,
+            config,
         };
-        let folder = {
-            let state = state.clone();
-            let stop = stop.clone();
-            std::thread::Builder::new()
-                .name("replay-index".into())
-                .spawn(move || fold(rx, &state, &stop, retention, config))
-        };
+        let spawned = std::thread::Builder::new()
+            .name("replay-index".into())
+            .spawn(move || pass.run(cache));
         let mut threads = Vec::new();
-        let mut failed = None;
-        for spawned in [reader, folder] {
-            match spawned {
-                Ok(handle) => threads.push(handle),
-                Err(e) => failed = Some(e.to_string()),
+        match spawned {
+            Ok(handle) => threads.push(handle),
+            Err(e) => {
+                let mut s = lock(&state);
+                s.error = Some(format!("indexing could not start: {e}"));
+                s.saved = SavedState::Off;
+                s.done = true;
             }
-        }
-        if let Some(reason) = failed {
-            let mut s = lock(&state);
-            s.error = Some(format!("indexing could not start: {reason}"));
-            s.done = true;
         }
         Self {
             path: path.to_path_buf(),
@@ -228,6 +248,19 @@ impl Indexer {
         }
         true
     }
+
+    /// Waits until the pass is over and its saved index settled, at most `limit`; returns what
+    /// became of it (Pending if the time ran out).
+    pub fn wait_saved(&self, limit: Duration) -> SavedState {
+        let deadline = std::time::Instant::now() + limit;
+        loop {
+            let saved = self.state().saved.clone();
+            if saved != SavedState::Pending || std::time::Instant::now() >= deadline {
+                return saved;
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    }
 }
 
 impl Drop for Indexer {
@@ -245,9 +278,119 @@ fn lock(state: &Mutex<IndexState>) -> MutexGuard<'_, IndexState> {
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
+/// One pass: the saved index read back if it fits, then the file read and folded from there
+/// (from the start without one), then the index saved.
+struct Pass {
+    path: PathBuf,
+    state: Arc<Mutex<IndexState>>,
+    stop: Arc<AtomicBool>,
+    retention: Retention,
+    config: IndexConfig,
+}
+
+impl Pass {
+    fn run(self, cache: Option<IndexCache>) {
+        let every = self.config.every.max(1);
+        let loaded = cache
+            .as_ref()
+            .and_then(|cache| savedindex::load(cache, &self.path, self.retention, every));
+        let unchanged = loaded.as_ref().is_some_and(|l| l.unchanged);
+        if self.stop.load(Ordering::Relaxed) {
+            return;
+        }
+        let (model, seq, from) = match loaded.and_then(|l| self.publish(l)) {
+            Some((model, point)) => (model, point.at.seq, Some(point)),
+            None => (Model::with_retention(self.retention), 0, None),
+        };
+        let (tx, rx) = sync_channel::<Chunk>(4);
+        let reader = {
+            let path = self.path.clone();
+            let stop = self.stop.clone();
+            let from = from.clone();
+            std::thread::Builder::new()
+                .name("replay-read".into())
+                .spawn(move || read(&path, from.as_ref(), every, &stop, &tx))
+        };
+        match reader {
+            Ok(reader) => {
+                fold(rx, &self.state, &self.stop, model, seq, self.config);
+                let _ = reader.join();
+            }
+            Err(e) => {
+                let mut s = lock(&self.state);
+                s.error = Some(format!("indexing could not start: {e}"));
+                s.done = true;
+            }
+        }
+        let saved = match cache {
+            _ if self.stop.load(Ordering::Relaxed) || !lock(&self.state).done => SavedState::Off,
+            None => SavedState::Off,
+            Some(cache) if from.is_some() && unchanged => cache
+                .file_for(&self.path)
+                .map_or(SavedState::Off, SavedState::Fresh),
+            Some(cache) if lock(&self.state).file_bytes < cache.save_from_bytes => SavedState::Off,
+            Some(cache) => self.save(&cache),
+        };
+        lock(&self.state).saved = saved;
+    }
+
+    /// Takes a saved index into the state; returns the model and index point to read on from.
+    fn publish(&self, loaded: savedindex::Loaded) -> Option<(Model, IndexPoint)> {
+        let resume = loaded.checkpoints.last()?.clone();
+        let mut s = lock(&self.state);
+        s.points = loaded.points;
+        s.times = loaded.times;
+        s.deaths = loaded.deaths;
+        s.spacing = loaded.spacing;
+        s.checkpoints.truncate(1);
+        s.checkpoints.extend(loaded.checkpoints);
+        s.events = resume.seq;
+        s.bytes = loaded.resume.at.offset;
+        s.last_t = resume.model.last_t;
+        s.loaded = Some(resume.seq);
+        drop(s);
+        Some(((*resume.model).clone(), loaded.resume))
+    }
+
+    /// Writes the saved index of what the pass learnt.
+    fn save(&self, cache: &IndexCache) -> SavedState {
+        let snapshot = {
+            let s = lock(&self.state);
+            Snapshot {
+                every: s.every,
+                spacing: s.spacing,
+                points: s.points.clone(),
+                times: s.times.clone(),
+                deaths: s.deaths.clone(),
+                checkpoints: s.checkpoints.clone(),
+            }
+        };
+        if snapshot.checkpoints.iter().all(|c| c.seq == 0) {
+            return SavedState::Off;
+        }
+        match savedindex::save(cache, &self.path, self.retention, &snapshot) {
+            Ok(path) => SavedState::Written(path),
+            Err(e) => {
+                tracing::debug!("index of {} not saved: {e}", self.path.display());
+                SavedState::Unwritten(e.to_string())
+            }
+        }
+    }
+}
+
 /// The reading thread: parses `every` events at a time and hands them on.
-fn read(path: &Path, every: u64, stop: &AtomicBool, tx: &SyncSender<Chunk>) {
-    let mut events = match Events::open(path) {
+fn read(
+    path: &Path,
+    from: Option<&IndexPoint>,
+    every: u64,
+    stop: &AtomicBool,
+    tx: &SyncSender<Chunk>,
+) {
+    let opened = match from {
+        Some(point) => Events::open_at(path, point),
+        None => Events::open(path),
+    };
+    let mut events = match opened {
         Ok(events) => events,
         Err(e) => {
             let _ = tx.send(Chunk {
@@ -338,16 +481,16 @@ fn empty_point() -> IndexPoint {
     }
 }
 
-/// The folding thread: folds each chunk, notes its index point, deaths and checkpoints.
+/// The folding thread: folds each chunk into `model` (the model after the first `seq`
+/// events, where the chunks start), notes its index point, deaths and checkpoints.
 fn fold(
     rx: Receiver<Chunk>,
     state: &Mutex<IndexState>,
     stop: &AtomicBool,
-    retention: Retention,
+    mut model: Model,
+    mut seq: u64,
     config: IndexConfig,
 ) {
-    let mut model = Model::with_retention(retention);
-    let mut seq = 0u64;
     let mut spacing = lock(state).spacing;
     while let Ok(chunk) = rx.recv() {
         if stop.load(Ordering::Relaxed) {
@@ -355,10 +498,13 @@ fn fold(
         }
         let first_t = chunk.events.first().map(|e| e.t);
         // Before the last events: a checkpoint near the end, whatever the spacing.
-        let tail = (chunk.last && !chunk.events.is_empty() && seq > 0).then(|| Checkpoint {
-            seq,
-            model: Arc::new(model.clone()),
-        });
+        // (None when there is one there already: a pass that went on from a saved index.)
+        let held = lock(state).checkpoints.last().is_some_and(|c| c.seq >= seq);
+        let tail =
+            (chunk.last && !chunk.events.is_empty() && seq > 0 && !held).then(|| Checkpoint {
+                seq,
+                model: Arc::new(model.clone()),
+            });
         let mut deaths = Vec::new();
         for event in &chunk.events {
             model.apply(event);
@@ -398,7 +544,6 @@ fn fold(
             }
             s.error = chunk.error;
             s.warnings = chunk.warnings;
-            s.end = Some(Arc::new(std::mem::take(&mut model)));
             s.done = true;
             return;
         }

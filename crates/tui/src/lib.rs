@@ -20,6 +20,7 @@ pub mod replay;
 pub mod rows;
 pub mod run;
 pub mod save;
+pub mod savedindex;
 pub mod term;
 pub mod theme;
 pub mod timeline;
@@ -135,8 +136,19 @@ pub async fn run_replay(events: Vec<Event>, info: Info) -> anyhow::Result<()> {
 /// Replay viewer over a recording file: the first screen after reading its first event, the
 /// rest read as needed while an index pass runs in the background (see [`FileCursor`]).
 pub async fn run_replay_file(path: &std::path::Path, info: Info) -> anyhow::Result<()> {
+    run_replay_file_cached(path, info, None).await
+}
+
+/// [`run_replay_file`] with the recording's index saved in `cache` (read if it fits, written
+/// after the pass).
+pub async fn run_replay_file_cached(
+    path: &std::path::Path,
+    info: Info,
+    cache: Option<savedindex::IndexCache>,
+) -> anyhow::Result<()> {
     let speed = replay::Speed::nearest(info.speed.unwrap_or(1.0));
-    let cursor = FileCursor::open(path, info.retention)?;
+    let config = indexer::IndexConfig::default();
+    let cursor = FileCursor::open_cached(path, info.retention, config, cache)?;
     let app = app_for(info)?;
     run::run(app, run::ReplaySource::from_file(cursor, speed)).await
 }

@@ -8,7 +8,7 @@ use super::{Body, Name};
 use crate::event::{Direction, StreamId};
 
 /// What the client did after a call was orphaned or left resumable.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Reaction {
     /// How many times the client re-sent it after seeing it fail.
     pub retries: u32,
@@ -51,7 +51,7 @@ impl Reaction {
 }
 
 /// One request (client → server, or server → client) and its fate.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Call {
     /// Index of this call in [`crate::model::Model::calls`].
     pub index: usize,
@@ -112,7 +112,7 @@ pub struct Call {
 }
 
 /// What few calls have, kept apart so that the others cost less.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Aside {
     /// The earlier round of the same logical call that this request continues (MRTR), if any.
     pub continues: Option<usize>,
@@ -167,7 +167,7 @@ impl Call {
 
 /// The notifications seen for a call while it ran: counted, not listed, so a call that streams
 /// a million progress notifications costs no more than one that streams none.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Progress {
     /// How many.
     pub count: u64,

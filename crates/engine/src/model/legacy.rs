@@ -14,7 +14,7 @@ use crate::event::{Direction, StreamId};
 pub const LEGACY_REVISION: &str = "2024-11-05";
 
 /// The legacy sessions seen so far.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 pub(super) struct Legacy {
     /// Session index by the path and query of the endpoint its SSE stream announced.
     by_endpoint: HashMap<String, usize>,

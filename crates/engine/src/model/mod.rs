@@ -12,6 +12,7 @@ pub mod legacy;
 pub mod listen;
 pub mod name;
 pub mod notice;
+mod pairs;
 pub mod process;
 mod query;
 pub mod retention;
@@ -40,7 +41,7 @@ pub use verdict::{Death, OrphanCause, RESUME_GRACE_MS, Verdict};
 use crate::event::{Direction, Event, StreamId};
 
 /// One JSON-RPC message as the model keeps it.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct MessageRec {
     /// When it was seen.
     pub at: DateTime<Utc>,
@@ -83,7 +84,7 @@ impl MessageRec {
 }
 
 /// What the proxy said of itself.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ProxyInfo {
     /// Listen address.
     pub listen: String,
@@ -93,7 +94,7 @@ pub struct ProxyInfo {
 
 /// A `server/discover` that failed, waiting to learn whether the client falls back to
 /// `initialize`.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 struct FailedProbe {
     index: usize,
     /// The probe as notices name it (the call itself may be gone by then, under retention).
@@ -104,7 +105,7 @@ struct FailedProbe {
 }
 
 /// Counts for a status bar.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Counts {
     /// Sessions with traffic.
     pub sessions: usize,
@@ -119,7 +120,7 @@ pub struct Counts {
 }
 
 /// The whole state.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 pub struct Model {
     /// Sessions; index 0 is the session-less traffic.
     pub sessions: Vec<Session>,
@@ -143,7 +144,9 @@ pub struct Model {
     resume_due: BTreeSet<(DateTime<Utc>, usize)>,
     stream_index: HashMap<StreamId, usize>,
     session_index: HashMap<String, usize>,
+    #[serde(with = "pairs")]
     event_owner: HashMap<(usize, String), StreamId>,
+    #[serde(with = "pairs")]
     calls_by_id: HashMap<(usize, Direction, String), Vec<usize>>,
     calls_by_key: HashMap<String, Vec<usize>>,
     failed_probes: VecDeque<FailedProbe>,
@@ -158,7 +161,9 @@ pub struct Model {
     full_calls: usize,
     /// The shared empty message that evicted calls point their request at.
     empty: Body,
-    /// The methods, tools and revisions the calls name, each held once.
+    /// The methods, tools and revisions the calls name, each held once (a model read back
+    /// starts sharing anew).
+    #[serde(skip)]
     names: Names,
 }
 

@@ -22,7 +22,7 @@ fn millis<S: serde::Serializer>(t: &DateTime<Utc>, s: S) -> Result<S::Ok, S::Err
 }
 
 /// The call a notice is about.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct CallRef {
     /// Session id, or null for session-less traffic.
     pub session: Option<String>,

@@ -13,7 +13,7 @@ use crate::event::{Direction, EndHow, Leg, StreamId};
 pub const STDERR_KEPT: usize = 1000;
 
 /// How a process ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Exit {
     /// When.
     pub at: DateTime<Utc>,
@@ -52,7 +52,7 @@ impl Exit {
 }
 
 /// What the model knows of a stdio server process.
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Debug, Clone, PartialEq, Default, serde::Serialize, serde::Deserialize)]
 pub struct Process {
     /// Its process id.
     pub pid: u32,

@@ -16,7 +16,7 @@ use super::{Call, Model, Verdict};
 use crate::event::Direction;
 
 /// How much of the past the model holds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Retention {
     /// Recent calls (and streams) held in full; ten times as many calls that went wrong are.
     pub keep_calls: usize,
@@ -96,7 +96,7 @@ impl Default for Retention {
 }
 
 /// What the retention policy has taken out of memory so far.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Evicted {
     /// Answered calls collapsed to compact rows.
     pub compacted: usize,
@@ -109,7 +109,7 @@ pub struct Evicted {
 }
 
 /// The sizes the model had after its last eviction pass: what the policy could not evict.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub(super) struct Floor {
     full_calls: usize,
     calls: usize,

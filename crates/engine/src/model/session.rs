@@ -7,7 +7,7 @@ use chrono::{DateTime, Utc};
 use crate::event::StreamId;
 
 /// How a session ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum SessionEnd {
     /// The server answered 404 to it.
     Expired,
@@ -16,7 +16,7 @@ pub enum SessionEnd {
 }
 
 /// What `tools/list` said of a tool.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ToolInfo {
     /// `annotations.readOnlyHint`.
     pub read_only: bool,
@@ -32,7 +32,7 @@ impl ToolInfo {
 }
 
 /// One session.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Session {
     /// `Mcp-Session-Id`, or `None` for session-less traffic.
     pub id: Option<String>,

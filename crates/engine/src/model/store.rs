@@ -6,7 +6,7 @@
 use std::ops::{Index, IndexMut};
 
 /// Items in the order they were added, addressed by their global index.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Store<T> {
     keys: Vec<usize>,
     items: Vec<T>,

@@ -6,7 +6,7 @@ use crate::event::{EndHow, Header, Leg, StreamId, header};
 use crate::wire::ContentKind;
 
 /// How an exchange ended, one direction.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct End {
     /// When.
     pub at: DateTime<Utc>,
@@ -21,7 +21,7 @@ pub struct End {
 }
 
 /// A mark on a stream's timeline.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Mark {
     /// When.
     pub at: DateTime<Utc>,
@@ -36,7 +36,7 @@ pub struct Mark {
 }
 
 /// One exchange.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Stream {
     /// Exchange id.
     pub id: StreamId,

@@ -10,7 +10,7 @@ use crate::event::{EndHow, Leg, StreamId};
 pub const RESUME_GRACE_MS: i64 = 15_000;
 
 /// Why a call can no longer be answered.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum OrphanCause {
     /// Its owning stream ended before the response, and it cannot be resumed.
@@ -66,7 +66,7 @@ impl OrphanCause {
 }
 
 /// The death of a stream, as a call saw it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct Death {
     /// The stream that died.
     pub stream: StreamId,
@@ -79,7 +79,7 @@ pub struct Death {
 }
 
 /// The state of a call.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 #[serde(tag = "verdict", rename_all = "snake_case")]
 pub enum Verdict {
     /// Waiting for its response on a live stream.

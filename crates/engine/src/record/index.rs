@@ -10,7 +10,7 @@ use crate::event::Event;
 
 /// One indexed place: the position of an event's line and what the lines after it may refer to
 /// (the previous time and heads, SSE data not yet referred to), so reading can start there.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct IndexPoint {
     /// Where the event's line starts.
     pub at: Position,

@@ -21,7 +21,7 @@ use crate::wire::observe;
 /// What a line may refer to: the previous event's time, the previous request and response
 /// heads' headers, and the last SSE data of each stream that no message has referred to yet.
 /// Writer and reader keep the same one, so a reference means the same thing on both sides.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Context {
     sse: HashMap<StreamId, String>,
     t: Option<DateTime<Utc>>,

@@ -65,7 +65,7 @@ fn collect<R: BufRead>(mut events: Events<R>) -> Result<Recording, ReadError> {
 
 /// Where reading stands in a file: the next line's byte offset and number, and how many events
 /// came before it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Position {
     /// Byte offset of the next line.
     pub offset: u64,

@@ -4,7 +4,7 @@
 use crate::event::{Header, header};
 
 /// The kind of an MCP response body.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub enum ContentKind {
     /// `text/event-stream`: an SSE stream of JSON-RPC messages.
     Sse,

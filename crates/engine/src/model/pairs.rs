@@ -1,0 +1,27 @@
+//! A map written as a list of `[key, value]` pairs: for the model's maps whose keys are tuples,
+//! which JSON objects cannot hold (`#[serde(with = "pairs")]`).
+
+use std::collections::HashMap;
+use std::hash::Hash;
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+/// Writes the map as a sequence of pairs.
+pub(crate) fn serialize<K, V, S>(map: &HashMap<K, V>, serializer: S) -> Result<S::Ok, S::Error>
+where
+    K: Serialize,
+    V: Serialize,
+    S: Serializer,
+{
+    serializer.collect_seq(map.iter())
+}
+
+/// Reads a sequence of pairs back into a map.
+pub(crate) fn deserialize<'de, K, V, D>(deserializer: D) -> Result<HashMap<K, V>, D::Error>
+where
+    K: Deserialize<'de> + Eq + Hash,
+    V: Deserialize<'de>,
+    D: Deserializer<'de>,
+{
+    Vec::<(K, V)>::deserialize(deserializer).map(|pairs| pairs.into_iter().collect())
+}
