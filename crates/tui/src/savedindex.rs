@@ -355,10 +355,11 @@ fn try_load(
     let mut models = serde_json::Deserializer::from_slice(&text[..body_end]).into_iter::<ModelIn>();
     let mut checkpoints = Vec::with_capacity(header.models);
     for _ in 0..header.models {
-        let read = models
+        let mut read = models
             .next()
             .ok_or_else(|| invalid("a model is missing"))?
             .map_err(invalid)?;
+        read.model.reshare();
         checkpoints.push(Checkpoint {
             seq: read.seq,
             model: Arc::new(read.model),

@@ -32,6 +32,11 @@ impl Body {
         self.0.is_empty()
     }
 
+    /// Whether `other` is this very text (shared), not an equal copy.
+    pub fn is_shared_with(&self, other: &Body) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+
     /// The message, parsed (`null` if the text is not JSON, which [`Body::new`] never makes).
     pub fn value(&self) -> Value {
         serde_json::from_str(&self.0).unwrap_or(Value::Null)

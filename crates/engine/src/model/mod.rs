@@ -15,6 +15,7 @@ pub mod notice;
 mod pairs;
 pub mod process;
 mod query;
+mod reshare;
 pub mod retention;
 pub mod session;
 pub mod store;
