@@ -76,16 +76,21 @@ impl From<&Value> for Body {
     }
 }
 
+/// Written as the JSON it is (not as a string of it), so a saved model stays small and reads
+/// back without unescaping.
 impl serde::Serialize for Body {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(&self.0)
+        match serde_json::value::RawValue::from_string(self.0.to_string()) {
+            Ok(raw) => raw.serialize(serializer),
+            Err(_) => serializer.serialize_str(&self.0),
+        }
     }
 }
 
 impl<'de> serde::Deserialize<'de> for Body {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let text = String::deserialize(deserializer)?;
-        Ok(Self(text.into()))
+        let raw = Box::<serde_json::value::RawValue>::deserialize(deserializer)?;
+        Ok(Self(raw.get().into()))
     }
 }
 
@@ -110,5 +115,10 @@ mod tests {
         assert_eq!(body.member("a"), Some(json!({"c":2})));
         assert_eq!(body.member("missing"), None);
         assert_eq!(Body::default().value(), json!({}));
+        let message = Body::new(&json!({"a":"x\"y","b":[1,2]}));
+        let saved = serde_json::to_string(&message).expect("serializes");
+        assert_eq!(saved, message.text());
+        let back: Body = serde_json::from_str(&saved).expect("reads back");
+        assert_eq!(back, message);
     }
 }
