@@ -4,6 +4,8 @@
 //! `mcpscope index` changes nothing that `replay --headless` or `check` print. Every test keeps
 //! its cache in a temporary directory.
 
+mod common;
+
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -11,51 +13,16 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use mcpscope_engine::event::{EndHow, Event, EventKind, Leg};
+use mcpscope_engine::event::Event;
 use mcpscope_engine::model::{Model, Retention};
-use mcpscope_engine::record::{Create, Recorder, read_file};
-use mcpscope_testkit::fixtures::{Script, many_calls};
+use mcpscope_engine::record::read_file;
 use mcpscope_tui::FileCursor;
 use mcpscope_tui::indexer::{IndexConfig, SavedState};
 use mcpscope_tui::savedindex::IndexCache;
 
+use common::long_recording::{digest, fold_to, tight, write_recording};
+
 const WAIT: Duration = Duration::from_secs(120);
-
-/// Everything the views show of the state (as in tests/replay_file.rs): every call held, the
-/// counts, the notes, what retention evicted, and how many messages and streams are held.
-fn digest(model: &Model) -> String {
-    let calls: Vec<String> = model
-        .calls
-        .iter()
-        .map(|c| {
-            format!(
-                "#{} {:?} ended={:?} owner={} seq={:?}",
-                c.index, c.verdict, c.ended_at, c.owner, c.seq
-            )
-        })
-        .collect();
-    format!(
-        "{calls:?}\ncounts={:?} notes={:?} applied={} last={:?} messages={} streams={} evicted={:?}",
-        model.counts(),
-        model.notes,
-        model.events_applied,
-        model.last_t,
-        model.messages.iter().count(),
-        model.streams.iter().count(),
-        model.evicted(),
-    )
-}
-
-/// A small window, so that eviction happens many times in a few thousand events.
-fn tight() -> Retention {
-    Retention {
-        keep_calls: 40,
-        keep_bytes: 16 << 10,
-        max_rows: 120,
-        stream_detail: 32,
-        max_notes: 8,
-    }
-}
 
 fn dense() -> IndexConfig {
     IndexConfig {
@@ -64,47 +31,6 @@ fn dense() -> IndexConfig {
         max_checkpoints: 5,
         checkpoint_budget: usize::MAX,
     }
-}
-
-/// Calls (answered, orphaned, pending), a GET stream flooded with progress notifications that
-/// dies halfway, and notes: about 5,500 events, written as a recording at `path`.
-fn write_recording(path: &Path, calls: usize) -> Vec<Event> {
-    let mut s = Script::new();
-    s.events = many_calls(calls);
-    let base = 5_000;
-    s.open(base, 90_000, "GET", Some("s1"))
-        .head(base + 1, 90_000, 200, "sse", Some("s1"));
-    for i in 0..2_000u64 {
-        s.sse(
-            base + 2 + i as i64,
-            90_000,
-            Some(&format!("e{i}")),
-            json!({"jsonrpc":"2.0","method":"notifications/progress","params":{"progress":i}}),
-            (i * 90, i * 90 + 89),
-        );
-        if i % 400 == 0 {
-            s.push(EventKind::Note {
-                stream: Some(90_000),
-                text: format!("note {i:04}"),
-            });
-        }
-    }
-    s.end(base + 2_100, 90_000, EndHow::Reset, Leg::Upstream);
-    s.events.sort_by_key(|e| e.t);
-    let mut recorder = Recorder::create(path, Create::Replace, true).expect("create");
-    for event in &s.events {
-        recorder.write(event).expect("write");
-    }
-    recorder.flush().expect("flush");
-    read_file(path).expect("read back").events
-}
-
-fn fold_to(events: &[Event], n: usize, retention: Retention) -> Model {
-    let mut model = Model::with_retention(retention);
-    for event in &events[..n] {
-        model.apply(event);
-    }
-    model
 }
 
 fn open(path: &Path, cache: &IndexCache, config: IndexConfig) -> FileCursor {

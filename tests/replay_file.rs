@@ -2,99 +2,21 @@
 //! sought through model checkpoints, reaches the same model as folding the file from its start,
 //! at every cursor tried, with the retention policy active.
 
-use std::path::{Path, PathBuf};
+mod common;
+
+use std::path::PathBuf;
 use std::time::Duration;
 
-use serde_json::json;
-
-use mcpscope_engine::event::{EndHow, Event, Leg};
-use mcpscope_engine::model::{Model, Retention};
-use mcpscope_engine::record::{Create, Recorder, read_file};
-use mcpscope_testkit::fixtures::{Script, many_calls};
+use mcpscope_engine::model::Retention;
 use mcpscope_tui::FileCursor;
 use mcpscope_tui::indexer::IndexConfig;
 
-/// Everything the views show of the state: every call held (verdict, end, owner, sequence span),
-/// the counts, the notes, what retention evicted, and how many messages are held.
-fn digest(model: &Model) -> String {
-    let calls: Vec<String> = model
-        .calls
-        .iter()
-        .map(|c| {
-            format!(
-                "#{} {:?} ended={:?} owner={} seq={:?}",
-                c.index, c.verdict, c.ended_at, c.owner, c.seq
-            )
-        })
-        .collect();
-    format!(
-        "{calls:?}\ncounts={:?} notes={:?} applied={} last={:?} messages={} streams={}",
-        model.counts(),
-        model.notes,
-        model.events_applied,
-        model.last_t,
-        model.messages.iter().count(),
-        model.streams.iter().count(),
-    )
-}
-
-/// A small window, so that eviction happens many times in a few thousand events.
-fn tight() -> Retention {
-    Retention {
-        keep_calls: 40,
-        keep_bytes: 16 << 10,
-        max_rows: 120,
-        stream_detail: 32,
-        max_notes: 8,
-    }
-}
+use common::long_recording::{digest, fold_to, tight, write_recording};
 
 fn temp(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("mcpscope-replay-file-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");
     dir.join(name)
-}
-
-/// Calls (answered, orphaned, pending), a GET stream flooded with progress notifications that
-/// dies halfway, and notes; written as a recording.
-fn write_recording(path: &Path) -> Vec<Event> {
-    let mut s = Script::new();
-    s.events = many_calls(1_500);
-    let base = 5_000;
-    s.open(base, 90_000, "GET", Some("s1"))
-        .head(base + 1, 90_000, 200, "sse", Some("s1"));
-    for i in 0..2_000u64 {
-        s.sse(
-            base + 2 + i as i64,
-            90_000,
-            Some(&format!("e{i}")),
-            json!({"jsonrpc":"2.0","method":"notifications/progress","params":{"progress":i}}),
-            (i * 90, i * 90 + 89),
-        );
-        if i % 400 == 0 {
-            s.push(mcpscope_engine::event::EventKind::Note {
-                stream: Some(90_000),
-                text: format!("note {i}"),
-            });
-        }
-    }
-    s.end(base + 2_100, 90_000, EndHow::Reset, Leg::Upstream);
-    // In time order, as a proxy records them (time seeks and playback go by time).
-    s.events.sort_by_key(|e| e.t);
-    let mut recorder = Recorder::create(path, Create::Replace, true).expect("create");
-    for event in &s.events {
-        recorder.write(event).expect("write");
-    }
-    recorder.flush().expect("flush");
-    read_file(path).expect("read back").events
-}
-
-fn fold_to(events: &[Event], n: usize, retention: Retention) -> Model {
-    let mut model = Model::with_retention(retention);
-    for event in &events[..n] {
-        model.apply(event);
-    }
-    model
 }
 
 fn dense() -> IndexConfig {
@@ -109,7 +31,7 @@ fn dense() -> IndexConfig {
 #[test]
 fn checkpoints_stay_within_their_memory_budget_and_seeks_still_agree() {
     let path = temp("budget.jsonl");
-    let events = write_recording(&path);
+    let events = write_recording(&path, 1_500);
     let len = events.len();
     // A budget smaller than one model: two checkpoints at most (with the empty model and the
     // one before the end).
@@ -134,7 +56,7 @@ fn checkpoints_stay_within_their_memory_budget_and_seeks_still_agree() {
 #[test]
 fn seeking_through_checkpoints_matches_a_fold_from_the_start() {
     let path = temp("seek.jsonl");
-    let events = write_recording(&path);
+    let events = write_recording(&path, 1_500);
     let len = events.len();
     let retention = tight();
     let mut cursor = FileCursor::open_with(&path, retention, dense()).expect("open");
@@ -212,7 +134,7 @@ fn seeking_through_checkpoints_matches_a_fold_from_the_start() {
 #[test]
 fn playing_forward_before_the_index_is_done_reads_the_file_in_order() {
     let path = temp("play.jsonl");
-    let events = write_recording(&path);
+    let events = write_recording(&path, 1_500);
     let retention = tight();
     let mut cursor = FileCursor::open_with(&path, retention, dense()).expect("open");
     // The first screen: one event, read without waiting for anything.
@@ -244,7 +166,7 @@ fn playing_forward_before_the_index_is_done_reads_the_file_in_order() {
 #[test]
 fn a_torn_last_line_is_reported_in_the_note_and_the_rest_replays() {
     let path = temp("torn.jsonl");
-    let events = write_recording(&path);
+    let events = write_recording(&path, 1_500);
     let text = std::fs::read(&path).expect("read");
     std::fs::write(&path, &text[..text.len() - 10]).expect("cut");
     let mut cursor = FileCursor::open_with(&path, tight(), dense()).expect("open");
