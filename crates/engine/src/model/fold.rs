@@ -1037,9 +1037,14 @@ impl Model {
                             && self.calls[c].verdict.is_open()
                     })
                     .collect();
+                // A request is parsed only when its text holds the token (a progress flood
+                // would otherwise parse it once per notification).
                 let by_token = token.and_then(|tok| {
+                    let needle = tok.to_string();
                     owned.iter().copied().find(|&c| {
-                        self.calls[c].params().pointer("/_meta/progressToken") == Some(tok)
+                        let call = &self.calls[c];
+                        call.request.text().contains(&needle)
+                            && call.params().pointer("/_meta/progressToken") == Some(tok)
                     })
                 });
                 if let Some(index) = by_token.or_else(|| owned.first().copied()) {
