@@ -1,0 +1,7 @@
+//! Agent hosts for `mcpscope matrix --host`: the scripted model endpoint they talk to
+//! ([`stub`]), how each host is started ([`preset`]), and the loopback-only network namespace
+//! every host runs in ([`sandbox`]).
+
+pub mod preset;
+pub mod sandbox;
+pub mod stub;
