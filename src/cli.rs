@@ -49,6 +49,9 @@ pub enum Command {
     Stdio(crate::stdio::StdioArgs),
     /// Save the index of recordings ahead of time, so that the viewer opens them at once.
     Index(crate::index::IndexArgs),
+    /// Run the scripted model endpoint alone (for testing an agent host by hand): it calls the
+    /// offered MCP tool once, then finishes, and prints every request it saw.
+    ModelStub(ModelStubArgs),
 }
 
 /// Where to listen: a port, or host:port.
@@ -212,6 +215,28 @@ pub struct ProxyArgs {
     /// stream cleanly, instead of passing the death on.
     #[arg(long)]
     pub rescue: bool,
+}
+
+/// Options of `model-stub`.
+#[derive(Debug, Clone, Args)]
+pub struct ModelStubArgs {
+    /// Port or host:port to listen on (binds 127.0.0.1 when only a port is given).
+    #[arg(long, default_value = "8766")]
+    pub listen: Listen,
+    /// Which model API to answer: anthropic, openai (Responses and Chat Completions), gemini,
+    /// or all (each on its own paths).
+    #[arg(long, value_name = "API", default_value = "all")]
+    pub api: String,
+    /// The MCP tool to call (as hosts name it, e.g. `mcp__SERVER__TOOL`, or just TOOL)
+    /// [default: the first offered tool named `mcp__…`].
+    #[arg(long, value_name = "NAME")]
+    pub tool: Option<String>,
+    /// The call's arguments, a JSON object.
+    #[arg(long, value_name = "JSON", default_value = "{}")]
+    pub tool_args: String,
+    /// Print one JSON object per request instead of a line.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// Options of `serve-test`.
@@ -393,6 +418,24 @@ pub struct MatrixArgs {
     /// Run every cell's proxy with --rescue.
     #[arg(long)]
     pub rescue: bool,
+    /// Drive an agent host instead of a client command: claude-code, codex, gemini-cli, or
+    /// custom (its command after `--`, with `{url}` and `{model_url}`). Its model API goes to a
+    /// built-in scripted model; everything runs in a loopback-only network namespace.
+    #[arg(long, value_name = "HOST")]
+    pub host: Option<String>,
+    /// The host's program [default: claude, codex or gemini on PATH].
+    #[arg(long, value_name = "PATH", requires = "host")]
+    pub host_bin: Option<String>,
+    /// The prompt the host is given.
+    #[arg(long, value_name = "TEXT", requires = "host")]
+    pub prompt: Option<String>,
+    /// The model API a `--host custom` speaks: anthropic, openai-responses, openai-chat, gemini.
+    #[arg(long, value_name = "API", requires = "host")]
+    pub model_api: Option<String>,
+    /// The arguments the model asks the host to call the tool with, a JSON object [default:
+    /// 3 steps 150 ms apart for the built-in server's `slow`, else `{}`].
+    #[arg(long, value_name = "JSON", requires = "host")]
+    pub tool_args: Option<String>,
 }
 
 #[cfg(test)]

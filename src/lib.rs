@@ -18,6 +18,7 @@ pub mod demo;
 pub mod headless;
 pub mod index;
 pub mod matrix;
+pub mod model_stub;
 pub mod pass_host;
 pub mod replay;
 pub mod signals;

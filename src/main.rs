@@ -67,6 +67,16 @@ fn main() -> ExitCode {
     if let Some(Command::Stdio(args)) = &cli.command {
         return mcpscope::stdio::main(args);
     }
+    // An agent host runs only in a loopback-only network namespace, entered while this process
+    // is still single-threaded: the runtime, stub, servers, proxies and host all start inside.
+    if let Some(Command::Matrix(args)) = &cli.command
+        && args.host.is_some()
+        && !args.list
+        && let Err(refused) = mcpscope_hosts::sandbox::enter()
+    {
+        mcpscope::say!("mcpscope: {refused}");
+        return ExitCode::FAILURE;
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -84,6 +94,7 @@ fn main() -> ExitCode {
             Some(Command::Replay(args)) => mcpscope::replay::run(&args).await,
             Some(Command::Demo(args)) => mcpscope::demo::run(&args).await,
             Some(Command::Matrix(args)) => mcpscope::matrix::run(&args).await,
+            Some(Command::ModelStub(args)) => mcpscope::model_stub::run(&args).await,
             Some(Command::Attach(args)) => mcpscope::attach::run(&args).await,
             Some(Command::Check(_) | Command::Export(_) | Command::Convert(_)) => Ok(()),
             Some(Command::Stdio(_) | Command::Index(_)) => Ok(()),

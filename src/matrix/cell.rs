@@ -50,6 +50,8 @@ pub struct Plan {
     /// Clients starting at once are held to the machine's cores: a client holds a permit from
     /// its spawn until its first request (or [`START_WINDOW`]).
     pub starting: Arc<tokio::sync::Semaphore>,
+    /// The agent host run instead of a client command.
+    pub host: Option<Arc<super::host::HostPlan>>,
 }
 
 /// A cell's result.
@@ -65,6 +67,27 @@ pub struct CellResult {
     pub elapsed_ms: i64,
     /// The cell's recording, if kept.
     pub recording: Option<PathBuf>,
+    /// What an agent host did, when the matrix ran one.
+    pub host: Option<HostCell>,
+}
+
+/// What a cell's agent host did.
+#[derive(Debug, Clone)]
+pub struct HostCell {
+    /// The host and its version, e.g. `claude-code 2.1.332`.
+    pub label: String,
+    /// Its name.
+    pub name: &'static str,
+    /// Its version.
+    pub version: Option<String>,
+    /// The first tool result that reached the model.
+    pub result: Option<mcpscope_hosts::stub::ToolResult>,
+    /// Milliseconds from the call's death (or end) to its result at the model.
+    pub tool_result_ms: Option<i64>,
+    /// Milliseconds from the host's start to its first MCP request.
+    pub startup_ms: Option<i64>,
+    /// Requests the model saw.
+    pub model_requests: usize,
 }
 
 /// What the cell's proxy has seen so far, for the client's deadline.
@@ -170,8 +193,16 @@ pub async fn run(case: &'static Case, plan: &Plan) -> anyhow::Result<CellResult>
     });
     let stop = stop_when(seen, plan.timeout, case.expect == Expect::Stall);
     let url = format!("http://{}/mcp", running.proxy.addr);
-    let argv = client::substitute(&plan.command, &url);
-    let run = client::run(&argv, stop).await;
+    let (run, host_run) = match &plan.host {
+        Some(host) => {
+            let (run, host_run) = super::host::run(host, &url, stop).await?;
+            (run, Some(host_run))
+        }
+        None => {
+            let argv = client::substitute(&plan.command, &url);
+            (client::run(&argv, stop).await, None)
+        }
+    };
     let ended_at = run.exited_at.unwrap_or_else(chrono::Utc::now);
     tokio::time::sleep(SETTLE).await;
     running.proxy.shutdown();
@@ -185,11 +216,45 @@ pub async fn run(case: &'static Case, plan: &Plan) -> anyhow::Result<CellResult>
     let elapsed_ms = run
         .started_at
         .map_or(0, |start| (ended_at - start).num_milliseconds());
+    let host = match (&plan.host, host_run) {
+        (Some(plan_host), Some(host_run)) => {
+            let broke_at = judge::broke_at(&model, &plan.target);
+            let first_request = model.streams.iter().map(|s| s.opened_at).min();
+            Some(HostCell {
+                label: plan_host.label(),
+                name: plan_host.host.name(),
+                version: plan_host.version.clone(),
+                tool_result_ms: host_run
+                    .result
+                    .as_ref()
+                    .zip(broke_at)
+                    .map(|(r, at)| super::host::ms(at, r.at)),
+                startup_ms: run
+                    .started_at
+                    .zip(first_request)
+                    .map(|(from, to)| super::host::ms(from, to)),
+                result: host_run.result,
+                model_requests: host_run.model_requests,
+            })
+        }
+        _ => None,
+    };
+    // A host's reaction is what reached the model, not the words it printed.
+    let judgement = if host.is_some() {
+        let judged = ClientRun {
+            lines: Vec::new(),
+            ..run.clone()
+        };
+        judge::judge(&model, &plan.target, case.expect, &judged)
+    } else {
+        judge::judge(&model, &plan.target, case.expect, &run)
+    };
     Ok(CellResult {
         case,
-        judgement: judge::judge(&model, &plan.target, case.expect, &run),
+        judgement,
         client: run,
         elapsed_ms,
         recording,
+        host,
     })
 }

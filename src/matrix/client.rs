@@ -29,6 +29,8 @@ pub struct ClientRun {
     pub lines: Vec<(DateTime<Utc>, String)>,
     /// Why it could not start, if it could not.
     pub spawn_error: Option<String>,
+    /// An agent host's reaction: when the provoked tool's result (or error) reached the model.
+    pub model_reaction: Option<DateTime<Utc>>,
 }
 
 impl ClientRun {
@@ -48,8 +50,26 @@ pub fn substitute(args: &[String], url: &str) -> Vec<String> {
     args.iter().map(|a| a.replace("{url}", url)).collect()
 }
 
+/// Where and with what environment a command runs (default: ours).
+#[derive(Debug, Clone, Default)]
+pub struct Setting {
+    /// The whole environment, replacing ours.
+    pub env: Option<Vec<(String, String)>>,
+    /// The working directory.
+    pub dir: Option<std::path::PathBuf>,
+}
+
 /// Runs `argv` until it exits or `stop` resolves (then kills its whole process group).
 pub async fn run(argv: &[String], stop: impl std::future::Future<Output = ()>) -> ClientRun {
+    run_in(argv, &Setting::default(), stop).await
+}
+
+/// [`run`] with its environment and working directory set.
+pub async fn run_in(
+    argv: &[String],
+    setting: &Setting,
+    stop: impl std::future::Future<Output = ()>,
+) -> ClientRun {
     let mut out = ClientRun {
         started_at: Some(Utc::now()),
         ..ClientRun::default()
@@ -64,6 +84,12 @@ pub async fn run(argv: &[String], stop: impl std::future::Future<Output = ()>) -
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .kill_on_drop(true);
+    if let Some(env) = &setting.env {
+        cmd.env_clear().envs(env.iter().map(|(k, v)| (k, v)));
+    }
+    if let Some(dir) = &setting.dir {
+        cmd.current_dir(dir);
+    }
     #[cfg(unix)]
     cmd.process_group(0);
     let mut child = match cmd.spawn() {

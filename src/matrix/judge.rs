@@ -213,6 +213,7 @@ fn gave_up_at(seen: &Seen<'_>, run: &ClientRun) -> Option<DateTime<Utc>> {
     let after = |t: &DateTime<Utc>| *t >= seen.broke_at;
     let mut times: Vec<DateTime<Utc>> = Vec::new();
     times.extend(run.exited_at);
+    times.extend(run.model_reaction);
     times.extend(
         run.lines
             .iter()
@@ -224,6 +225,11 @@ fn gave_up_at(seen: &Seen<'_>, run: &ClientRun) -> Option<DateTime<Utc>> {
         times.push(at);
     }
     times.into_iter().filter(after).min()
+}
+
+/// When the provoked call broke (its death, its error or the fault; else its end).
+pub fn broke_at(model: &Model, target: &Target) -> Option<DateTime<Utc>> {
+    first_target(model, target).map(|call| seen(model, call).broke_at)
 }
 
 /// When the client first tried to resume the call.

@@ -4,6 +4,7 @@
 pub mod cases;
 pub mod cell;
 pub mod client;
+pub mod host;
 pub mod judge;
 pub mod report;
 
@@ -56,9 +57,12 @@ pub async fn run(args: &MatrixArgs) -> anyhow::Result<()> {
         print!("{}", list());
         return Ok(());
     }
-    if args.command.is_empty() {
-        return Err(UsageError("matrix needs a client command after `--`".into()).into());
+    if args.command.is_empty() && args.host.is_none() {
+        return Err(
+            UsageError("matrix needs a client command after `--`, or --host".into()).into(),
+        );
     }
+    let host = host::HostPlan::from_args(args).await?;
     let selected = cases::select(args.cases.as_deref()).map_err(UsageError)?;
     let upstream = args
         .upstream
@@ -75,13 +79,18 @@ pub async fn run(args: &MatrixArgs) -> anyhow::Result<()> {
         upstream,
         record_dir: args.record_dir.clone(),
         rescue: args.rescue,
+        host: host.clone(),
         starting: Arc::new(Semaphore::new(
             std::thread::available_parallelism().map_or(2, |n| n.get()),
         )),
     });
     let jobs = args.jobs.unwrap_or(selected.len()).max(1);
     crate::say!(
-        "mcpscope matrix: {} cells, {jobs} at a time, {:?} each at most{}",
+        "mcpscope matrix: {}{} cells, {jobs} at a time, {:?} each at most{}",
+        host.as_ref().map_or_else(String::new, |h| format!(
+            "{} in a loopback-only network namespace, ",
+            h.label()
+        )),
         selected.len(),
         args.timeout,
         if args.rescue {
@@ -134,7 +143,10 @@ pub async fn run(args: &MatrixArgs) -> anyhow::Result<()> {
 }
 
 fn write_outputs(args: &MatrixArgs, cells: &[CellResult]) -> anyhow::Result<()> {
-    let command = args.command.join(" ");
+    let command = match cells.iter().find_map(|c| c.host.as_ref()) {
+        Some(host) => host.label.clone(),
+        None => args.command.join(" "),
+    };
     let mut stdout = std::io::stdout().lock();
     if args.json {
         for cell in cells {

@@ -68,7 +68,7 @@ pub fn table(cells: &[CellResult]) -> String {
 /// The JSON object of one cell.
 pub fn json(cell: &CellResult) -> Value {
     let j = &cell.judgement;
-    json!({
+    let mut value = json!({
         "case": cell.case.name,
         "about": cell.case.about,
         "outcome": j.outcome.word(),
@@ -84,7 +84,23 @@ pub fn json(cell: &CellResult) -> Value {
         "elapsed_ms": cell.elapsed_ms,
         "last_lines": cell.client.last_lines(LAST_LINES),
         "recording": cell.recording.as_ref().map(|p| p.display().to_string()),
-    })
+    });
+    if let (Some(host), Some(object)) = (&cell.host, value.as_object_mut()) {
+        object.insert("host".into(), json!(host.name));
+        object.insert("host_version".into(), json!(host.version));
+        object.insert("host_startup_ms".into(), json!(host.startup_ms));
+        object.insert("model_requests".into(), json!(host.model_requests));
+        object.insert("tool_result_ms".into(), json!(host.tool_result_ms));
+        object.insert(
+            "tool_result_error".into(),
+            json!(host.result.as_ref().map(|r| r.is_error)),
+        );
+        object.insert(
+            "tool_result_text".into(),
+            json!(host.result.as_ref().map(|r| r.text.clone())),
+        );
+    }
+    value
 }
 
 /// A JUnit document: one test case per cell, a failure per defect.
