@@ -41,7 +41,7 @@ pub enum Command {
     Convert(ConvertArgs),
     /// Run a client command through every stream death and judge how it reacts; exit 1 if it
     /// has a defect.
-    Matrix(MatrixArgs),
+    Matrix(Box<MatrixArgs>),
     /// Open a live view of a running session (a proxy of this user), or list them.
     Attach(AttachArgs),
     /// Run a stdio MCP server as a transparent shim: its stdin, stdout and stderr pass through
