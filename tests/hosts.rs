@@ -259,3 +259,52 @@ fn a_custom_host_runs_with_loopback_alone() {
     assert_eq!(cell["host"], "custom");
     assert_eq!(cell["defect"], "never sent the call");
 }
+
+/// `mcpscope model-stub` alone: it says where it listens and prints one JSON object per request.
+#[test]
+fn model_stub_prints_each_request_it_saw() {
+    use std::io::{BufRead, BufReader, Write};
+    let child = Command::new(env!("CARGO_BIN_EXE_mcpscope"))
+        .args(["model-stub", "--listen", "0", "--tool", "slow", "--json"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("mcpscope model-stub");
+    // Killed when the test ends, however it ends.
+    let mut stub = common::peers::Proc {
+        child,
+        name: "model-stub".into(),
+    };
+    let mut err = BufReader::new(stub.child.stderr.take().expect("stderr"));
+    let mut banner = String::new();
+    err.read_line(&mut banner).expect("banner");
+    let addr = banner
+        .split("http://")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no URL in {banner:?}"))
+        .to_string();
+    let body = r#"{"model":"m","max_tokens":9,"stream":true,"tools":[{"name":"mcp__s__slow","input_schema":{}}],"messages":[{"role":"user","content":"go"}]}"#;
+    let mut tcp = std::net::TcpStream::connect(&addr).expect("connect");
+    write!(
+        tcp,
+        "POST /v1/messages HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .expect("write");
+    let mut answer = String::new();
+    tcp.read_to_string(&mut answer).expect("read");
+    assert!(answer.contains("event: message_start"), "{answer}");
+    let mut out = BufReader::new(stub.child.stdout.take().expect("stdout"));
+    let mut line = String::new();
+    out.read_line(&mut line).expect("a line per request");
+    let seen: Value = serde_json::from_str(&line).expect("JSON");
+    assert_eq!(seen["path"], "/v1/messages");
+    assert_eq!(seen["api"], "anthropic");
+    assert_eq!(
+        seen["answer"],
+        serde_json::json!({"kind": "tool_call", "tool": "mcp__s__slow"})
+    );
+    stub.terminate(Duration::from_secs(2));
+}
