@@ -241,6 +241,7 @@ pub fn launch(host: &Host, cell: &Cell<'_>) -> anyhow::Result<Launch> {
                 ("GEMINI_API_KEY", DUMMY_KEY),
                 ("GOOGLE_GEMINI_BASE_URL", cell.model_url),
                 ("GEMINI_CLI_NO_RELAUNCH", "true"),
+                ("GEMINI_CLI_TRUST_WORKSPACE", "true"),
             ]));
             vec![
                 cell.bin.to_string(),

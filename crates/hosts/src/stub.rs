@@ -189,6 +189,8 @@ pub struct Seen {
     pub stream: bool,
     /// How many tools it offered.
     pub tools: usize,
+    /// The offered tools' names.
+    pub tool_names: Vec<String>,
     /// Tool results it carried that had not reached the model before.
     pub results: Vec<ToolResult>,
     /// The answer.
@@ -242,6 +244,7 @@ impl Seen {
             "api": self.api.map(Api::name),
             "stream": self.stream,
             "tools": self.tools,
+            "tool_names": self.tool_names,
             "tool_results": self.results.iter().map(|r| json!({
                 "t": r.at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
                 "call_id": r.call_id,
@@ -446,6 +449,7 @@ async fn handle(shared: &Shared, req: Request<Incoming>) -> Reply {
         api,
         stream: false,
         tools: 0,
+        tool_names: Vec::new(),
         results: Vec::new(),
         answer: Answer::NotFound,
     };
@@ -546,6 +550,7 @@ fn answer(shared: &Shared, api: Api, path: &str, request: &Value, seen: &mut See
     };
     seen.stream = turn.stream;
     seen.tools = turn.tools.len();
+    seen.tool_names.clone_from(&turn.tools);
     seen.results = shared.log.fresh(turn.results.clone());
     seen.answer = decide(shared, &turn);
     let model = request
@@ -557,7 +562,8 @@ fn answer(shared: &Shared, api: Api, path: &str, request: &Value, seen: &mut See
         Api::Anthropic => anthropic::reply(shared, &seen.answer, model, args, turn.stream),
         Api::OpenAiChat => openai::chat_reply(shared, &seen.answer, model, args, turn.stream),
         Api::OpenAiResponses => {
-            openai::responses_reply(shared, &seen.answer, model, args, turn.stream)
+            let namespaced = openai::namespaced(request.get("tools"));
+            openai::responses_reply(shared, &namespaced, &seen.answer, model, args, turn.stream)
         }
         Api::Gemini => gemini::reply(&seen.answer, args, turn.stream),
     }
@@ -739,22 +745,57 @@ mod openai {
     //! OpenAI Chat Completions and Responses.
     use super::*;
 
+    /// Offered tool names; a Responses `namespace` tool's functions as `NAMESPACE__NAME`
+    /// (Codex offers an MCP server's tools as the namespace `mcp__SERVER`).
     fn names(tools: Option<&Value>) -> Vec<String> {
-        tools
+        let mut names = Vec::new();
+        for t in tools.and_then(Value::as_array).into_iter().flatten() {
+            let name = t
+                .get("function")
+                .and_then(|f| f.get("name"))
+                .or_else(|| t.get("name"))
+                .and_then(Value::as_str);
+            match (t.get("type").and_then(Value::as_str), name) {
+                (Some("namespace"), Some(ns)) => names.extend(
+                    t.get("tools")
+                        .and_then(Value::as_array)
+                        .into_iter()
+                        .flatten()
+                        .filter_map(|f| f.get("name").and_then(Value::as_str))
+                        .map(|f| format!("{ns}{NAMESPACE_SEP}{f}")),
+                ),
+                (_, Some(name)) => names.push(name.to_string()),
+                _ => {}
+            }
+        }
+        names
+    }
+
+    /// The offered names that come from a namespace.
+    pub(super) fn namespaced(tools: Option<&Value>) -> Vec<String> {
+        let plain: Vec<Value> = tools
             .and_then(Value::as_array)
-            .map(|tools| {
-                tools
-                    .iter()
-                    .filter_map(|t| {
-                        t.get("function")
-                            .and_then(|f| f.get("name"))
-                            .or_else(|| t.get("name"))
-                            .and_then(Value::as_str)
-                            .map(str::to_string)
-                    })
-                    .collect()
-            })
-            .unwrap_or_default()
+            .into_iter()
+            .flatten()
+            .filter(|t| t.get("type").and_then(Value::as_str) != Some("namespace"))
+            .cloned()
+            .collect();
+        let plain = names(Some(&Value::Array(plain)));
+        names(tools)
+            .into_iter()
+            .filter(|n| !plain.contains(n))
+            .collect()
+    }
+
+    /// Between a namespace and its function's name in [`names`].
+    const NAMESPACE_SEP: &str = "__";
+
+    /// A Responses `function_call`'s name and namespace for an offered name.
+    fn split_namespace(name: &str, namespaced: bool) -> (String, Option<String>) {
+        match name.rsplit_once(NAMESPACE_SEP) {
+            Some((ns, f)) if namespaced => (f.to_string(), Some(ns.to_string())),
+            _ => (name.to_string(), None),
+        }
     }
 
     fn stream_of(request: &Value) -> bool {
@@ -868,6 +909,7 @@ mod openai {
 
     pub(super) fn responses_reply(
         shared: &Shared,
+        namespaced: &[String],
         answer: &Answer,
         model: &str,
         args: &Value,
@@ -875,11 +917,18 @@ mod openai {
     ) -> Reply {
         let id = shared.log.new_call_id("resp_");
         let item = match answer {
-            Answer::ToolCall(name) => json!({
-                "type": "function_call", "id": shared.log.new_call_id("fc_"),
-                "call_id": shared.log.new_call_id("call_"), "name": name,
-                "arguments": args.to_string(), "status": "completed",
-            }),
+            Answer::ToolCall(name) => {
+                let (name, namespace) = split_namespace(name, namespaced.contains(name));
+                let mut item = json!({
+                    "type": "function_call", "id": shared.log.new_call_id("fc_"),
+                    "call_id": shared.log.new_call_id("call_"), "name": name,
+                    "arguments": args.to_string(), "status": "completed",
+                });
+                if let Some(namespace) = namespace {
+                    item["namespace"] = json!(namespace);
+                }
+                item
+            }
             other => json!({
                 "type": "message", "id": shared.log.new_call_id("msg_"), "role": "assistant",
                 "status": "completed",
