@@ -41,8 +41,13 @@ fn claude_newest() -> PathBuf {
     bin
 }
 
+/// Claude Code matrices run one at a time: thirteen hosts per run already share two cores, and
+/// the reaction times measured are the hosts' own.
+static ONE_HOST_MATRIX: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// Runs `mcpscope ARGS`, bounded; its JSON lines by case, and its stderr.
 fn matrix(args: &[&str]) -> (BTreeMap<String, Value>, String) {
+    let _turn = ONE_HOST_MATRIX.lock().unwrap_or_else(|p| p.into_inner());
     let mut child = Command::new(env!("CARGO_BIN_EXE_mcpscope"))
         .args(args)
         .stdin(Stdio::null())
