@@ -313,3 +313,22 @@ fn model_stub_prints_each_request_it_saw() {
     );
     stub.terminate(Duration::from_secs(2));
 }
+
+/// A host's namespace has no way out, so an `--upstream` elsewhere is refused, saying why.
+#[test]
+fn a_host_with_an_upstream_is_refused() {
+    let out = Command::new(env!("CARGO_BIN_EXE_mcpscope"))
+        .args([
+            "matrix",
+            "--host",
+            "claude-code",
+            "--upstream",
+            "http://127.0.0.1:1/mcp",
+        ])
+        .stdin(Stdio::null())
+        .output()
+        .expect("mcpscope runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("--host cannot use --upstream"), "{err}");
+}

@@ -40,6 +40,14 @@ impl HostPlan {
         let Some(name) = &args.host else {
             return Ok(None);
         };
+        if args.upstream.is_some() {
+            return Err(UsageError(
+                "--host cannot use --upstream: the host runs in a network namespace of its own, \
+                 with loopback alone, where only the built-in servers exist"
+                    .into(),
+            )
+            .into());
+        }
         let host = if name == "custom" {
             let api = args.model_api.as_deref().ok_or_else(|| {
                 UsageError("--host custom needs --model-api (anthropic, openai-responses, openai-chat or gemini)".into())
