@@ -173,7 +173,8 @@ pub async fn run_proxy(args: ProxyArgs) -> anyhow::Result<()> {
         .as_deref()
         .map(otlp_options)
         .transpose()?;
-    let redactor = redactor(&args);
+    // The upstream's password is scrubbed wherever it reappears (an upstream echoing it).
+    let redactor = redactor(&args).with_url_secrets(&upstream.to_string());
     if !redactor.enabled() {
         crate::say!(
             "mcpscope: WARNING: --no-redact: secrets are kept in the recording and shown on screen"

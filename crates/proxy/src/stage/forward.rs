@@ -21,6 +21,7 @@ use crate::upstream::{self, SendError, UpstreamConn};
 use crate::{ConnSlot, ProxyBody, transport};
 use mcpscope_engine::event::{Direction, EndHow, EventKind, Leg, StreamId};
 use mcpscope_engine::fault::{Plan, Release};
+use mcpscope_engine::redact::UrlCredentials;
 use mcpscope_engine::wire::ContentKind;
 use mcpscope_engine::wire::oauth::endpoint_label;
 
@@ -118,12 +119,20 @@ pub async fn forward(
     let addresses = Addresses::of(&shared.config.upstream, proxy_host.as_deref());
     strip_hop_by_hop(&mut parts.headers);
     // With --pass-host the upstream sees the client's own Host (and Origin, always forwarded).
+    // The Host names the upstream's host and port only: a userinfo is never part of it.
     if let Some(authority) = uri
         .authority()
-        .and_then(|a| HeaderValue::from_str(a.as_str()).ok())
+        .and_then(|a| HeaderValue::from_str(crate::forward::without_userinfo(a.as_str())).ok())
         .filter(|_| !shared.config.pass_host)
     {
         parts.headers.insert(http::header::HOST, authority);
+    }
+    // A userinfo in `--upstream` becomes `Authorization: Basic`, unless the client sent its own.
+    if !parts.headers.contains_key(http::header::AUTHORIZATION)
+        && let Some(credentials) = UrlCredentials::of(&shared.config.upstream.to_string())
+        && let Ok(value) = HeaderValue::from_str(&credentials.basic())
+    {
+        parts.headers.insert(http::header::AUTHORIZATION, value);
     }
     parts.uri = uri
         .path_and_query()
