@@ -920,3 +920,78 @@ async fn an_upstream_password_is_sent_as_basic_auth_and_never_recorded_or_shown(
         }
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn secret_keys_in_a_body_that_does_not_parse_are_recorded_redacted() {
+    use std::io::Write;
+    let setup = Setup::new().await;
+    let recording = setup.dir.path().join("invalid.jsonl");
+    let proxy = setup.proxy(&["--record", recording.to_str().expect("path")]);
+    let addr = proxy
+        .url
+        .trim_start_matches("http://")
+        .trim_end_matches("/mcp")
+        .to_string();
+    // A brace missing: not JSON.
+    let body = r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"login","arguments":{"password":"PW-9f8e7d","access_token":"AT-1a2b3c", "user":"ann"}"#;
+    let mut sock = std::net::TcpStream::connect(&addr).expect("connect");
+    write!(
+        sock,
+        "POST /mcp HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\naccept: application/json, text/event-stream\r\nconnection: close\r\ncontent-length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .expect("write");
+    let mut reply = String::new();
+    let _ = sock.read_to_string(&mut reply);
+    proxy.stop();
+    let recorded = std::fs::read_to_string(&recording).expect("recording");
+    assert!(recorded.contains("invalid_message"), "{recorded}");
+    assert!(recorded.contains(r#"\"user\":\"ann\""#), "{recorded}");
+    for secret in ["PW-9f8e7d", "AT-1a2b3c"] {
+        assert!(!recorded.contains(secret), "{secret} recorded: {recorded}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stdio_servers_command_line_secrets_are_redacted_for_viewers() {
+    let setup = Setup::new().await;
+    let mut shim = setup
+        .mcpscope()
+        .args(["stdio", "--no-record", "--"])
+        .args([
+            "sh",
+            "-c",
+            STDIO_SERVER,
+            "--api-key=KEY-5566778899",
+            "--token",
+            "TOK-1122334455",
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn the shim");
+    let socket = setup.sockets().join(format!("{}.sock", shim.id()));
+    let deadline = Instant::now() + PATIENCE;
+    while !socket.exists() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let listed = setup.run(&["attach", "--list"]);
+    let listing = String::from_utf8_lossy(&listed.stdout).to_string();
+    let viewer = setup.viewer(&["--json"]);
+    let mut hello = String::new();
+    while let Ok(line) = viewer.out.recv_timeout(Duration::from_secs(2)) {
+        hello.push_str(&line);
+        hello.push('\n');
+    }
+    let _ = shim.kill();
+    let _ = shim.wait();
+    assert!(listing.contains("--api-key=[redacted]"), "{listing}");
+    assert!(listing.contains("--token [redacted]"), "{listing}");
+    for text in [&listing, &hello] {
+        assert!(
+            !text.contains("KEY-5566778899") && !text.contains("TOK-1122334455"),
+            "{text}"
+        );
+    }
+}

@@ -954,3 +954,48 @@ mod tests {
         assert_eq!(v, json!({"SSN": REDACTED}));
     }
 }
+
+#[cfg(test)]
+mod known_values {
+    use super::*;
+
+    #[test]
+    fn a_urls_password_and_secret_header_values_are_scrubbed_wherever_they_reappear() {
+        let mut r = Redactor::new().with_url_secrets("http://alice:Pa%24%24word9@127.0.0.1:1/mcp");
+        let mut head = EventKind::StreamOpened {
+            stream: 1,
+            conn: 1,
+            method: "POST".into(),
+            path: "/mcp".into(),
+            headers: vec![("Authorization".into(), "Bearer tok-123456789".into())],
+        };
+        r.observe(&mut head);
+        let mut answer = EventKind::InvalidMessage {
+            stream: 1,
+            dir: crate::event::Direction::ServerToClient,
+            reason: "r".into(),
+            raw: "Host alice:Pa$$word9@127.0.0.1 refused, token tok-123456789".into(),
+        };
+        r.observe(&mut answer);
+        let EventKind::InvalidMessage { raw, .. } = answer else {
+            unreachable!()
+        };
+        assert_eq!(raw, "Host [redacted]@127.0.0.1 refused, token [redacted]");
+        // Short values would match ordinary words: not learnt.
+        r.learn("abc");
+        assert_eq!(r.scrub("abc"), None);
+    }
+
+    #[test]
+    fn secret_keys_in_text_that_does_not_parse() {
+        let r = Redactor::new();
+        let text = r#"{"params":{"arguments":{"password":"P\"W","access_token":12345, "q":"x", "apiKey":{"a":[1,"}"]}}"#;
+        let redacted = r.text(text).expect("redacted");
+        assert_eq!(
+            redacted,
+            r#"{"params":{"arguments":{"password":"[redacted]","access_token":"[redacted]", "q":"x", "apiKey":"[redacted]"}"#
+        );
+        assert_eq!(r.text(&redacted), None);
+        assert_eq!(r.text(r#"{"password":"#), None);
+    }
+}

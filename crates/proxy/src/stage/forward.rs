@@ -91,6 +91,7 @@ pub async fn forward(
         mut parts,
         body,
         message,
+        ..
     } = request;
     let id = || answer::request_id(message.as_ref());
     let revision = parts
@@ -339,9 +340,8 @@ async fn hold_response(
             Ok(Response::from_parts(parts, answer::full(body)))
         }
         Release::Forward(Some(edited)) => {
-            note(format!(
-                "response released by the intercept: sent edited: {edited}"
-            ));
+            // The note says only that it was edited: a body in a note would escape redaction.
+            note("response released by the intercept: sent edited".into());
             parts.headers.remove(http::header::CONTENT_LENGTH);
             Ok(Response::from_parts(parts, answer::full(edited)))
         }
