@@ -139,6 +139,12 @@ pub async fn forward(
         .path_and_query()
         .map_or_else(|| Uri::from_static("/"), |p| Uri::from(p.clone()));
     parts.version = http::Version::HTTP_11;
+    // The ids as the client wrote them, for a rescue's answer.
+    let exact_ids = if shared.config.rescue {
+        rescue::exact_ids(&body)
+    } else {
+        Vec::new()
+    };
     let upstream_req = Request::from_parts(parts, Full::new(body));
     let control = shared.register(stream, &exchange.http_method, exchange.session.clone());
 
@@ -271,13 +277,16 @@ pub async fn forward(
         // A JSON body can be rescued only when its length was not promised in the head.
         _ if content == ContentKind::Json => (exchange.http_method == "POST"
             && content_length.is_none())
-        .then(|| Rescue::for_json_request(message.as_ref()))
+        .then(|| Rescue::for_json_request(message.as_ref(), &exact_ids))
         .flatten(),
         _ if content != ContentKind::Sse => None,
         (Some(parked), Some(session)) => Some(Rescue::resuming(parked, session.clone())),
-        _ if exchange.http_method == "POST" => {
-            Rescue::for_request(message.as_ref(), revision.as_deref(), session.clone())
-        }
+        _ if exchange.http_method == "POST" => Rescue::for_request(
+            message.as_ref(),
+            &exact_ids,
+            revision.as_deref(),
+            session.clone(),
+        ),
         _ => None,
     };
     let endpoint =
