@@ -861,11 +861,11 @@ async fn an_upstream_password_is_sent_as_basic_auth_and_never_recorded_or_shown(
         r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{}}}"#;
     // Attached once the listing counts the viewer.
     let deadline = Instant::now() + PATIENCE;
-    while !String::from_utf8_lossy(&setup.run(&["attach", "--list"]).stdout)
+    while String::from_utf8_lossy(&setup.run(&["attach", "--list"]).stdout)
         .lines()
         .nth(1)
         .and_then(|l| l.split_whitespace().nth(3))
-        .is_some_and(|n| n == "1")
+        .is_none_or(|n| n != "1")
     {
         assert!(Instant::now() < deadline, "the viewer never attached");
         std::thread::sleep(Duration::from_millis(50));

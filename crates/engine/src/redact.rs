@@ -770,7 +770,7 @@ fn decode(name: &str) -> Cow<'_, str> {
 
 /// Percent-decodes a text; `plus_is_space` for form encoding (not for a URL's userinfo).
 fn percent_decode(name: &str, plus_is_space: bool) -> String {
-    if !name.contains('%') && !(plus_is_space && name.contains('+')) {
+    if !(name.contains('%') || plus_is_space && name.contains('+')) {
         return name.to_string();
     }
     let hex = |b: u8| (b as char).to_digit(16);
