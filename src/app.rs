@@ -173,7 +173,8 @@ pub async fn run_proxy(args: ProxyArgs) -> anyhow::Result<()> {
         .as_deref()
         .map(otlp_options)
         .transpose()?;
-    let redactor = redactor(&args);
+    // The upstream's password is scrubbed wherever it reappears (an upstream echoing it).
+    let redactor = redactor(&args).with_url_secrets(&upstream.to_string());
     if !redactor.enabled() {
         crate::say!(
             "mcpscope: WARNING: --no-redact: secrets are kept in the recording and shown on screen"
@@ -300,13 +301,16 @@ pub async fn run_proxy(args: ProxyArgs) -> anyhow::Result<()> {
 }
 
 /// Checks `--otlp-endpoint`: an http:// URL with a host, used as given.
+/// A userinfo (`http://user:pass@host:4318/v1/traces`) is sent as `Authorization: Basic`.
 pub fn otlp_options(text: &str) -> Result<mcpscope_telemetry::Options, UsageError> {
+    // A password in the URL never reaches the terminal.
+    let shown = Redactor::disabled().url(text);
     let uri: Uri = text
         .parse()
-        .map_err(|e| UsageError(format!("--otlp-endpoint {text:?} is not a URL: {e}")))?;
+        .map_err(|e| UsageError(format!("--otlp-endpoint {shown:?} is not a URL: {e}")))?;
     if uri.scheme_str() != Some("http") || uri.host().is_none_or(str::is_empty) {
         return Err(UsageError(format!(
-            "--otlp-endpoint {text:?} must be an http:// URL with a host"
+            "--otlp-endpoint {shown:?} must be an http:// URL with a host"
         )));
     }
     Ok(mcpscope_telemetry::Options::new(uri))

@@ -103,6 +103,7 @@ fn main() -> ExitCode {
     runtime.shutdown_timeout(std::time::Duration::from_millis(200));
     match result {
         Ok(()) => ExitCode::SUCCESS,
+        Err(e) if e.chain().any(mcpscope::is_broken_pipe) => mcpscope::end_of_pipe(),
         Err(e) if e.downcast_ref::<UsageError>().is_some() => {
             mcpscope::say!("mcpscope: {e}");
             ExitCode::from(2)
@@ -199,7 +200,9 @@ fn convert(args: &mcpscope::cli::ConvertArgs) -> ExitCode {
             for warning in &done.warnings {
                 mcpscope::say!("mcpscope: warning: {warning}");
             }
-            println!(
+            use std::io::Write as _;
+            let said = writeln!(
+                std::io::stdout(),
                 "converted {} events (version {} → {}): {} bytes → {} bytes ({:.2}×), {}",
                 done.events,
                 done.from_version,
@@ -209,6 +212,12 @@ fn convert(args: &mcpscope::cli::ConvertArgs) -> ExitCode {
                 done.bytes_out as f64 / done.bytes_in.max(1) as f64,
                 args.output.display()
             );
+            if said
+                .as_ref()
+                .is_err_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
+            {
+                mcpscope::end_of_pipe();
+            }
             ExitCode::SUCCESS
         }
         Err(e) => {
@@ -219,6 +228,11 @@ fn convert(args: &mcpscope::cli::ConvertArgs) -> ExitCode {
 }
 
 fn export_error(e: &mcpscope_export::Error) -> ExitCode {
+    if let mcpscope_export::Error::Io(io) = e
+        && io.kind() == std::io::ErrorKind::BrokenPipe
+    {
+        mcpscope::end_of_pipe();
+    }
     mcpscope::say!("mcpscope: {e}");
     match e {
         mcpscope_export::Error::Usage(_) => ExitCode::from(2),

@@ -134,6 +134,10 @@ async fn run(args: StdioArgs) -> anyhow::Result<i32> {
     };
     let output = notice_output(&args)?;
     let recorder = recording(&args, redactor.enabled())?;
+    // The command line as viewers see it (hello, `attach --list`, status bar): redacted by the
+    // rule the recording's `process_started` uses.
+    let mut shown_command = args.command.clone();
+    redactor.command(&mut shown_command);
     let mut hub = Hub::start(recorder, redactor)?;
     let sink = EventSink::new(hub.input.clone()).with_backlog(hub.backlog.clone());
     // Published until the run ends (dropping it removes the socket).
@@ -141,7 +145,7 @@ async fn run(args: StdioArgs) -> anyhow::Result<i32> {
         .then(|| {
             let keep = mcpscope_engine::model::Retention::DEFAULT_KEEP_CALLS;
             let mut session = crate::attach::session_info("stdio", args.name.clone(), &hub, keep);
-            session.command = Some(args.command.clone());
+            session.command = Some(shown_command);
             crate::attach::publish(&hub, session)
         })
         .flatten();

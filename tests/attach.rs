@@ -57,10 +57,15 @@ impl Setup {
     /// Starts a proxy (`--json`) in front of the test server; returns it with its MCP URL, its
     /// notices and its stderr lines.
     fn proxy(&self, extra: &[&str]) -> Proxy {
+        self.proxy_to(&self.server.url(), extra)
+    }
+
+    /// Starts a proxy (`--json`) in front of `upstream`.
+    fn proxy_to(&self, upstream: &str, extra: &[&str]) -> Proxy {
         let mut child = self
             .mcpscope()
             .args(["--listen", "127.0.0.1:0", "--json", "--upstream"])
-            .arg(self.server.url())
+            .arg(upstream)
             .args(extra)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -780,4 +785,213 @@ async fn two_viewers_on_a_stdio_session_one_leaves_the_other_goes_on_and_sees_th
     assert!(!socket.exists(), "the socket is removed at exit");
     // Nothing of mcpscope's own reached the client: stdout held the three answers only.
     assert!(out.recv_timeout(Duration::from_millis(200)).is_err());
+}
+
+/// An upstream that answers every POST with the `Host` and `Authorization` it was sent, in a
+/// tool result and in a header; returns its address and the request heads it saw.
+fn echoing_upstream() -> (std::net::SocketAddr, Receiver<String>) {
+    use std::io::Write;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let (tx, rx) = channel();
+    std::thread::spawn(move || {
+        for sock in listener.incoming().take(8) {
+            let Ok(mut sock) = sock else { return };
+            let mut raw = Vec::new();
+            let mut buf = [0u8; 4096];
+            let head = loop {
+                let Ok(n) = sock.read(&mut buf) else {
+                    break None;
+                };
+                if n == 0 {
+                    break None;
+                }
+                raw.extend_from_slice(&buf[..n]);
+                if let Some(end) = raw.windows(4).position(|w| w == b"\r\n\r\n") {
+                    break Some(String::from_utf8_lossy(&raw[..end]).to_string());
+                }
+            };
+            let Some(head) = head else { continue };
+            let header = |name: &str| {
+                head.lines()
+                    .find_map(|l| {
+                        let (n, v) = l.split_once(':')?;
+                        n.eq_ignore_ascii_case(name).then(|| v.trim().to_string())
+                    })
+                    .unwrap_or_default()
+            };
+            let said = format!(
+                "Host {:?} is not this machine; Authorization was {:?}",
+                header("host"),
+                header("authorization")
+            );
+            let body =
+                json!({"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":said}]}})
+                    .to_string();
+            let reply = format!(
+                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nx-echo: {}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                header("host"),
+                body.len()
+            );
+            let _ = sock.write_all(reply.as_bytes());
+            let _ = tx.send(head);
+        }
+    });
+    (addr, rx)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upstream_password_is_sent_as_basic_auth_and_never_recorded_or_shown() {
+    use std::io::Write;
+    const PASSWORD: &str = "Hunter2-Passw0rd";
+    let setup = Setup::new().await;
+    let (upstream, heads) = echoing_upstream();
+    let recording = setup.dir.path().join("echo.jsonl");
+    let proxy = setup.proxy_to(
+        &format!("http://alice:{PASSWORD}@{upstream}/mcp"),
+        &["--record", recording.to_str().expect("path")],
+    );
+    let viewer = setup.viewer(&["--json"]);
+    let addr = proxy
+        .url
+        .trim_start_matches("http://")
+        .trim_end_matches("/mcp")
+        .to_string();
+    let body =
+        r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{}}}"#;
+    // Attached once the listing counts the viewer.
+    let deadline = Instant::now() + PATIENCE;
+    while String::from_utf8_lossy(&setup.run(&["attach", "--list"]).stdout)
+        .lines()
+        .nth(1)
+        .and_then(|l| l.split_whitespace().nth(3))
+        .is_none_or(|n| n != "1")
+    {
+        assert!(Instant::now() < deadline, "the viewer never attached");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let mut sock = std::net::TcpStream::connect(&addr).expect("connect");
+    write!(
+        sock,
+        "POST /mcp HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\naccept: application/json, text/event-stream\r\nconnection: close\r\ncontent-length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .expect("write");
+    let mut reply = String::new();
+    sock.read_to_string(&mut reply).expect("reply");
+    let head = heads
+        .recv_timeout(PATIENCE)
+        .expect("the upstream saw the request");
+    let lower = head.to_ascii_lowercase();
+    assert!(lower.contains(&format!("host: {upstream}\r\n")), "{head}");
+    assert!(
+        !head.contains(PASSWORD),
+        "the Host holds no userinfo: {head}"
+    );
+    // base64("alice:Hunter2-Passw0rd")
+    let basic = "Basic YWxpY2U6SHVudGVyMi1QYXNzdzByZA==";
+    assert!(head.contains(&format!("authorization: {basic}")), "{head}");
+    // The client gets the upstream's answer as it was.
+    assert!(reply.contains(basic), "{reply}");
+    let seen = viewer.until("the answered call", 1, answered_call);
+    let (said, notices) = proxy.stop();
+    let recorded = std::fs::read_to_string(&recording).expect("recording");
+    let har = setup.run(&[
+        "export",
+        "--format",
+        "har",
+        recording.to_str().expect("path"),
+    ]);
+    assert!(
+        har.status.success(),
+        "{}",
+        String::from_utf8_lossy(&har.stderr)
+    );
+    let har = String::from_utf8_lossy(&har.stdout).to_string();
+    assert!(recorded.contains("[redacted]"), "{recorded}");
+    for (what, text) in [
+        ("recording", recorded),
+        ("HAR", har),
+        ("attach stream", format!("{seen:?}")),
+        ("proxy output", format!("{said}{notices:?}")),
+    ] {
+        for secret in [PASSWORD, "YWxpY2U6SHVudGVyMi1QYXNzdzByZA"] {
+            assert!(!text.contains(secret), "{what} holds {secret}: {text}");
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn secret_keys_in_a_body_that_does_not_parse_are_recorded_redacted() {
+    use std::io::Write;
+    let setup = Setup::new().await;
+    let recording = setup.dir.path().join("invalid.jsonl");
+    let proxy = setup.proxy(&["--record", recording.to_str().expect("path")]);
+    let addr = proxy
+        .url
+        .trim_start_matches("http://")
+        .trim_end_matches("/mcp")
+        .to_string();
+    // A brace missing: not JSON.
+    let body = r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"login","arguments":{"password":"PW-9f8e7d","access_token":"AT-1a2b3c", "user":"ann"}"#;
+    let mut sock = std::net::TcpStream::connect(&addr).expect("connect");
+    write!(
+        sock,
+        "POST /mcp HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\naccept: application/json, text/event-stream\r\nconnection: close\r\ncontent-length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .expect("write");
+    let mut reply = String::new();
+    let _ = sock.read_to_string(&mut reply);
+    proxy.stop();
+    let recorded = std::fs::read_to_string(&recording).expect("recording");
+    assert!(recorded.contains("invalid_message"), "{recorded}");
+    assert!(recorded.contains(r#"\"user\":\"ann\""#), "{recorded}");
+    for secret in ["PW-9f8e7d", "AT-1a2b3c"] {
+        assert!(!recorded.contains(secret), "{secret} recorded: {recorded}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stdio_servers_command_line_secrets_are_redacted_for_viewers() {
+    let setup = Setup::new().await;
+    let mut shim = setup
+        .mcpscope()
+        .args(["stdio", "--no-record", "--"])
+        .args([
+            "sh",
+            "-c",
+            STDIO_SERVER,
+            "--api-key=KEY-5566778899",
+            "--token",
+            "TOK-1122334455",
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn the shim");
+    let socket = setup.sockets().join(format!("{}.sock", shim.id()));
+    let deadline = Instant::now() + PATIENCE;
+    while !socket.exists() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let listed = setup.run(&["attach", "--list"]);
+    let listing = String::from_utf8_lossy(&listed.stdout).to_string();
+    let viewer = setup.viewer(&["--json"]);
+    let mut hello = String::new();
+    while let Ok(line) = viewer.out.recv_timeout(Duration::from_secs(2)) {
+        hello.push_str(&line);
+        hello.push('\n');
+    }
+    let _ = shim.kill();
+    let _ = shim.wait();
+    assert!(listing.contains("--api-key=[redacted]"), "{listing}");
+    assert!(listing.contains("--token [redacted]"), "{listing}");
+    for text in [&listing, &hello] {
+        assert!(
+            !text.contains("KEY-5566778899") && !text.contains("TOK-1122334455"),
+            "{text}"
+        );
+    }
 }

@@ -403,3 +403,47 @@ fn pending_and_never_resumed_calls_are_found() {
         "{findings:?}"
     );
 }
+
+#[cfg(unix)]
+#[test]
+fn a_junit_report_is_never_written_through_a_planted_link() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let victim = dir.path().join("victim.txt");
+    std::fs::write(&victim, "precious\n").expect("victim");
+    let xml_path = dir.path().join("report.xml");
+    std::os::unix::fs::symlink(&victim, &xml_path).expect("plant a link");
+    let healthy = recording("healthy.jsonl").display().to_string();
+    let out = mcpscope(&[
+        "check",
+        "--junit",
+        xml_path.to_str().expect("path"),
+        &healthy,
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("symbolic link"), "{stderr}");
+    assert_eq!(
+        std::fs::read_to_string(&victim).expect("victim"),
+        "precious\n"
+    );
+    // A plain path is written, owner-only.
+    std::fs::remove_file(&xml_path).expect("rm");
+    let out = mcpscope(&[
+        "check",
+        "--junit",
+        xml_path.to_str().expect("path"),
+        &healthy,
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(&xml_path)
+        .expect("written")
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o600);
+}

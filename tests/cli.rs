@@ -101,3 +101,39 @@ fn a_missing_recording_says_its_cause_once() {
         "{stderr:?}"
     );
 }
+
+/// Runs the binary with its stdout a pipe whose reader is already gone (`mcpscope … | head`
+/// once head has exited).
+#[cfg(unix)]
+fn into_closed_pipe(args: &[&str]) -> std::process::Output {
+    let (reader, writer) = std::io::pipe().expect("pipe");
+    drop(reader);
+    Command::new(env!("CARGO_BIN_EXE_mcpscope"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env(
+            "XDG_RUNTIME_DIR",
+            std::env::temp_dir().join("mcpscope-no-such-runtime"),
+        )
+        .stdout(writer)
+        .output()
+        .expect("run mcpscope")
+}
+
+#[cfg(unix)]
+#[test]
+fn a_closed_stdout_ends_quietly_of_sigpipe() {
+    use std::os::unix::process::ExitStatusExt;
+    for args in [
+        &["check", "--help"][..],
+        &["check", "recordings/healthy.jsonl"],
+        &["export", "--format", "har", "recordings/healthy.jsonl"],
+        &["replay", "--json", "recordings/healthy.jsonl"],
+    ] {
+        let out = into_closed_pipe(args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.is_empty(), "{args:?} said: {stderr}");
+        let quiet = out.status.success() || out.status.signal() == Some(libc::SIGPIPE);
+        assert!(quiet, "{args:?} ended {:?}", out.status);
+    }
+}

@@ -178,3 +178,69 @@ async fn a_json_response_is_held_too_and_can_be_edited() {
         .await
         .expect("bounded");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_edited_request_is_recorded_as_sent_and_redacted_with_no_body_in_a_note() {
+    use mcpscope_engine::event::{Direction, EventKind};
+    let run = async {
+        let common::live::Live {
+            server,
+            proxy,
+            engine,
+            events: mut rx,
+            url,
+        } = common::live::start().await;
+        let control = fault::controller(&proxy, engine);
+        control
+            .set_intercept(Some("tool:echo".into()))
+            .expect("intercept");
+        let call = echo(&url, "before");
+        let h = held(&control, 1).await;
+        let body = h[0].body.replace(
+            r#""text":"before""#,
+            r#""text":"after the edit","password":"EDITED-S3CRET""#,
+        );
+        assert!(body.contains("EDITED-S3CRET"), "{body}");
+        control
+            .release(h[0].id, Release::Forward(Some(body)))
+            .expect("forward edited");
+        assert_eq!(text(&call.await.expect("task")), "after the edit");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        // What the hub records: each event through the redaction policy.
+        let redactor = mcpscope_engine::redact::Redactor::new();
+        let mut requests = Vec::new();
+        let mut notes = Vec::new();
+        while let Ok(mut event) = rx.try_recv() {
+            redactor.event(&mut event.kind);
+            match event.kind {
+                EventKind::Message {
+                    dir: Direction::ClientToServer,
+                    body,
+                    ..
+                } if body["method"] == "tools/call" => requests.push(body),
+                EventKind::Note { text, .. } => notes.push(text),
+                _ => {}
+            }
+        }
+        assert_eq!(requests.len(), 1, "one request, as sent: {requests:#?}");
+        let args = &requests[0]["params"]["arguments"];
+        assert_eq!(args["text"], "after the edit", "{requests:#?}");
+        assert_eq!(args["password"], "[redacted]", "{requests:#?}");
+        assert!(
+            notes
+                .iter()
+                .all(|n| !n.contains("after the edit") && !n.contains("S3CRET")),
+            "{notes:?}"
+        );
+        assert!(
+            notes
+                .iter()
+                .any(|n| n == "released by the intercept: forwarded edited"),
+            "{notes:?}"
+        );
+        server.shutdown().await;
+    };
+    tokio::time::timeout(Duration::from_secs(60), run)
+        .await
+        .expect("bounded");
+}

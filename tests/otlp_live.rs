@@ -269,3 +269,120 @@ async fn a_collector_that_never_answers_costs_the_traffic_nothing() {
         .expect("collector open");
     assert_eq!(kind, "application/x-protobuf");
 }
+
+fn rss_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmRSS:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|n| n.parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+/// A collector that answers 200 with an endless body, after recording each request head.
+async fn flooding_collector() -> (SocketAddr, mpsc::UnboundedReceiver<String>) {
+    use tokio::io::AsyncWriteExt;
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let (tx, rx) = mpsc::unbounded_channel();
+    tokio::spawn(async move {
+        loop {
+            let Ok((mut sock, _)) = listener.accept().await else {
+                return;
+            };
+            let tx = tx.clone();
+            tokio::spawn(async move {
+                let Some((head, _)) = common::raw::read_head(&mut sock).await else {
+                    return;
+                };
+                let _ = tx.send(head);
+                let _ = sock
+                    .write_all(b"HTTP/1.1 200 OK\r\ncontent-type: application/x-protobuf\r\n\r\n")
+                    .await;
+                let chunk = vec![b'x'; 1 << 20];
+                // Up to 2 GiB, or until the exporter stops reading.
+                for _ in 0..2048 {
+                    if sock.write_all(&chunk).await.is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    (addr, rx)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_collector_flooding_its_answer_is_read_a_few_kib_and_userinfo_is_basic_auth() {
+    let (addr, mut heads) = flooding_collector().await;
+    let (tx, rx) = mpsc::unbounded_channel();
+    let mut options = mcpscope_telemetry::Options::new(
+        format!("http://otel:C0ll-Secret@{addr}/v1/traces")
+            .parse()
+            .expect("uri"),
+    );
+    options.interval = Duration::from_millis(50);
+    options.timeout = Duration::from_secs(8);
+    let (mut view, telemetry) = mcpscope_telemetry::start(rx, options);
+    tokio::spawn(async move { while view.recv().await.is_some() {} });
+    let before = rss_kib();
+    let mut peak = before;
+    // A finished call, so that a span is sent.
+    for event in mcpscope_testkit::fixtures::scenario() {
+        tx.send(event).expect("send");
+    }
+    let head = tokio::time::timeout(WAIT, heads.recv())
+        .await
+        .expect("a request reached the collector")
+        .expect("open");
+    let deadline = Instant::now() + Duration::from_secs(3);
+    while Instant::now() < deadline {
+        peak = peak.max(rss_kib());
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let lower = head.to_ascii_lowercase();
+    // base64("otel:C0ll-Secret")
+    assert!(
+        head.contains("authorization: Basic b3RlbDpDMGxsLVNlY3JldA=="),
+        "{head}"
+    );
+    assert!(lower.contains(&format!("host: {addr}")), "{head}");
+    assert!(!head.contains("C0ll-Secret"), "{head}");
+    let grown_mib = peak.saturating_sub(before) / 1024;
+    eprintln!("RSS before {before} KiB, peak {peak} KiB (+{grown_mib} MiB)");
+    assert!(grown_mib < 32, "the answer was buffered: +{grown_mib} MiB");
+    let (_, _, sent) = telemetry.stats.snapshot();
+    assert!(sent >= 1, "the 200 counts as sent");
+    drop(tx);
+    telemetry.finish_within(Duration::from_secs(2)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_batch_in_flight_at_shutdown_is_counted_dropped() {
+    let (addr, mut received) = collector(false).await;
+    let (tx, rx) = mpsc::unbounded_channel();
+    let mut options =
+        mcpscope_telemetry::Options::new(format!("http://{addr}/v1/traces").parse().expect("uri"));
+    options.interval = Duration::from_millis(50);
+    options.timeout = Duration::from_secs(30);
+    let (mut view, telemetry) = mcpscope_telemetry::start(rx, options);
+    tokio::spawn(async move { while view.recv().await.is_some() {} });
+    for event in mcpscope_testkit::fixtures::scenario() {
+        tx.send(event).expect("send");
+    }
+    tokio::time::timeout(WAIT, received.recv())
+        .await
+        .expect("a request reached the collector")
+        .expect("open");
+    let stats = telemetry.stats.clone();
+    telemetry.finish_within(Duration::from_millis(300)).await;
+    let (_, dropped, sent) = stats.snapshot();
+    assert_eq!(sent, 0);
+    assert!(
+        dropped >= 1,
+        "the span in flight is counted dropped: {dropped}"
+    );
+}

@@ -322,3 +322,38 @@ async fn a_json_body_that_dies_before_its_first_byte_is_the_rescue() {
         }
     }
 }
+
+/// An id beyond i64/u64 comes back in the rescue digit for digit, not as a float.
+#[tokio::test]
+async fn a_rescue_echoes_a_huge_integer_id_as_the_client_wrote_it() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let upstream = json_head_then_reset().await;
+    let config = mcpscope_proxy::Config {
+        upstream: format!("http://{upstream}/mcp").parse().expect("uri"),
+        rescue: true,
+        ..Default::default()
+    };
+    let running = mcpscope_proxy::running::start_proxy(
+        config,
+        None,
+        mcpscope_engine::redact::Redactor::new(),
+    )
+    .await
+    .expect("proxy");
+    let addr = running.proxy.addr;
+    let id = "123456789012345678901234567890";
+    let body = format!(
+        r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"poke","arguments":{{}}}}}}"#
+    );
+    let mut sock = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    let request = format!(
+        "POST /mcp HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\naccept: application/json, text/event-stream\r\nconnection: close\r\ncontent-length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    sock.write_all(request.as_bytes()).await.expect("write");
+    let mut reply = Vec::new();
+    let _ = tokio::time::timeout(Duration::from_secs(10), sock.read_to_end(&mut reply)).await;
+    let reply = String::from_utf8_lossy(&reply);
+    assert!(reply.contains(&format!("\"id\":{id},")), "{reply}");
+    assert!(!reply.contains("e+29"), "{reply}");
+}

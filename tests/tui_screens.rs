@@ -303,3 +303,34 @@ fn detail_pane_says_what_a_rescued_call_got() {
         "{s}"
     );
 }
+
+/// At 80 × 24 and 60 × 20 the orphan's row gives the death's cause and age first; at 100 × 30
+/// its clock time too.
+#[test]
+fn narrow_screens_give_an_orphans_cause_and_age_first() {
+    let model = model();
+    let now = scenario_now();
+    for (width, height, name) in [
+        (80, 24, "narrow_80x24"),
+        (100, 30, "narrow_100x30"),
+        (60, 20, "narrow_60x20"),
+    ] {
+        let mut app = app();
+        let s = text(&frame(&mut app, &model, now, width, height));
+        let row = s
+            .lines()
+            .find(|l| l.contains("poke"))
+            .unwrap_or_else(|| panic!("no poke row at {width}x{height}:\n{s}"));
+        assert!(
+            row.contains("reset ") && row.contains("s ago"),
+            "{width}x{height}: {row}\n{s}"
+        );
+        if width >= 100 {
+            assert!(row.contains("19:59:46.500"), "{width}x{height}: {row}");
+        }
+        if width >= 80 {
+            assert!(row.contains("orphaned"), "{width}x{height}: {row}");
+        }
+        insta::assert_snapshot!(name, s);
+    }
+}

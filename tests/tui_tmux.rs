@@ -310,3 +310,56 @@ async fn the_intercept_holds_edits_in_the_editor_and_quitting_releases() {
     });
     server.shutdown().await;
 }
+
+/// At 80 × 24 the orphan's row names the death's cause and age (`reset 1.2s ago`) and its
+/// verdict; the clock time gives way.
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "needs tmux: install it (CI does, in .ci/run), then run scripts/test.sh"]
+async fn at_80x24_the_orphan_row_gives_cause_and_age_first() {
+    let upstream = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let upstream_addr = upstream.local_addr().expect("addr");
+    tokio::spawn(async move {
+        while let Ok((mut sock, _)) = upstream.accept().await {
+            tokio::spawn(async move {
+                if read_head(&mut sock).await.is_none() {
+                    return;
+                }
+                let _ = sock.write_all(SSE_HEAD.as_bytes()).await;
+                let _ = sock.write_all(b": open\n\n").await;
+                tokio::time::sleep(Duration::from_millis(200)).await;
+                reset(sock);
+            });
+        }
+    });
+    let port = {
+        let probe = std::net::TcpListener::bind("127.0.0.1:0").expect("probe");
+        probe.local_addr().expect("addr").port()
+    };
+    let tmux = Tmux::start(80, 24);
+    let command = format!(
+        "{} --listen 127.0.0.1:{port} --upstream http://{upstream_addr}/mcp --no-record; echo EXIT=$?",
+        env!("CARGO_BIN_EXE_mcpscope")
+    );
+    tmux.keys(&[&command, "Enter"]);
+    tmux.wait_for("the TUI", Duration::from_secs(10), |s| s.contains("Calls"));
+    let proxy: std::net::SocketAddr = format!("127.0.0.1:{port}").parse().expect("addr");
+    let call = r#"{"jsonrpc":"2.0","id":42,"method":"tools/call","params":{"name":"poke","arguments":{}}}"#;
+    let client = tokio::spawn(async move { observe(proxy, "POST", call).await });
+    tmux.wait_for(
+        "the orphan row with cause and age",
+        Duration::from_secs(5),
+        |s| {
+            s.lines().any(|l| {
+                l.contains("poke")
+                    && l.contains("reset ")
+                    && l.contains("s ago")
+                    && l.contains("orphaned")
+            })
+        },
+    );
+    let _ = client.await;
+    tmux.keys(&["q"]);
+    tmux.wait_for("the shell again", Duration::from_secs(5), |s| {
+        s.contains("EXIT=0")
+    });
+}

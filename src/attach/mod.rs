@@ -101,7 +101,10 @@ fn choose(sessions: Vec<LiveSession>, wanted: Option<&str>) -> anyhow::Result<Li
 pub async fn run(args: &AttachArgs) -> anyhow::Result<()> {
     let sessions = sessions::list(&place::runtime_dir()).await?;
     if args.list {
-        print!("{}", sessions::table(&sessions));
+        use std::io::Write as _;
+        let mut out = std::io::stdout().lock();
+        write!(out, "{}", sessions::table(&sessions))?;
+        out.flush()?;
         return Ok(());
     }
     let chosen = choose(sessions, args.session.as_deref())?;

@@ -157,11 +157,11 @@ fn write_outputs(args: &MatrixArgs, cells: &[CellResult]) -> anyhow::Result<()> 
     }
     stdout.flush()?;
     if let Some(path) = &args.junit {
-        std::fs::write(path, report::junit(cells, &command))
+        mcpscope_engine::record::write_private(path, &report::junit(cells, &command))
             .with_context(|| format!("cannot write {}", path.display()))?;
     }
     if let Some(path) = &args.markdown {
-        std::fs::write(path, report::markdown(cells, &command))
+        mcpscope_engine::record::write_private(path, &report::markdown(cells, &command))
             .with_context(|| format!("cannot write {}", path.display()))?;
     }
     Ok(())

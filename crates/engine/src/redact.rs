@@ -67,13 +67,60 @@ const SECRET_JSON_KEYS: &[&str] = &[
     "privatekey",
 ];
 
-/// The redaction policy: the built-in lists plus the names a user adds.
+/// How many secret values a redactor remembers to scrub from texts (past it, the shortest is
+/// forgotten).
+const MAX_SECRET_VALUES: usize = 64;
+
+/// Secret values shorter than this are not scrubbed from texts: they would match ordinary words.
+pub const MIN_SECRET_VALUE: usize = 6;
+
+/// The redaction policy: the built-in lists plus the names a user adds, and the secret values
+/// it knows (a URL's password, the values of secret headers seen so far), scrubbed wherever
+/// they reappear.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Redactor {
     enabled: bool,
     headers: Vec<String>,
     query: Vec<String>,
     json_keys: Vec<String>,
+    /// Known secret values, longest first, at most `MAX_SECRET_VALUES`.
+    values: Vec<String>,
+}
+
+/// The credentials in a URL's userinfo (`http://user:pass@host/`), percent-decoded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UrlCredentials {
+    /// The user name.
+    pub user: String,
+    /// The password, when the userinfo has a `:`.
+    pub password: Option<String>,
+}
+
+impl UrlCredentials {
+    /// The userinfo of an absolute URL, if it has one.
+    pub fn of(url: &str) -> Option<Self> {
+        let (_, rest) = url.split_once("://")?;
+        let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+        let (userinfo, _) = rest[..authority_end].rsplit_once('@')?;
+        let (user, password) = match userinfo.split_once(':') {
+            Some((user, password)) => (user, Some(percent_decode(password, false))),
+            None => (userinfo, None),
+        };
+        Some(Self {
+            user: percent_decode(user, false),
+            password,
+        })
+    }
+
+    /// The `Authorization` header value that carries them (`Basic base64(user:password)`).
+    pub fn basic(&self) -> String {
+        use base64::Engine as _;
+        let pair = format!("{}:{}", self.user, self.password.as_deref().unwrap_or(""));
+        format!(
+            "Basic {}",
+            base64::engine::general_purpose::STANDARD.encode(pair)
+        )
+    }
 }
 
 impl Default for Redactor {
@@ -97,7 +144,132 @@ impl Redactor {
             headers: Vec::new(),
             query: Vec::new(),
             json_keys: Vec::new(),
+            values: Vec::new(),
         }
+    }
+
+    /// Adds the credentials of a URL's userinfo (`--upstream http://user:pass@…`) to the secret
+    /// values scrubbed from every text: the password, `user:password` and the `Basic` value.
+    pub fn with_url_secrets(mut self, url: &str) -> Self {
+        if let Some(credentials) = UrlCredentials::of(url) {
+            if let Some(password) = &credentials.password {
+                self.learn(password);
+                self.learn(&format!("{}:{password}", credentials.user));
+            }
+            self.learn(&credentials.basic());
+            if let Some((_, token)) = credentials.basic().split_once(' ') {
+                self.learn(token);
+            }
+        }
+        self
+    }
+
+    /// Remembers a secret value, to be scrubbed wherever it reappears (bounded: the shortest is
+    /// forgotten past `MAX_SECRET_VALUES`; values shorter than `MIN_SECRET_VALUE` are ignored).
+    pub fn learn(&mut self, value: &str) {
+        let value = value.trim();
+        if !self.enabled
+            || value.chars().count() < MIN_SECRET_VALUE
+            || value.contains(REDACTED)
+            || self.values.iter().any(|v| v == value)
+        {
+            return;
+        }
+        if self.values.len() >= MAX_SECRET_VALUES {
+            self.values.remove(self.values.len() - 1);
+        }
+        self.values.push(value.to_string());
+        // Longest first: `user:password` is scrubbed whole before `password`.
+        self.values.sort_by_key(|v| std::cmp::Reverse(v.len()));
+    }
+
+    /// Remembers the secret values a secret header carries: the whole value, a credential after
+    /// its scheme (`Bearer …`), a `Basic` pair's password, each cookie's value.
+    fn learn_header(&mut self, name: &str, value: &str) {
+        if value == REDACTED || !self.is_secret_header(name) {
+            return;
+        }
+        self.learn(value);
+        if let Some((scheme, credential)) = value.trim().split_once(' ') {
+            self.learn(credential);
+            if scheme.eq_ignore_ascii_case("basic") {
+                use base64::Engine as _;
+                if let Ok(pair) =
+                    base64::engine::general_purpose::STANDARD.decode(credential.trim())
+                    && let Ok(pair) = String::from_utf8(pair)
+                {
+                    if let Some((_, password)) = pair.split_once(':') {
+                        self.learn(password);
+                    }
+                    self.learn(&pair);
+                }
+            }
+        }
+        let lower = name.to_ascii_lowercase();
+        if lower == "cookie" || lower == "set-cookie" {
+            for part in value.split(';') {
+                if let Some((_, v)) = part.split_once('=') {
+                    self.learn(v);
+                }
+            }
+        }
+    }
+
+    /// A text with every known secret value replaced by `[redacted]`, when it holds any.
+    pub fn scrub(&self, text: &str) -> Option<String> {
+        if !self.enabled || !self.values.iter().any(|v| text.contains(v.as_str())) {
+            return None;
+        }
+        let mut out = text.to_string();
+        for value in &self.values {
+            if out.contains(value.as_str()) {
+                out = out.replace(value.as_str(), REDACTED);
+            }
+        }
+        Some(out)
+    }
+
+    fn scrub_in_place(&self, text: &mut String) {
+        if let Some(scrubbed) = self.scrub(text) {
+            *text = scrubbed;
+        }
+    }
+
+    /// Scrubs known secret values from every string of a JSON value (keys included).
+    fn scrub_json(&self, value: &mut Value) {
+        match value {
+            Value::String(s) => self.scrub_in_place(s),
+            Value::Array(items) => items.iter_mut().for_each(|item| self.scrub_json(item)),
+            Value::Object(map) => {
+                if map.keys().any(|k| self.scrub(k).is_some()) {
+                    let entries = std::mem::take(map);
+                    for (key, item) in entries {
+                        let key = self.scrub(&key).unwrap_or(key);
+                        map.insert(key, item);
+                    }
+                }
+                map.values_mut().for_each(|item| self.scrub_json(item));
+            }
+            _ => {}
+        }
+    }
+
+    /// Learns the secret values an event's headers carry, then redacts it (`Redactor::event`):
+    /// what the hub calls on every event, in order, so that a secret sent once is scrubbed from
+    /// whatever follows.
+    pub fn observe(&mut self, kind: &mut EventKind) {
+        if !self.enabled {
+            self.event(kind);
+            return;
+        }
+        if let EventKind::StreamOpened { headers, .. } | EventKind::ResponseHead { headers, .. } =
+            &*kind
+        {
+            for (name, value) in headers {
+                self.learn_header(name, value);
+            }
+        }
+        self.event(kind);
     }
 
     /// No redaction at all (`--no-redact`).
@@ -279,8 +451,12 @@ impl Redactor {
             if !self.may_hold_secret_key(text) {
                 return None;
             }
-            let mut value: Value = serde_json::from_str(text).ok()?;
-            return self.json(&mut value).then(|| value.to_string());
+            return match serde_json::from_str::<Value>(text) {
+                Ok(mut value) => self.json(&mut value).then(|| value.to_string()),
+                // Text that does not parse (a brace missing, a cut body) still loses the values
+                // of its secret keys.
+                Err(_) => self.raw_json_keys(text),
+            };
         }
         if text.contains('=')
             && !text.contains(char::is_whitespace)
@@ -310,8 +486,57 @@ impl Redactor {
 
     /// Redacts every secret an event carries, in place: headers, the path's query, the
     /// upstream URL, JSON bodies (messages and SSE data) and raw texts (invalid messages, form
-    /// bodies).
+    /// bodies); then scrubs the known secret values from every text it holds.
     pub fn event(&self, kind: &mut EventKind) {
+        self.by_name(kind);
+        if self.enabled && !self.values.is_empty() {
+            self.scrub_event(kind);
+        }
+    }
+
+    /// Scrubs the known secret values from every text an event holds.
+    fn scrub_event(&self, kind: &mut EventKind) {
+        match kind {
+            EventKind::ProxyStarted { upstream, .. } => self.scrub_in_place(upstream),
+            EventKind::StreamOpened { path, headers, .. } => {
+                self.scrub_in_place(path);
+                headers.iter_mut().for_each(|(_, v)| self.scrub_in_place(v));
+            }
+            EventKind::ResponseHead { headers, .. } => {
+                headers.iter_mut().for_each(|(_, v)| self.scrub_in_place(v));
+            }
+            EventKind::Message { body, .. } => self.scrub_json(body),
+            EventKind::SseEvent { data, id, .. } => {
+                self.scrub_in_place(data);
+                if let Some(id) = id {
+                    self.scrub_in_place(id);
+                }
+            }
+            EventKind::InvalidMessage { raw, reason, .. } => {
+                self.scrub_in_place(raw);
+                self.scrub_in_place(reason);
+            }
+            EventKind::StreamEnded {
+                detail: Some(detail),
+                ..
+            } => self.scrub_in_place(detail),
+            EventKind::UpstreamUnreachable { error, .. } => self.scrub_in_place(error),
+            EventKind::CallRescued { message, .. } => self.scrub_in_place(message),
+            EventKind::Note { text, .. } => self.scrub_in_place(text),
+            EventKind::Rewritten { from, to, .. } => {
+                self.scrub_in_place(from);
+                self.scrub_in_place(to);
+            }
+            EventKind::ProcessStarted { command, .. } => {
+                command.iter_mut().for_each(|a| self.scrub_in_place(a));
+            }
+            EventKind::StderrLine { line, .. } => self.scrub_in_place(line),
+            _ => {}
+        }
+    }
+
+    /// The redaction by name: secret headers, parameters and JSON keys.
+    fn by_name(&self, kind: &mut EventKind) {
         match kind {
             EventKind::ProxyStarted { upstream, .. } => *upstream = self.url(upstream),
             _ if !self.enabled => {}
@@ -428,6 +653,109 @@ impl Redactor {
     }
 }
 
+impl Redactor {
+    /// Redacts the values of secret keys in text that looks like JSON but does not parse:
+    /// `"password": "…"` (any scalar, object or array, up to where it ends or the text does)
+    /// becomes `"password": "[redacted]"`. Returns the text when anything changed.
+    fn raw_json_keys(&self, text: &str) -> Option<String> {
+        let bytes = text.as_bytes();
+        let mut out = String::with_capacity(text.len());
+        let mut copied = 0;
+        let mut changed = false;
+        let mut i = 0;
+        while i < bytes.len() {
+            if bytes[i] != b'"' {
+                i += 1;
+                continue;
+            }
+            let key_end = string_end(bytes, i);
+            let Some(key_end) = key_end else { break };
+            let key = &text[i + 1..key_end - 1];
+            let mut j = key_end;
+            while j < bytes.len() && bytes[j].is_ascii_whitespace() {
+                j += 1;
+            }
+            if j >= bytes.len() || bytes[j] != b':' || !self.is_secret_json_key(key) {
+                i = key_end;
+                continue;
+            }
+            j += 1;
+            while j < bytes.len() && bytes[j].is_ascii_whitespace() {
+                j += 1;
+            }
+            let value_end = value_end(bytes, j);
+            if &text[j..value_end] != "\"[redacted]\"" && value_end > j {
+                out.push_str(&text[copied..j]);
+                out.push('"');
+                out.push_str(REDACTED);
+                out.push('"');
+                copied = value_end;
+                changed = true;
+            }
+            i = value_end.max(j);
+        }
+        if !changed {
+            return None;
+        }
+        out.push_str(&text[copied..]);
+        Some(out)
+    }
+}
+
+/// The end (one past the closing quote) of the JSON string starting at `start`, if it closes.
+fn string_end(bytes: &[u8], start: usize) -> Option<usize> {
+    let mut i = start + 1;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'\\' => i += 2,
+            b'"' => return Some(i + 1),
+            _ => i += 1,
+        }
+    }
+    None
+}
+
+/// The end of the JSON value starting at `start`: a string, an object or array up to its
+/// matching bracket, or a scalar up to a delimiter; the text's end when it does not close.
+fn value_end(bytes: &[u8], start: usize) -> usize {
+    match bytes.get(start) {
+        None => start,
+        Some(b'"') => string_end(bytes, start).unwrap_or(bytes.len()),
+        Some(b'{' | b'[') => {
+            let mut depth = 0usize;
+            let mut i = start;
+            while i < bytes.len() {
+                match bytes[i] {
+                    b'"' => {
+                        i = string_end(bytes, i).unwrap_or(bytes.len());
+                        continue;
+                    }
+                    b'{' | b'[' => depth += 1,
+                    b'}' | b']' => {
+                        depth = depth.saturating_sub(1);
+                        if depth == 0 {
+                            return i + 1;
+                        }
+                    }
+                    _ => {}
+                }
+                i += 1;
+            }
+            bytes.len()
+        }
+        Some(_) => {
+            let mut i = start;
+            while i < bytes.len() && !matches!(bytes[i], b',' | b'}' | b']' | b'\n' | b'\r') {
+                i += 1;
+            }
+            while i > start && bytes[i - 1].is_ascii_whitespace() {
+                i -= 1;
+            }
+            i
+        }
+    }
+}
+
 fn names_as_json_keys<'a>(names: impl Iterator<Item = &'a str>) -> Vec<String> {
     names.map(json_key).collect()
 }
@@ -437,13 +765,21 @@ fn decode(name: &str) -> Cow<'_, str> {
     if !name.contains('%') && !name.contains('+') {
         return Cow::Borrowed(name);
     }
+    Cow::Owned(percent_decode(name, true))
+}
+
+/// Percent-decodes a text; `plus_is_space` for form encoding (not for a URL's userinfo).
+fn percent_decode(name: &str, plus_is_space: bool) -> String {
+    if !(name.contains('%') || plus_is_space && name.contains('+')) {
+        return name.to_string();
+    }
     let hex = |b: u8| (b as char).to_digit(16);
     let bytes = name.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;
     while i < bytes.len() {
         match (bytes[i], bytes.get(i + 1), bytes.get(i + 2)) {
-            (b'+', _, _) => out.push(b' '),
+            (b'+', _, _) if plus_is_space => out.push(b' '),
             (b'%', Some(&h), Some(&l)) if hex(h).is_some() && hex(l).is_some() => {
                 let value = hex(h).unwrap_or(0) * 16 + hex(l).unwrap_or(0);
                 out.push(u8::try_from(value).unwrap_or(b'?'));
@@ -453,7 +789,7 @@ fn decode(name: &str) -> Cow<'_, str> {
         }
         i += 1;
     }
-    Cow::Owned(String::from_utf8_lossy(&out).into_owned())
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 #[cfg(test)]
@@ -616,5 +952,50 @@ mod tests {
         let mut v = json!({"SSN":"123"});
         assert!(custom.json(&mut v));
         assert_eq!(v, json!({"SSN": REDACTED}));
+    }
+}
+
+#[cfg(test)]
+mod known_values {
+    use super::*;
+
+    #[test]
+    fn a_urls_password_and_secret_header_values_are_scrubbed_wherever_they_reappear() {
+        let mut r = Redactor::new().with_url_secrets("http://alice:Pa%24%24word9@127.0.0.1:1/mcp");
+        let mut head = EventKind::StreamOpened {
+            stream: 1,
+            conn: 1,
+            method: "POST".into(),
+            path: "/mcp".into(),
+            headers: vec![("Authorization".into(), "Bearer tok-123456789".into())],
+        };
+        r.observe(&mut head);
+        let mut answer = EventKind::InvalidMessage {
+            stream: 1,
+            dir: crate::event::Direction::ServerToClient,
+            reason: "r".into(),
+            raw: "Host alice:Pa$$word9@127.0.0.1 refused, token tok-123456789".into(),
+        };
+        r.observe(&mut answer);
+        let EventKind::InvalidMessage { raw, .. } = answer else {
+            unreachable!()
+        };
+        assert_eq!(raw, "Host [redacted]@127.0.0.1 refused, token [redacted]");
+        // Short values would match ordinary words: not learnt.
+        r.learn("abc");
+        assert_eq!(r.scrub("abc"), None);
+    }
+
+    #[test]
+    fn secret_keys_in_text_that_does_not_parse() {
+        let r = Redactor::new();
+        let text = r#"{"params":{"arguments":{"password":"P\"W","access_token":12345, "q":"x", "apiKey":{"a":[1,"}"]}}"#;
+        let redacted = r.text(text).expect("redacted");
+        assert_eq!(
+            redacted,
+            r#"{"params":{"arguments":{"password":"[redacted]","access_token":"[redacted]", "q":"x", "apiKey":"[redacted]"}"#
+        );
+        assert_eq!(r.text(&redacted), None);
+        assert_eq!(r.text(r#"{"password":"#), None);
     }
 }

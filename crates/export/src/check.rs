@@ -495,7 +495,8 @@ pub fn run(
 }
 
 fn write_file(path: &Path, text: &str) -> Result<(), Error> {
-    std::fs::write(path, text).map_err(|e| Error::Usage(format!("--junit {}: {e}", path.display())))
+    mcpscope_engine::record::write_private(path, text)
+        .map_err(|e| Error::Usage(format!("--junit {}: {e}", path.display())))
 }
 
 #[cfg(test)]

@@ -82,6 +82,13 @@ pub fn upstream_uri(upstream: &Uri, client: &Uri) -> Result<Uri, http::Error> {
     Ok(Uri::from_parts(parts)?)
 }
 
+/// An authority without its userinfo (`user:pw@host:port` → `host:port`).
+pub fn without_userinfo(authority: &str) -> &str {
+    authority
+        .rsplit_once('@')
+        .map_or(authority, |(_, host)| host)
+}
+
 /// Whether a `Host` header names this machine (`localhost`, `127.x.x.x`, `[::1]`, any port).
 pub fn is_loopback_host(host: &str) -> bool {
     let name = if let Some(rest) = host.strip_prefix('[') {

@@ -140,7 +140,7 @@ impl Pump {
         let seq = self.seen;
         self.seen += 1;
         self.backlog.release(Backlog::weight(&event.kind));
-        self.redactor.event(&mut event.kind);
+        self.redactor.observe(&mut event.kind);
         if let Some(rec) = self.recorder.as_mut() {
             let written = rec.write(&event);
             report_failure(rec, written, &mut self.failed);

@@ -39,7 +39,7 @@ impl Addresses {
     pub fn of(upstream: &Uri, client_host: Option<&str>) -> Option<Self> {
         let upstream = Origin::of_authority(
             upstream.scheme_str().unwrap_or("http"),
-            upstream.authority()?.as_str(),
+            crate::forward::without_userinfo(upstream.authority()?.as_str()),
         )?;
         let proxy = Origin::of_authority("http", client_host?.trim())?;
         (!upstream.matches(&proxy)).then_some(Self { upstream, proxy })

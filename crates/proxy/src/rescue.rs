@@ -10,6 +10,7 @@ use bytes::Bytes;
 use mcpscope_engine::event::{EndHow, EventKind, StreamId};
 use mcpscope_engine::wire::jsonrpc::{self, Kind};
 use mcpscope_engine::wire::observe::SeenEvent;
+use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
 /// The JSON-RPC error code of a rescue: -32000, the implementation-defined server error the
@@ -28,9 +29,54 @@ const MAX_PARKED: usize = 256;
 #[derive(Debug, Clone, PartialEq)]
 pub struct Parked {
     /// The requests still without a response.
-    pub pending: Vec<Value>,
+    pub pending: Vec<PendingId>,
     /// The first death, in words (`upstream stream reset 12 ms after the last event`).
     pub death: String,
+}
+
+/// A pending request's id: as parsed, and as the client wrote it (an integer beyond i64/u64 is
+/// echoed digit for digit, not as the float it parses to).
+#[derive(Debug, Clone)]
+pub struct PendingId {
+    /// The id, parsed.
+    pub id: Value,
+    /// Its JSON text in the request.
+    pub exact: Box<RawValue>,
+}
+
+impl PartialEq for PendingId {
+    fn eq(&self, other: &Self) -> bool {
+        self.id == other.id && self.exact.get() == other.exact.get()
+    }
+}
+
+/// The ids of the requests in a body, as written (`"id": 123456789012345678901234567890`).
+pub fn exact_ids(body: &[u8]) -> Vec<Box<RawValue>> {
+    #[derive(serde::Deserialize)]
+    struct Request<'a> {
+        #[serde(borrow, default)]
+        id: Option<&'a RawValue>,
+    }
+    let requests: Vec<Request<'_>> = if body.trim_ascii_start().starts_with(b"[") {
+        serde_json::from_slice(body).unwrap_or_default()
+    } else {
+        serde_json::from_slice(body)
+            .map(|r| vec![r])
+            .unwrap_or_default()
+    };
+    requests
+        .into_iter()
+        .filter_map(|r| r.id.map(ToOwned::to_owned))
+        .collect()
+}
+
+/// One rescue error, with the id as the client wrote it.
+fn rescue_error(id: &PendingId, message: &str) -> String {
+    let error = json!({"code": RESCUE_CODE, "message": message});
+    format!(
+        "{{\"jsonrpc\":\"2.0\",\"id\":{},\"error\":{error}}}",
+        id.exact.get()
+    )
 }
 
 /// Parked rescues by session and last event id.
@@ -62,53 +108,40 @@ impl Parking {
 }
 
 /// The SSE bytes that answer `pending` with the rescue's error `message`, and their events.
-pub fn answer(stream: StreamId, pending: Vec<Value>, message: &str) -> (Bytes, Vec<EventKind>) {
+pub fn answer(stream: StreamId, pending: Vec<PendingId>, message: &str) -> (Bytes, Vec<EventKind>) {
     // A blank line first: whatever event the death cut short ends before the rescue.
     let mut text = String::from("\n\n");
     let mut events = Vec::new();
     for id in pending {
-        let error = json!({
-            "jsonrpc": "2.0",
-            "id": id,
-            "error": {"code": RESCUE_CODE, "message": message},
-        });
+        let error = rescue_error(&id, message);
         text.push_str(&format!("event: message\ndata: {error}\n\n"));
         events.push(EventKind::CallRescued {
             stream,
-            id,
+            id: id.id,
             message: message.to_string(),
         });
     }
     (Bytes::from(text), events)
 }
 
-/// The JSON body that answers `pending` with the rescue's error `message` (an array for a
+/// The JSON body that answer `pending` with the rescue's error `message` (an array for a
 /// batch), and its events.
 fn json_answer(
     stream: StreamId,
-    pending: Vec<Value>,
+    pending: Vec<PendingId>,
     message: &str,
     batch: bool,
 ) -> (Bytes, Vec<EventKind>) {
-    let errors: Vec<Value> = pending
-        .iter()
-        .map(|id| {
-            json!({
-                "jsonrpc": "2.0",
-                "id": id,
-                "error": {"code": RESCUE_CODE, "message": message},
-            })
-        })
-        .collect();
+    let errors: Vec<String> = pending.iter().map(|id| rescue_error(id, message)).collect();
     let body = match (batch, errors.as_slice()) {
-        (false, [one]) => one.to_string(),
-        _ => Value::Array(errors).to_string(),
+        (false, [one]) => one.clone(),
+        _ => format!("[{}]", errors.join(",")),
     };
     let events = pending
         .into_iter()
         .map(|id| EventKind::CallRescued {
             stream,
-            id,
+            id: id.id,
             message: message.to_string(),
         })
         .collect();
@@ -119,7 +152,7 @@ fn json_answer(
 #[derive(Debug)]
 pub struct Rescue {
     /// Requests still without a response.
-    pending: Vec<Value>,
+    pending: Vec<PendingId>,
     /// The session, to park a resumable death under.
     session: Option<String>,
     /// The last event id seen.
@@ -143,15 +176,26 @@ pub struct Rescue {
 impl Rescue {
     /// Tracks the requests of a POST body sent at `revision` in `session`; `None` when it
     /// carries none.
+    /// `exact` holds the ids as the request's text wrote them ([`exact_ids`]).
     pub fn for_request(
         message: Option<&Value>,
+        exact: &[Box<RawValue>],
         revision: Option<&str>,
         session: Option<String>,
     ) -> Option<Self> {
-        let pending: Vec<Value> = jsonrpc::messages(message?)
+        let pending: Vec<PendingId> = jsonrpc::messages(message?)
             .into_iter()
             .filter_map(|m| match jsonrpc::classify(m) {
-                Kind::Request { id, .. } => Some(id.clone()),
+                Kind::Request { id, .. } => Some(PendingId {
+                    id: id.clone(),
+                    exact: exact
+                        .iter()
+                        .find(|raw| {
+                            serde_json::from_str::<Value>(raw.get()).ok().as_ref() == Some(id)
+                        })
+                        .cloned()
+                        .or_else(|| serde_json::value::to_raw_value(id).ok())?,
+                }),
                 _ => None,
             })
             .collect();
@@ -174,8 +218,8 @@ impl Rescue {
 
     /// [`Rescue::for_request`] for a JSON response: rescued, if it dies before any of its bytes
     /// reached the client, with the error (an array of them for a batch) as the body.
-    pub fn for_json_request(message: Option<&Value>) -> Option<Self> {
-        let mut rescue = Self::for_request(message, None, None)?;
+    pub fn for_json_request(message: Option<&Value>, exact: &[Box<RawValue>]) -> Option<Self> {
+        let mut rescue = Self::for_request(message, exact, None, None)?;
         rescue.json = true;
         rescue.batch = message.is_some_and(Value::is_array);
         Some(rescue)
@@ -209,7 +253,7 @@ impl Rescue {
             for m in jsonrpc::messages(body) {
                 if let Kind::Result { id, .. } | Kind::Error { id, .. } = jsonrpc::classify(m) {
                     let text = jsonrpc::id_text(id);
-                    self.pending.retain(|p| jsonrpc::id_text(p) != text);
+                    self.pending.retain(|p| jsonrpc::id_text(&p.id) != text);
                 }
             }
         }
@@ -299,7 +343,8 @@ mod tests {
     #[test]
     fn a_pending_call_without_event_ids_is_rescued_with_its_id() {
         let req = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {}});
-        let mut r = Rescue::for_request(Some(&req), Some("2025-06-18"), None).expect("a request");
+        let mut r =
+            Rescue::for_request(Some(&req), &[], Some("2025-06-18"), None).expect("a request");
         r.passed(&seen(None, None));
         let parking = Parking::default();
         let (bytes, events) = r.take(1, EndHow::Reset, &parking).expect("rescued");
@@ -321,7 +366,7 @@ mod tests {
     fn answered_or_resumable_calls_and_notifications_are_left_alone() {
         let parking = Parking::default();
         let req = json!({"jsonrpc": "2.0", "id": "a", "method": "tools/call"});
-        let mut answered = Rescue::for_request(Some(&req), None, None).expect("a request");
+        let mut answered = Rescue::for_request(Some(&req), &[], None, None).expect("a request");
         answered.passed(&seen(
             None,
             Some(json!({"jsonrpc": "2.0", "id": "a", "result": {}})),
@@ -329,14 +374,14 @@ mod tests {
         assert!(answered.take(1, EndHow::Eof, &parking).is_none());
 
         let mut sessionless =
-            Rescue::for_request(Some(&req), Some(SESSIONLESS), None).expect("request");
+            Rescue::for_request(Some(&req), &[], Some(SESSIONLESS), None).expect("request");
         sessionless.passed(&seen(Some("s1/0"), None));
         assert!(sessionless.take(1, EndHow::Reset, &parking).is_some());
 
         let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-        assert!(Rescue::for_request(Some(&note), None, None).is_none());
+        assert!(Rescue::for_request(Some(&note), &[], None, None).is_none());
 
-        let mut json_body = Rescue::for_json_request(Some(&req)).expect("request");
+        let mut json_body = Rescue::for_json_request(Some(&req), &[]).expect("request");
         let (bytes, _) = json_body.take(1, EndHow::Reset, &parking).expect("rescued");
         let body: Value = serde_json::from_slice(&bytes).expect("JSON");
         assert_eq!(body["id"], "a");
@@ -349,13 +394,14 @@ mod tests {
     fn a_resumable_death_is_parked_then_rescued_on_a_failed_resumption() {
         let parking = Parking::default();
         let req = json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call"});
-        let mut first =
-            Rescue::for_request(Some(&req), Some("2025-11-25"), Some("S".into())).expect("request");
+        let mut first = Rescue::for_request(Some(&req), &[], Some("2025-11-25"), Some("S".into()))
+            .expect("request");
         first.passed(&seen(Some("s1/0"), None));
         assert!(first.take(1, EndHow::Reset, &parking).is_none());
         assert!(parking.take("S", "s1/9").is_none());
         let parked = parking.take("S", "s1/0").expect("parked");
-        assert_eq!(parked.pending, [json!(4)]);
+        let ids: Vec<&Value> = parked.pending.iter().map(|p| &p.id).collect();
+        assert_eq!(ids, [&json!(4)]);
         assert!(parking.take("S", "s1/0").is_none(), "taken once");
 
         let mut again = Rescue::resuming(parked, "S".into());
@@ -363,6 +409,22 @@ mod tests {
         let text = std::str::from_utf8(&bytes).expect("utf-8");
         assert!(
             text.contains("upstream stream reset") && text.contains("resumed stream ended"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn an_id_beyond_u64_is_echoed_as_the_client_wrote_it() {
+        let body =
+            br#"{"jsonrpc":"2.0","id":123456789012345678901234567890,"method":"tools/call"}"#;
+        let req: Value = serde_json::from_slice(body).expect("json");
+        let mut r = Rescue::for_request(Some(&req), &exact_ids(body), None, None).expect("req");
+        let (bytes, _) = r
+            .take(1, EndHow::Reset, &Parking::default())
+            .expect("rescued");
+        let text = String::from_utf8_lossy(&bytes);
+        assert!(
+            text.contains(r#""id":123456789012345678901234567890,"#),
             "{text}"
         );
     }

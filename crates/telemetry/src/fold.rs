@@ -129,6 +129,8 @@ fn hand_over(batches: &mpsc::Sender<Vec<Value>>, batch: &mut Vec<Value>, stats: 
     let n = spans.len();
     if batches.try_send(spans).is_err() {
         Stats::add(&stats.dropped_spans, n);
+    } else {
+        Stats::add(&stats.in_flight_spans, n);
     }
 }
 
@@ -137,7 +139,14 @@ async fn send_all(mut queue: mpsc::Receiver<Vec<Value>>, sender: Sender, stats: 
     while let Some(spans) = queue.recv().await {
         let n = spans.len();
         let request = convert::request(&otlp::document(spans));
-        match sender.post(&request).await {
+        let sent = sender.post(&request).await;
+        // Saturating: a shutdown that gave up on these spans has counted them dropped already.
+        let _ = stats.in_flight_spans.fetch_update(
+            std::sync::atomic::Ordering::Relaxed,
+            std::sync::atomic::Ordering::Relaxed,
+            |v| Some(v.saturating_sub(n as u64)),
+        );
+        match sent {
             Ok(()) => Stats::add(&stats.sent_spans, n),
             Err(e) => {
                 Stats::add(&stats.dropped_spans, n);

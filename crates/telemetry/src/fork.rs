@@ -2,6 +2,7 @@
 //! exporter if its queue has room.
 
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use mcpscope_engine::event::Event;
@@ -36,6 +37,9 @@ impl Telemetry {
         }
         if tokio::time::timeout(within, &mut self.task).await.is_err() {
             self.task.abort();
+            // The batches still queued or in flight are dropped too.
+            let lost = self.stats.in_flight_spans.swap(0, Ordering::Relaxed);
+            self.stats.dropped_spans.fetch_add(lost, Ordering::Relaxed);
             tracing::warn!("OTLP export: gave up on the last spans after {within:?}");
         }
         let (events, spans, sent) = self.stats.snapshot();

@@ -54,6 +54,8 @@ pub struct Stats {
     pub dropped_spans: AtomicU64,
     /// Spans the collector accepted (a 2xx answer).
     pub sent_spans: AtomicU64,
+    /// Spans handed to the sender and not yet accepted or dropped (queued or in flight).
+    pub in_flight_spans: AtomicU64,
 }
 
 impl Stats {

@@ -12,7 +12,7 @@ pub use convert::{ConvertError, Converted, convert};
 pub use index::{Index, IndexPoint, index_file, read_range};
 pub use reader::{Events, Position, ReadError, Recording, read_file, read_from};
 pub use span::read_span;
-pub use writer::{Create, Recorder, open_private};
+pub use writer::{Create, Recorder, open_private, write_private};
 
 use serde::{Deserialize, Serialize};
 

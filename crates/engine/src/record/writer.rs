@@ -135,6 +135,15 @@ impl Recorder {
     }
 }
 
+/// Writes a whole file (a report: `check --junit`, `matrix --junit/--markdown`) as
+/// [`open_private`] creates it: replaced if it exists, never through a symbolic link, 0600.
+pub fn write_private(path: &Path, text: &str) -> io::Result<()> {
+    use std::io::Write as _;
+    let mut file = open_private(path, Create::Replace)?;
+    file.write_all(text.as_bytes())?;
+    file.flush()
+}
+
 /// Opens a file for writing that only its owner can read: mode 0600 (also when an existing file
 /// is replaced), never through a symbolic link; missing parent directories are created 0700.
 pub fn open_private(path: &Path, how: Create) -> io::Result<File> {

@@ -21,6 +21,7 @@ use crate::upstream::{self, SendError, UpstreamConn};
 use crate::{ConnSlot, ProxyBody, transport};
 use mcpscope_engine::event::{Direction, EndHow, EventKind, Leg, StreamId};
 use mcpscope_engine::fault::{Plan, Release};
+use mcpscope_engine::redact::UrlCredentials;
 use mcpscope_engine::wire::ContentKind;
 use mcpscope_engine::wire::oauth::endpoint_label;
 
@@ -90,6 +91,7 @@ pub async fn forward(
         mut parts,
         body,
         message,
+        ..
     } = request;
     let id = || answer::request_id(message.as_ref());
     let revision = parts
@@ -118,17 +120,31 @@ pub async fn forward(
     let addresses = Addresses::of(&shared.config.upstream, proxy_host.as_deref());
     strip_hop_by_hop(&mut parts.headers);
     // With --pass-host the upstream sees the client's own Host (and Origin, always forwarded).
+    // The Host names the upstream's host and port only: a userinfo is never part of it.
     if let Some(authority) = uri
         .authority()
-        .and_then(|a| HeaderValue::from_str(a.as_str()).ok())
+        .and_then(|a| HeaderValue::from_str(crate::forward::without_userinfo(a.as_str())).ok())
         .filter(|_| !shared.config.pass_host)
     {
         parts.headers.insert(http::header::HOST, authority);
+    }
+    // A userinfo in `--upstream` becomes `Authorization: Basic`, unless the client sent its own.
+    if !parts.headers.contains_key(http::header::AUTHORIZATION)
+        && let Some(credentials) = UrlCredentials::of(&shared.config.upstream.to_string())
+        && let Ok(value) = HeaderValue::from_str(&credentials.basic())
+    {
+        parts.headers.insert(http::header::AUTHORIZATION, value);
     }
     parts.uri = uri
         .path_and_query()
         .map_or_else(|| Uri::from_static("/"), |p| Uri::from(p.clone()));
     parts.version = http::Version::HTTP_11;
+    // The ids as the client wrote them, for a rescue's answer.
+    let exact_ids = if shared.config.rescue {
+        rescue::exact_ids(&body)
+    } else {
+        Vec::new()
+    };
     let upstream_req = Request::from_parts(parts, Full::new(body));
     let control = shared.register(stream, &exchange.http_method, exchange.session.clone());
 
@@ -261,13 +277,16 @@ pub async fn forward(
         // A JSON body can be rescued only when its length was not promised in the head.
         _ if content == ContentKind::Json => (exchange.http_method == "POST"
             && content_length.is_none())
-        .then(|| Rescue::for_json_request(message.as_ref()))
+        .then(|| Rescue::for_json_request(message.as_ref(), &exact_ids))
         .flatten(),
         _ if content != ContentKind::Sse => None,
         (Some(parked), Some(session)) => Some(Rescue::resuming(parked, session.clone())),
-        _ if exchange.http_method == "POST" => {
-            Rescue::for_request(message.as_ref(), revision.as_deref(), session.clone())
-        }
+        _ if exchange.http_method == "POST" => Rescue::for_request(
+            message.as_ref(),
+            &exact_ids,
+            revision.as_deref(),
+            session.clone(),
+        ),
         _ => None,
     };
     let endpoint =
@@ -330,9 +349,8 @@ async fn hold_response(
             Ok(Response::from_parts(parts, answer::full(body)))
         }
         Release::Forward(Some(edited)) => {
-            note(format!(
-                "response released by the intercept: sent edited: {edited}"
-            ));
+            // The note says only that it was edited: a body in a note would escape redaction.
+            note("response released by the intercept: sent edited".into());
             parts.headers.remove(http::header::CONTENT_LENGTH);
             Ok(Response::from_parts(parts, answer::full(edited)))
         }

@@ -8,8 +8,9 @@ use super::read::ClientRequest;
 use super::{Exchange, answer};
 use crate::ProxyBody;
 use crate::shared::Shared;
-use mcpscope_engine::event::EventKind;
+use mcpscope_engine::event::{Direction, EventKind};
 use mcpscope_engine::fault::Release;
+use mcpscope_engine::wire::observe;
 
 /// Holds the request if the intercept matches it; returns it to go on, or the proxy's answer.
 pub async fn hold(
@@ -22,7 +23,17 @@ pub async fn hold(
         .intercept
         .hold(stream, request.message.as_ref(), &request.body)
     else {
+        if let Some(kind) = request.unreported.take() {
+            shared.sink.emit(kind);
+        }
         return Ok(request);
+    };
+    // The request's message is reported once released: as it is then sent.
+    let unreported = request.unreported.take();
+    let report = |kind: Option<EventKind>| {
+        if let Some(kind) = kind {
+            shared.sink.emit(kind);
+        }
     };
     let note = |text: String| {
         shared.sink.emit(EventKind::Note {
@@ -35,19 +46,24 @@ pub async fn hold(
     match released.await.unwrap_or(Release::Forward(None)) {
         Release::Forward(None) => {
             note("released by the intercept: forwarded as sent".into());
+            report(unreported);
             Ok(request)
         }
         Release::Forward(Some(body)) => {
-            note(format!(
-                "released by the intercept: forwarded edited: {body}"
-            ));
-            request.message = serde_json::from_str(&body).ok();
-            request.body = Bytes::from(body);
+            // The message recorded is the one sent (redacted like any other); the note says
+            // only that it was edited.
+            note("released by the intercept: forwarded edited".into());
+            let body = Bytes::from(body);
+            let kind = observe::message(stream, Direction::ClientToServer, &body);
+            request.message = observe::message_body(&kind).cloned();
+            report(unreported.map(|_| kind));
+            request.body = body;
             request.parts.headers.remove(http::header::CONTENT_LENGTH);
             Ok(request)
         }
         Release::Drop => {
             note("released by the intercept: dropped".into());
+            report(unreported);
             Err(answer::local(
                 shared,
                 stream,
@@ -60,6 +76,7 @@ pub async fn hold(
             note(format!(
                 "released by the intercept: answered with an error: {message}"
             ));
+            report(unreported);
             let id = answer::request_id(request.message.as_ref());
             Err(answer::local(
                 shared,

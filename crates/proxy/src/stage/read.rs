@@ -35,6 +35,9 @@ pub struct ClientRequest {
     pub body: Bytes,
     /// The body's JSON-RPC message, when it is one.
     pub message: Option<Value>,
+    /// Its message event, not yet reported: a request the intercept holds is reported when it
+    /// is released, as it is then sent (edited or not).
+    pub unreported: Option<EventKind>,
 }
 
 /// Why a request was not read whole.
@@ -114,12 +117,17 @@ pub async fn read(
     };
     // An OAuth endpoint's body (a form-encoded token request, a registration) is not MCP.
     let mcp = oauth::endpoint_label(parts.uri.path()).is_none();
+    let mut unreported = None;
     let message = if body.is_empty() || !mcp {
         None
     } else {
         let kind = observe::message(stream, Direction::ClientToServer, &body);
         let message = observe::message_body(&kind).cloned();
-        sink.emit(kind);
+        if shared.intercept.matches(message.as_ref()) {
+            unreported = Some(kind);
+        } else {
+            sink.emit(kind);
+        }
         if let Some(msg) = &message
             && let Some(invalid) = mirror_mismatch(stream, &parts.headers, msg)
         {
@@ -131,6 +139,7 @@ pub async fn read(
         parts,
         body,
         message,
+        unreported,
     })
 }
 

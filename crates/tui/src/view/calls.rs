@@ -7,7 +7,7 @@ use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Cell, Row, Table};
 
-use super::fmt::{duration_ms, stream_state, verdict_style};
+use super::fmt::{duration_ms, stream_state, stream_state_narrow, verdict_style};
 use crate::app::{App, Pane};
 use mcpscope_engine::model::{Model, Verdict};
 
@@ -78,6 +78,12 @@ impl Column {
         }
     }
 
+    /// Whether the column is shown when the pane is tiny (under 70 columns inside): the
+    /// owning stream and the elapsed time give way to the death's cause and age.
+    pub fn when_tiny(self) -> bool {
+        self.when_narrow() && !matches!(self, Column::Stream | Column::Elapsed)
+    }
+
     /// Whether the column is shown when the pane is narrow.
     pub fn when_narrow(self) -> bool {
         !matches!(
@@ -118,10 +124,28 @@ pub fn render(frame: &mut Frame, app: &App, model: &Model, now: DateTime<Utc>, a
         return;
     }
     let narrow = inner.width < 110;
+    let tiny = inner.width < 70;
     let cols: Vec<Column> = Column::ALL
         .into_iter()
         .filter(|c| !narrow || c.when_narrow())
+        .filter(|c| !tiny || c.when_tiny())
         .collect();
+    // Narrow, the stream state takes what the other columns leave (the title keeps its
+    // minimum): a death's cause and age first, its leg and clock time when they fit.
+    let state_room = if narrow {
+        let others: u16 = cols
+            .iter()
+            .filter(|c| **c != Column::StreamState)
+            .map(|c| match c.width() {
+                Constraint::Length(n) | Constraint::Min(n) => n,
+                _ => 0,
+            })
+            .sum();
+        let spacing = u16::try_from(cols.len().saturating_sub(1)).unwrap_or(u16::MAX);
+        inner.width.saturating_sub(others + spacing).clamp(8, 40)
+    } else {
+        34
+    };
     let page = usize::from(inner.height.saturating_sub(1)).max(1);
     let header = Row::new(cols.iter().map(|c| Cell::from(c.header()))).style(theme.header());
     if app.rows.is_empty() {
@@ -153,7 +177,11 @@ pub fn render(frame: &mut Frame, app: &App, model: &Model, now: DateTime<Utc>, a
             } else {
                 verdict_style(theme, &call.verdict)
             };
-            let (state, dead) = stream_state(model, call, app.tz);
+            let (state, dead) = if narrow {
+                stream_state_narrow(model, call, app.tz, now, usize::from(state_room))
+            } else {
+                stream_state(model, call, app.tz)
+            };
             let owner = model
                 .stream(call.owner)
                 .map(|s| s.label())
@@ -229,6 +257,7 @@ pub fn render(frame: &mut Frame, app: &App, model: &Model, now: DateTime<Utc>, a
         .iter()
         .map(|c| match (c, c.width()) {
             (Column::Stream, Constraint::Length(n)) => Constraint::Length(n.max(stream_width)),
+            (Column::StreamState, _) if narrow => Constraint::Length(state_room),
             (_, width) => width,
         })
         .collect();

@@ -37,6 +37,35 @@ pub fn verdict_style(theme: &Theme, verdict: &Verdict) -> Style {
     }
 }
 
+/// The state of a call's owning stream for a narrow table: a death's cause and age first
+/// (`reset 3.5s ago`), its leg and clock time only when `room` allows; otherwise as
+/// [`stream_state`].
+pub fn stream_state_narrow(
+    model: &Model,
+    call: &Call,
+    tz: FixedOffset,
+    now: DateTime<Utc>,
+    room: usize,
+) -> (String, bool) {
+    let Some(death) = call.verdict.death() else {
+        return stream_state(model, call, tz);
+    };
+    let how = death.how.map(|h| h.as_str()).unwrap_or("no body");
+    let age = duration_ms((now - death.at).num_milliseconds());
+    let mut text = format!("{how} {age} ago");
+    if let Some(leg) = death.leg {
+        let with_leg = format!("{text} ({})", leg.as_str());
+        if with_leg.chars().count() <= room {
+            text = with_leg;
+        }
+    }
+    let with_clock = format!("{text} · {}", clock(death.at, tz));
+    if with_clock.chars().count() <= room {
+        text = with_clock;
+    }
+    (text, true)
+}
+
 /// The state of a call's owning stream: `open`, `died 14:02:11.512 reset (upstream)`,
 /// `closed 14:02:11.512 eof (upstream)`, `unreachable`.
 pub fn stream_state(model: &Model, call: &Call, tz: FixedOffset) -> (String, bool) {
