@@ -340,3 +340,45 @@ async fn the_binary_takes_its_body_limit_from_the_command_line() {
     let message = answer["error"]["message"].as_str().expect("message");
     assert!(message.contains("2048 bytes"), "{message}");
 }
+
+/// An upstream that answers every request with a `200` SSE head and resets the connection at
+/// once (SO_LINGER 0).
+async fn head_then_reset_upstream() -> SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    tokio::spawn(async move {
+        while let Ok((mut sock, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                if read_head(&mut sock).await.is_none() {
+                    return;
+                }
+                let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nmcp-session-id: s1\r\n\r\n";
+                let _ = sock.write_all(head.as_bytes()).await;
+                common::raw::reset(sock);
+            });
+        }
+    });
+    addr
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_reset_right_after_the_response_head_still_delivers_the_head_every_time() {
+    let upstream = head_then_reset_upstream().await;
+    let (proxy, _rx) = start(upstream, Limits::default()).await;
+    let call =
+        serde_json::json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"poke"}});
+    let mut lost = Vec::new();
+    const RUNS: usize = 60;
+    for run in 0..RUNS {
+        let sock = common::raw::send(proxy.addr, "POST", Some("s1"), Some(&call)).await;
+        let reply = read_reply(sock, Instant::now(), WAIT).await;
+        if reply.status != 200 || reply.end != Close::Reset {
+            lost.push((run, reply.status, reply.end));
+        }
+    }
+    assert!(
+        lost.is_empty(),
+        "{} of {RUNS} runs did not see the 200 head followed by a reset: {lost:?}",
+        lost.len()
+    );
+}
