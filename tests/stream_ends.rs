@@ -382,3 +382,59 @@ async fn a_reset_right_after_the_response_head_still_delivers_the_head_every_tim
         lost.len()
     );
 }
+
+/// A `tools/call` answer whose result nests `depth` arrays deep.
+fn deep_answer(depth: usize) -> String {
+    format!(
+        r#"{{"jsonrpc":"2.0","id":7,"result":{{"content":[{{"type":"text","text":"deep"}}],"structuredContent":{{"v":{}{}}}}}}}"#,
+        "[".repeat(depth),
+        "]".repeat(depth)
+    )
+}
+
+/// The call's verdict once the proxy's events are folded.
+fn verdict_of(events: Vec<EventKind>) -> mcpscope_engine::model::verdict::Verdict {
+    let mut model = mcpscope_engine::model::Model::new();
+    for kind in events {
+        model.apply(&Event::now(kind));
+    }
+    let call = model.calls.iter().next().expect("the call");
+    call.verdict.clone()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_valid_answer_nested_200_deep_is_paired_with_its_call_in_json_and_sse() {
+    let call = r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"poke"}}"#;
+    let answer = deep_answer(200);
+    let json = format!(
+        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{answer}",
+        answer.len()
+    );
+    let sse = format!(
+        "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\nevent: message\ndata: {answer}\n\n"
+    );
+    for (what, reply) in [("JSON", json), ("SSE", sse)] {
+        let upstream = raw_upstream(Some(reply.into_bytes())).await;
+        let (proxy, mut rx) = start(upstream, Limits::default()).await;
+        let sent = Instant::now();
+        let sock = post_raw(proxy.addr, &post(proxy.addr, call)).await;
+        let got = read_reply(sock, sent, WAIT).await;
+        assert_eq!(got.status, 200, "{what}: {got:?}");
+        assert!(
+            got.text().contains(&answer),
+            "{what}: the client gets the whole answer"
+        );
+        let all = events(&mut rx).await;
+        assert_eq!(
+            invalid(&all),
+            Vec::<String>::new(),
+            "{what}: a valid answer is valid"
+        );
+        assert_eq!(messages(&all), 1, "{what}: one answer");
+        let verdict = verdict_of(all);
+        assert!(
+            matches!(verdict, mcpscope_engine::model::verdict::Verdict::Answered),
+            "{what}: the call is answered, not {verdict:?}"
+        );
+    }
+}
