@@ -784,3 +784,66 @@ fn sdk_matrix_over_stdio() {
         );
     }
 }
+
+/// The size of the recording in `dir`.
+fn recording_size(dir: &Path) -> u64 {
+    std::fs::metadata(dir.join("rec.jsonl"))
+        .expect("recording")
+        .len()
+}
+
+#[test]
+fn a_client_that_closes_its_stdout_ends_the_server_by_sigpipe() {
+    let dir = temp_dir();
+    let mut child = shim(dir.path(), &["yes"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let mut out = child.stdout.take().expect("stdout");
+    let mut first = [0u8; 10];
+    out.read_exact(&mut first)
+        .expect("the server's first bytes");
+    assert_eq!(&first, b"y\ny\ny\ny\ny\n");
+    drop(out);
+    let status = wait_exit(&mut child, Duration::from_secs(5));
+    assert_eq!(
+        status.code(),
+        Some(128 + 13),
+        "the server dies of SIGPIPE: {status:?}"
+    );
+    let size = recording_size(dir.path());
+    assert!(size < 256 * 1024, "the recording is {size} bytes");
+}
+
+#[test]
+fn repeated_invalid_lines_are_counted_and_sampled_not_recorded_one_by_one() {
+    let dir = temp_dir();
+    let mut child = shim(dir.path(), &["seq", "1", "1000000"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let out = drain(child.stdout.take().expect("stdout"));
+    let status = wait_exit(&mut child, Duration::from_secs(60));
+    assert_eq!(status.code(), Some(0));
+    let passed = out.join().expect("stdout");
+    assert_eq!(passed.len(), 6_888_896, "every byte passes");
+    let size = recording_size(dir.path());
+    assert!(size < 256 * 1024, "the recording is {size} bytes");
+    let events = recording(dir.path());
+    let invalid = events
+        .iter()
+        .filter(|e| matches!(e, EventKind::InvalidMessage { .. }))
+        .count();
+    assert!(
+        (16..=64).contains(&invalid),
+        "{invalid} invalid lines recorded"
+    );
+    let counted = events.iter().any(|e| {
+        matches!(e, EventKind::Note { text, .. } if text.contains("1000000 invalid lines in a row"))
+    });
+    assert!(counted, "the count is recorded");
+}

@@ -8,7 +8,7 @@
 
 use std::process::{ExitStatus, Stdio};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
@@ -172,12 +172,14 @@ pub async fn run(options: Options, sink: EventSink) -> Result<Outcome, SpawnErro
     let stdin_task =
         child_in.map(|w| tokio::spawn(pump_stdin(tokio::io::stdin(), w, sink.clone())));
     let stdout_bytes = Arc::new(AtomicU64::new(0));
+    let client_gone = Arc::new(AtomicBool::new(false));
     let mut stdout_task = child_out.map(|r| {
         tokio::spawn(pump_stdout(
             r,
             tokio::io::stdout(),
             sink.clone(),
             stdout_bytes.clone(),
+            client_gone.clone(),
         ))
     });
     let stderr_task = child_err.map(|r| tokio::spawn(pump_stderr(r, sink.clone())));
@@ -220,7 +222,7 @@ pub async fn run(options: Options, sink: EventSink) -> Result<Outcome, SpawnErro
                 deadline = None;
                 if exit.is_none() {
                     // Stdout closed and the process lives on: the closing is what the calls saw.
-                    report_stdout_end(&sink, &stdout_bytes);
+                    report_stdout_end(&sink, &stdout_bytes, &client_gone);
                     stdout_reported = true;
                 } else {
                     // The process is gone; whatever still holds its stdout is not waited for.
@@ -245,7 +247,7 @@ pub async fn run(options: Options, sink: EventSink) -> Result<Outcome, SpawnErro
         signal: outcome.signal,
     });
     if !stdout_reported {
-        report_stdout_end(&sink, &stdout_bytes);
+        report_stdout_end(&sink, &stdout_bytes, &client_gone);
     }
     if let Some(mut task) = stdin_task {
         // A client that closed stdin as the server ended: its closing is still recorded. A
@@ -273,14 +275,23 @@ async fn sleep_until(deadline: Option<Instant>) {
     }
 }
 
-fn report_stdout_end(sink: &EventSink, bytes: &AtomicU64) {
+fn report_stdout_end(sink: &EventSink, bytes: &AtomicU64, client_gone: &AtomicBool) {
+    let (how, leg, detail) = if client_gone.load(Ordering::Relaxed) {
+        (
+            EndHow::Cancelled,
+            Leg::Client,
+            "the client closed its end of stdout",
+        )
+    } else {
+        (EndHow::Eof, Leg::Upstream, "server closed stdout")
+    };
     sink.emit(EventKind::StreamEnded {
         stream: STREAM,
         dir: Direction::ServerToClient,
-        how: EndHow::Eof,
-        leg: Leg::Upstream,
+        how,
+        leg,
         bytes: bytes.load(Ordering::Relaxed),
-        detail: Some("server closed stdout".into()),
+        detail: Some(detail.into()),
     });
 }
 
@@ -340,16 +351,18 @@ async fn pump_stdin(
 }
 
 /// Server → client: the child's stdout to our stdout, then observed, until the child closes it.
-/// When our stdout fails (the client went away) the child's output is still read and observed.
+/// When our stdout fails (the client closed its end) the child's stdout is closed too, as it
+/// would be without the shim: its next write fails (SIGPIPE, by default) instead of being read
+/// on by nobody.
 async fn pump_stdout(
     mut from: impl AsyncRead + Unpin,
     mut to: impl AsyncWrite + Unpin,
     sink: EventSink,
     bytes: Arc<AtomicU64>,
+    client_gone: Arc<AtomicBool>,
 ) {
     let mut observer = LineObserver::new(STREAM, Direction::ServerToClient, LINE_CAP);
     let mut buf = vec![0u8; 64 * 1024];
-    let mut client_gone = false;
     loop {
         wait_for_hub(&sink).await;
         let n = match from.read(&mut buf).await {
@@ -357,18 +370,19 @@ async fn pump_stdout(
             Ok(n) => n,
         };
         let chunk = &buf[..n];
-        if !client_gone {
-            let written = match to.write_all(chunk).await {
-                Ok(()) => to.flush().await,
-                Err(e) => Err(e),
-            };
-            if let Err(e) = written {
-                client_gone = true;
-                sink.emit(EventKind::Note {
-                    stream: Some(STREAM),
-                    text: format!("the client's end of stdout failed: {e}"),
-                });
-            }
+        let written = match to.write_all(chunk).await {
+            Ok(()) => to.flush().await,
+            Err(e) => Err(e),
+        };
+        if let Err(e) = written {
+            client_gone.store(true, Ordering::Relaxed);
+            sink.emit(EventKind::Note {
+                stream: Some(STREAM),
+                text: format!(
+                    "the client's end of stdout failed: {e}; the server's stdout is closed"
+                ),
+            });
+            break;
         }
         bytes.fetch_add(n as u64, Ordering::Relaxed);
         for event in observer.feed(chunk) {
