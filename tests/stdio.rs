@@ -847,3 +847,95 @@ fn repeated_invalid_lines_are_counted_and_sampled_not_recorded_one_by_one() {
     });
     assert!(counted, "the count is recorded");
 }
+
+/// Whether a process is gone (or a zombie, only waiting to be reaped).
+fn gone(pid: &str) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')),
+    }
+}
+
+/// Waits (bounded) until the process is gone.
+fn wait_gone(pid: &str, limit: Duration) -> bool {
+    let deadline = Instant::now() + limit;
+    while Instant::now() < deadline {
+        if gone(pid) {
+            return true;
+        }
+        thread::sleep(Duration::from_millis(20));
+    }
+    gone(pid)
+}
+
+/// Waits (bounded) for a file to hold a pid.
+fn read_pid(path: &Path) -> String {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        if text.ends_with('\n') {
+            return text.trim().to_string();
+        }
+        assert!(Instant::now() < deadline, "no pid in {}", path.display());
+        thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn ctrl_c_reaches_every_process_of_a_server_started_through_a_wrapper() {
+    let dir = temp_dir();
+    let pidfile = dir.path().join("server.pid");
+    // bash waits for its foreground child before acting on SIGINT: only a signal to the whole
+    // group ends the server it started.
+    let inner = format!("echo $$ > {}; exec sleep 60", pidfile.display());
+    let command = vec![
+        "bash".to_string(),
+        "-c".to_string(),
+        format!("bash -c '{inner}'; true"),
+    ];
+    let mut child = shim(dir.path(), &args(&command))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let server = read_pid(&pidfile);
+    let pid = child.id().to_string();
+    assert!(
+        Command::new("kill")
+            .args(["-INT", &pid])
+            .status()
+            .expect("kill")
+            .success()
+    );
+    let ended = wait_gone(&server, Duration::from_secs(3));
+    let status = wait_exit(&mut child, Duration::from_secs(5));
+    assert!(ended, "the server the wrapper started outlived Ctrl-C");
+    assert!(!status.success(), "{status:?}");
+}
+
+#[test]
+fn a_server_that_ignores_signals_dies_with_a_killed_shim() {
+    let dir = temp_dir();
+    let pidfile = dir.path().join("server.pid");
+    let command = sh(&format!(
+        "trap '' TERM INT HUP; echo $$ > {}; while :; do sleep 0.05; done",
+        pidfile.display()
+    ));
+    let mut child = shim(dir.path(), &args(&command))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let server = read_pid(&pidfile);
+    child.kill().expect("SIGKILL the shim");
+    let _ = child.wait();
+    let ended = wait_gone(&server, Duration::from_secs(3));
+    if !ended {
+        let _ = Command::new("kill").args(["-KILL", &server]).status();
+    }
+    assert!(ended, "the server outlived the shim");
+}

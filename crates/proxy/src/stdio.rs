@@ -4,7 +4,8 @@
 //! stderr goes to our stderr. Every line is observed ([`LineObserver`]) and reported to the
 //! [`EventSink`] like the HTTP taps report bodies: the process is one stream (`process_started`),
 //! stdin its request direction, stdout its response direction, and its end a `process_exited`.
-//! Signals sent to us are passed to the child; the caller exits with the child's status.
+//! Signals sent to us are passed to the child's process group, the child dies with us (even when
+//! we are SIGKILLed, on Linux), and the caller exits with the child's status.
 
 use std::process::{ExitStatus, Stdio};
 use std::sync::Arc;
@@ -134,22 +135,43 @@ fn spawn(options: &Options) -> Result<Child, SpawnError> {
             exit_code: 127,
         });
     };
-    Command::new(program)
+    let mut command = Command::new(program);
+    command
         .args(args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0)
-        .kill_on_drop(true)
-        .spawn()
-        .map_err(|error| {
-            let exit_code = if error.kind() == std::io::ErrorKind::NotFound {
-                127
-            } else {
-                126
-            };
-            SpawnError { error, exit_code }
-        })
+        .kill_on_drop(true);
+    #[cfg(target_os = "linux")]
+    {
+        let parent = std::process::id();
+        // SAFETY: runs in the forked child before exec; prctl(2) and getppid(2) are
+        // async-signal-safe and touch no memory of the parent.
+        unsafe {
+            command.pre_exec(move || {
+                // The server dies with the shim, even when the shim is SIGKILLed (the signal
+                // follows the death of the thread that spawned it: the runtime's main thread,
+                // which lives as long as the shim).
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                if libc::getppid() as u32 != parent {
+                    // The shim died before the signal was armed.
+                    return Err(std::io::Error::other("the shim has exited"));
+                }
+                Ok(())
+            });
+        }
+    }
+    command.spawn().map_err(|error| {
+        let exit_code = if error.kind() == std::io::ErrorKind::NotFound {
+            127
+        } else {
+            126
+        };
+        SpawnError { error, exit_code }
+    })
 }
 
 /// Runs the child until it ends, passing its standard streams and the signals we get; returns
@@ -212,10 +234,11 @@ pub async fn run(options: Options, sink: EventSink) -> Result<Outcome, SpawnErro
             }
             signal = next_signal(&mut signals) => {
                 if exit.is_none() && pid != 0 {
-                    tracing::info!("passing signal {signal} to the server process {pid}");
-                    // SAFETY: kill(2) with a pid we spawned and have not reaped; no memory is
-                    // touched.
-                    unsafe { libc::kill(pid as libc::pid_t, signal) };
+                    tracing::info!("passing signal {signal} to the server's process group {pid}");
+                    // SAFETY: kill(2) of the process group of a child we spawned as its leader
+                    // and have not reaped (every process a wrapper started gets it, as from a
+                    // terminal); no memory is touched.
+                    unsafe { libc::kill(-(pid as libc::pid_t), signal) };
                 }
             }
             _ = sleep_until(deadline) => {
