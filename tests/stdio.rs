@@ -939,3 +939,53 @@ fn a_server_that_ignores_signals_dies_with_a_killed_shim() {
     }
     assert!(ended, "the server outlived the shim");
 }
+
+/// `mcpscope stdio -- echo hi` with `env`, bounded: its exit status and stdout.
+fn echo_hi_with(env: &[(&str, &Path)], unset_log: bool) -> (std::process::ExitStatus, Vec<u8>) {
+    let mut cmd = Command::new(BIN);
+    cmd.args(["stdio", "--no-record", "--no-publish", "--", "echo", "hi"]);
+    if unset_log {
+        cmd.env_remove("MCPSCOPE_LOG");
+    }
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let out = drain(child.stdout.take().expect("stdout"));
+    let status = wait_exit(&mut child, Duration::from_secs(5));
+    (status, out.join().expect("stdout"))
+}
+
+fn mkfifo(path: &Path) {
+    let made = Command::new("mkfifo").arg(path).status().expect("mkfifo");
+    assert!(made.success());
+}
+
+#[test]
+fn a_fifo_planted_at_the_log_path_does_not_hang_start() {
+    // At the old shared default ($TMPDIR/mcpscope.log), with the log's default left to us.
+    let dir = temp_dir();
+    let tmp = dir.path().join("tmp");
+    let run = dir.path().join("run");
+    std::fs::create_dir(&tmp).expect("tmp");
+    std::fs::create_dir(&run).expect("run");
+    mkfifo(&tmp.join("mcpscope.log"));
+    let (status, out) = echo_hi_with(&[("TMPDIR", &tmp), ("XDG_RUNTIME_DIR", &run)], true);
+    assert!(status.success(), "{status:?}");
+    assert_eq!(out, b"hi\n");
+    assert!(
+        run.join("mcpscope/mcpscope.log").is_file(),
+        "the default log is the user's own"
+    );
+    // At the path MCPSCOPE_LOG names: not logged to, and start does not wait for a reader.
+    let fifo = dir.path().join("named.log");
+    mkfifo(&fifo);
+    let (status, out) = echo_hi_with(&[("MCPSCOPE_LOG", &fifo)], false);
+    assert!(status.success(), "{status:?}");
+    assert_eq!(out, b"hi\n");
+}
