@@ -723,14 +723,13 @@ fn index_bounded(xdg: &Path, file: &Path, limit: Duration) -> (String, Option<i3
     let started = std::time::Instant::now();
     let mut peak = 0u64;
     let code = loop {
-        if let Ok(text) = std::fs::read_to_string(&status) {
-            if let Some(kib) = text
-                .lines()
-                .find_map(|l| l.strip_prefix("VmHWM:"))
-                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-            {
-                peak = peak.max(kib);
-            }
+        let text = std::fs::read_to_string(&status).unwrap_or_default();
+        if let Some(kib) = text
+            .lines()
+            .find_map(|l| l.strip_prefix("VmHWM:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        {
+            peak = peak.max(kib);
         }
         if let Some(done) = child.try_wait().expect("try_wait") {
             break done.code();
@@ -802,7 +801,7 @@ fn a_cache_with_wrong_offsets_or_far_too_large_is_rebuilt_not_blamed_on_the_reco
     // Every offset moved one byte on, the check line recomputed: a cache that says the right
     // things about the file except where its lines start.
     let mut header: serde_json::Value = serde_json::from_slice(&good[..newline]).expect("header");
-    let mut shift = |point: &mut serde_json::Value| {
+    let shift = |point: &mut serde_json::Value| {
         let offset = point["at"]["offset"].as_u64().expect("offset");
         point["at"]["offset"] = json!(offset + 1);
     };
