@@ -438,3 +438,75 @@ async fn a_valid_answer_nested_200_deep_is_paired_with_its_call_in_json_and_sse(
         );
     }
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn sigterm_ends_the_proxy_within_a_second_while_a_client_holds_an_open_call() {
+    // The upstream opens the call's SSE stream and never says more.
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let upstream = listener.local_addr().expect("addr");
+    tokio::spawn(async move {
+        while let Ok((mut sock, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                if read_head(&mut sock).await.is_none() {
+                    return;
+                }
+                let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nmcp-session-id: s1\r\n\r\n: open\n\n";
+                let _ = sock.write_all(head.as_bytes()).await;
+                tokio::time::sleep(Duration::from_secs(30)).await;
+            });
+        }
+    });
+    let dir = common::peers::temp_dir();
+    let rec = dir.path().join("rec.jsonl");
+    let rec_arg = rec.to_string_lossy().into_owned();
+    let mut proxy = common::peers::Proxy::start(
+        &format!("http://{upstream}/mcp"),
+        &["--record", &rec_arg, "--no-publish"],
+    );
+    let addr: SocketAddr = proxy
+        .base
+        .trim_start_matches("http://")
+        .parse()
+        .expect("proxy address");
+    let call =
+        serde_json::json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"poke"}});
+    // The client holds its connection open, waiting on the answer.
+    let mut held = common::raw::send(addr, "POST", Some("s1"), Some(&call)).await;
+    let mut first = [0u8; 64];
+    let n = tokio::time::timeout(WAIT, tokio::io::AsyncReadExt::read(&mut held, &mut first))
+        .await
+        .expect("the head within 5 s")
+        .expect("read");
+    assert!(String::from_utf8_lossy(&first[..n]).starts_with("HTTP/1.1 200"));
+    let pid = proxy.proc.child.id().to_string();
+    let sent = Instant::now();
+    let killed = std::process::Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .expect("kill");
+    assert!(killed.success());
+    let status = loop {
+        if let Some(status) = proxy.proc.child.try_wait().expect("try_wait") {
+            break status;
+        }
+        assert!(
+            sent.elapsed() < Duration::from_secs(5),
+            "still running 5 s after SIGTERM"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    };
+    let took = sent.elapsed();
+    assert!(status.success(), "{status:?}");
+    assert!(
+        took < Duration::from_secs(1),
+        "exited {took:?} after SIGTERM"
+    );
+    let events = mcpscope_engine::record::read_file(&rec)
+        .expect("recording")
+        .events;
+    let shutdown = events.iter().any(|e| {
+        matches!(&e.kind, EventKind::StreamEnded { dir: Direction::ServerToClient, detail: Some(d), .. } if d == "shutdown")
+    });
+    assert!(shutdown, "the held exchange ends as shutdown: {events:?}");
+    drop(held);
+}
