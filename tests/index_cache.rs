@@ -707,3 +707,139 @@ fn the_viewer_saves_the_index_of_a_long_recording_and_no_index_cache_leaves_it_a
     Viewer::start(&other, &file, &["--no-index-cache"]).end_and_quit(events);
     assert!(!other.join("mcpscope").exists(), "no cache directory made");
 }
+
+/// Runs `mcpscope index FILE` (cache under `xdg`), bounded: its stdout, stderr, exit code and
+/// the peak RSS seen (VmHWM, KiB) while it ran.
+fn index_bounded(xdg: &Path, file: &Path, limit: Duration) -> (String, Option<i32>, u64) {
+    use std::io::Read;
+    let mut child = mcpscope(xdg)
+        .arg("index")
+        .arg(file)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let status = format!("/proc/{}/status", child.id());
+    let started = std::time::Instant::now();
+    let mut peak = 0u64;
+    let code = loop {
+        let text = std::fs::read_to_string(&status).unwrap_or_default();
+        if let Some(kib) = text
+            .lines()
+            .find_map(|l| l.strip_prefix("VmHWM:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        {
+            peak = peak.max(kib);
+        }
+        if let Some(done) = child.try_wait().expect("try_wait") {
+            break done.code();
+        }
+        if started.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("mcpscope index did not end within {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let mut out = String::new();
+    child
+        .stdout
+        .take()
+        .expect("stdout")
+        .read_to_string(&mut out)
+        .expect("read");
+    let mut err = String::new();
+    let _ = child
+        .stderr
+        .take()
+        .expect("stderr")
+        .read_to_string(&mut err);
+    (out + &err, code, peak)
+}
+
+/// The cache file `mcpscope index` uses for `file` with its cache under `xdg`.
+fn index_file_for(xdg: &Path, file: &Path) -> PathBuf {
+    IndexCache::in_dir(xdg.join("mcpscope").join("index"))
+        .file_for(file)
+        .expect("cache path")
+}
+
+/// FNV-1a 64, as the cache's check line uses it.
+fn fnv64(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+    })
+}
+
+#[test]
+fn a_fifo_at_the_saved_index_path_does_not_hang_index() {
+    let dir = tempfile::tempdir().expect("temp");
+    let xdg = dir.path().join("xdg");
+    let rec = dir.path().join("rec.jsonl");
+    write_recording(&rec, 500);
+    let cache = index_file_for(&xdg, &rec);
+    std::fs::create_dir_all(cache.parent().expect("dir")).expect("cache dir");
+    let made = Command::new("mkfifo").arg(&cache).status().expect("mkfifo");
+    assert!(made.success());
+    let (out, code, _) = index_bounded(&xdg, &rec, Duration::from_secs(20));
+    assert_eq!(code, Some(0), "{out}");
+    assert!(out.contains(", saved: "), "rebuilt: {out}");
+    assert!(std::fs::symlink_metadata(&cache).expect("cache").is_file());
+}
+
+#[test]
+fn a_cache_with_wrong_offsets_or_far_too_large_is_rebuilt_not_blamed_on_the_recording() {
+    let dir = tempfile::tempdir().expect("temp");
+    let xdg = dir.path().join("xdg");
+    let rec = dir.path().join("rec.jsonl");
+    write_recording(&rec, 1_500);
+    let (out, code, _) = index_bounded(&xdg, &rec, WAIT);
+    assert_eq!(code, Some(0), "{out}");
+    let cache = index_file_for(&xdg, &rec);
+    let good = std::fs::read(&cache).expect("cache");
+    let newline = good.iter().position(|&b| b == b'\n').expect("header");
+    // Every offset moved one byte on, the check line recomputed: a cache that says the right
+    // things about the file except where its lines start.
+    let mut header: serde_json::Value = serde_json::from_slice(&good[..newline]).expect("header");
+    let shift = |point: &mut serde_json::Value| {
+        let offset = point["at"]["offset"].as_u64().expect("offset");
+        point["at"]["offset"] = json!(offset + 1);
+    };
+    for point in header["points"].as_array_mut().expect("points") {
+        shift(point);
+    }
+    shift(&mut header["resume"]);
+    let mut moved = serde_json::to_vec(&header).expect("json");
+    moved.push(b'\n');
+    let body = &good[newline + 1..];
+    let check_at = body[..body.len() - 1]
+        .iter()
+        .rposition(|&b| b == b'\n')
+        .expect("check line")
+        + 1;
+    moved.extend_from_slice(&body[..check_at]);
+    let check = format!("{{\"check\":\"{:016x}\"}}\n", fnv64(&moved));
+    moved.extend_from_slice(check.as_bytes());
+    std::fs::write(&cache, &moved).expect("plant");
+    let (out, code, _) = index_bounded(&xdg, &rec, WAIT);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(out.contains(", saved: "), "rebuilt from the start: {out}");
+    assert!(
+        !out.contains("bad line"),
+        "the recording is not blamed: {out}"
+    );
+    // A valid header, then 3 GiB of nothing (sparse): not read.
+    let mut big = good[..=newline].to_vec();
+    big.extend_from_slice(b"{\"seq\":");
+    std::fs::write(&cache, &big).expect("plant");
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&cache)
+        .expect("open");
+    file.set_len(3 << 30).expect("sparse");
+    drop(file);
+    let (out, code, peak_kib) = index_bounded(&xdg, &rec, WAIT);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(out.contains(", saved: "), "rebuilt: {out}");
+    assert!(peak_kib < 200 * 1024, "peak RSS {peak_kib} KiB");
+}

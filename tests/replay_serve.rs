@@ -405,3 +405,70 @@ impl mcpscope_engine::fault::Planner for DiesOnPoke {
         })
     }
 }
+
+/// Whether the server closed the connection (FIN or reset) within `within`.
+async fn closed_within(sock: &mut tokio::net::TcpStream, within: Duration) -> bool {
+    use tokio::io::AsyncReadExt;
+    let mut buf = [0u8; 1024];
+    let deadline = tokio::time::Instant::now() + within;
+    loop {
+        match tokio::time::timeout_at(deadline, sock.read(&mut buf)).await {
+            Err(_) => return false,
+            Ok(Ok(0)) | Ok(Err(_)) => return true,
+            Ok(Ok(_)) => {}
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_closes_slow_and_idle_connections_and_caps_how_many_it_holds() {
+    use tokio::io::AsyncWriteExt;
+    bounded(async {
+        let recording = record::read_file(&shipped("server-dies")).expect("recording");
+        let timeouts = mcpscope_proxy::Timeouts {
+            request_head: Duration::from_millis(300),
+            idle: Duration::from_millis(500),
+            ..Default::default()
+        };
+        let listen = "127.0.0.1:0".parse().expect("addr");
+        let mock = mcpscope_proxy::mock::serve_with(recording, listen, 0.0, timeouts)
+            .await
+            .expect("serve");
+        // More idle connections than it holds, and a slowloris that never finishes its head.
+        let mut idle = Vec::new();
+        for _ in 0..mcpscope_proxy::mock::MAX_CONNECTIONS + 72 {
+            idle.push(
+                tokio::net::TcpStream::connect(mock.addr)
+                    .await
+                    .expect("connect"),
+            );
+        }
+        let mut slow = tokio::net::TcpStream::connect(mock.addr)
+            .await
+            .expect("connect");
+        slow.write_all(b"POST /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\n")
+            .await
+            .expect("write");
+        let started = Instant::now();
+        // A legitimate client still gets its answer once the idle ones are cut.
+        let mut c = McpClient::new(&mock.url()).expect("client");
+        let init = c.handshake().await.expect("initialize");
+        assert!(init.result().is_some(), "{init:?}");
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "{:?}",
+            started.elapsed()
+        );
+        assert!(
+            closed_within(&mut slow, Duration::from_secs(3)).await,
+            "a request head that never ends is cut"
+        );
+        for sock in idle.iter_mut().take(8) {
+            assert!(
+                closed_within(sock, Duration::from_secs(3)).await,
+                "an idle connection is closed"
+            );
+        }
+    })
+    .await;
+}

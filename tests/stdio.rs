@@ -784,3 +784,208 @@ fn sdk_matrix_over_stdio() {
         );
     }
 }
+
+/// The size of the recording in `dir`.
+fn recording_size(dir: &Path) -> u64 {
+    std::fs::metadata(dir.join("rec.jsonl"))
+        .expect("recording")
+        .len()
+}
+
+#[test]
+fn a_client_that_closes_its_stdout_ends_the_server_by_sigpipe() {
+    let dir = temp_dir();
+    let mut child = shim(dir.path(), &["yes"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let mut out = child.stdout.take().expect("stdout");
+    let mut first = [0u8; 10];
+    out.read_exact(&mut first)
+        .expect("the server's first bytes");
+    assert_eq!(&first, b"y\ny\ny\ny\ny\n");
+    drop(out);
+    let status = wait_exit(&mut child, Duration::from_secs(5));
+    assert_eq!(
+        status.code(),
+        Some(128 + 13),
+        "the server dies of SIGPIPE: {status:?}"
+    );
+    let size = recording_size(dir.path());
+    assert!(size < 256 * 1024, "the recording is {size} bytes");
+}
+
+#[test]
+fn repeated_invalid_lines_are_counted_and_sampled_not_recorded_one_by_one() {
+    let dir = temp_dir();
+    let mut child = shim(dir.path(), &["seq", "1", "1000000"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let out = drain(child.stdout.take().expect("stdout"));
+    let status = wait_exit(&mut child, Duration::from_secs(60));
+    assert_eq!(status.code(), Some(0));
+    let passed = out.join().expect("stdout");
+    assert_eq!(passed.len(), 6_888_896, "every byte passes");
+    let size = recording_size(dir.path());
+    assert!(size < 256 * 1024, "the recording is {size} bytes");
+    let events = recording(dir.path());
+    let invalid = events
+        .iter()
+        .filter(|e| matches!(e, EventKind::InvalidMessage { .. }))
+        .count();
+    assert!(
+        (16..=64).contains(&invalid),
+        "{invalid} invalid lines recorded"
+    );
+    let counted = events.iter().any(|e| {
+        matches!(e, EventKind::Note { text, .. } if text.contains("1000000 invalid lines in a row"))
+    });
+    assert!(counted, "the count is recorded");
+}
+
+/// Whether a process is gone (or a zombie, only waiting to be reaped).
+fn gone(pid: &str) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')),
+    }
+}
+
+/// Waits (bounded) until the process is gone.
+fn wait_gone(pid: &str, limit: Duration) -> bool {
+    let deadline = Instant::now() + limit;
+    while Instant::now() < deadline {
+        if gone(pid) {
+            return true;
+        }
+        thread::sleep(Duration::from_millis(20));
+    }
+    gone(pid)
+}
+
+/// Waits (bounded) for a file to hold a pid.
+fn read_pid(path: &Path) -> String {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        if text.ends_with('\n') {
+            return text.trim().to_string();
+        }
+        assert!(Instant::now() < deadline, "no pid in {}", path.display());
+        thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn ctrl_c_reaches_every_process_of_a_server_started_through_a_wrapper() {
+    let dir = temp_dir();
+    let pidfile = dir.path().join("server.pid");
+    // bash waits for its foreground child before acting on SIGINT: only a signal to the whole
+    // group ends the server it started.
+    let inner = format!("echo $$ > {}; exec sleep 60", pidfile.display());
+    let command = vec![
+        "bash".to_string(),
+        "-c".to_string(),
+        format!("bash -c '{inner}'; true"),
+    ];
+    let mut child = shim(dir.path(), &args(&command))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let server = read_pid(&pidfile);
+    let pid = child.id().to_string();
+    assert!(
+        Command::new("kill")
+            .args(["-INT", &pid])
+            .status()
+            .expect("kill")
+            .success()
+    );
+    let ended = wait_gone(&server, Duration::from_secs(3));
+    let status = wait_exit(&mut child, Duration::from_secs(5));
+    assert!(ended, "the server the wrapper started outlived Ctrl-C");
+    assert!(!status.success(), "{status:?}");
+}
+
+#[test]
+fn a_server_that_ignores_signals_dies_with_a_killed_shim() {
+    let dir = temp_dir();
+    let pidfile = dir.path().join("server.pid");
+    let command = sh(&format!(
+        "trap '' TERM INT HUP; echo $$ > {}; while :; do sleep 0.05; done",
+        pidfile.display()
+    ));
+    let mut child = shim(dir.path(), &args(&command))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let server = read_pid(&pidfile);
+    child.kill().expect("SIGKILL the shim");
+    let _ = child.wait();
+    let ended = wait_gone(&server, Duration::from_secs(3));
+    if !ended {
+        let _ = Command::new("kill").args(["-KILL", &server]).status();
+    }
+    assert!(ended, "the server outlived the shim");
+}
+
+/// `mcpscope stdio -- echo hi` with `env`, bounded: its exit status and stdout.
+fn echo_hi_with(env: &[(&str, &Path)], unset_log: bool) -> (std::process::ExitStatus, Vec<u8>) {
+    let mut cmd = Command::new(BIN);
+    cmd.args(["stdio", "--no-record", "--no-publish", "--", "echo", "hi"]);
+    if unset_log {
+        cmd.env_remove("MCPSCOPE_LOG");
+    }
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let out = drain(child.stdout.take().expect("stdout"));
+    let status = wait_exit(&mut child, Duration::from_secs(5));
+    (status, out.join().expect("stdout"))
+}
+
+fn mkfifo(path: &Path) {
+    let made = Command::new("mkfifo").arg(path).status().expect("mkfifo");
+    assert!(made.success());
+}
+
+#[test]
+fn a_fifo_planted_at_the_log_path_does_not_hang_start() {
+    // At the old shared default ($TMPDIR/mcpscope.log), with the log's default left to us.
+    let dir = temp_dir();
+    let tmp = dir.path().join("tmp");
+    let run = dir.path().join("run");
+    std::fs::create_dir(&tmp).expect("tmp");
+    std::fs::create_dir(&run).expect("run");
+    mkfifo(&tmp.join("mcpscope.log"));
+    let (status, out) = echo_hi_with(&[("TMPDIR", &tmp), ("XDG_RUNTIME_DIR", &run)], true);
+    assert!(status.success(), "{status:?}");
+    assert_eq!(out, b"hi\n");
+    assert!(
+        run.join("mcpscope/mcpscope.log").is_file(),
+        "the default log is the user's own"
+    );
+    // At the path MCPSCOPE_LOG names: not logged to, and start does not wait for a reader.
+    let fifo = dir.path().join("named.log");
+    mkfifo(&fifo);
+    let (status, out) = echo_hi_with(&[("MCPSCOPE_LOG", &fifo)], false);
+    assert!(status.success(), "{status:?}");
+    assert_eq!(out, b"hi\n");
+}

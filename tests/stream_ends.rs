@@ -340,3 +340,173 @@ async fn the_binary_takes_its_body_limit_from_the_command_line() {
     let message = answer["error"]["message"].as_str().expect("message");
     assert!(message.contains("2048 bytes"), "{message}");
 }
+
+/// An upstream that answers every request with a `200` SSE head and resets the connection at
+/// once (SO_LINGER 0).
+async fn head_then_reset_upstream() -> SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    tokio::spawn(async move {
+        while let Ok((mut sock, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                if read_head(&mut sock).await.is_none() {
+                    return;
+                }
+                let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nmcp-session-id: s1\r\n\r\n";
+                let _ = sock.write_all(head.as_bytes()).await;
+                common::raw::reset(sock);
+            });
+        }
+    });
+    addr
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_reset_right_after_the_response_head_still_delivers_the_head_every_time() {
+    let upstream = head_then_reset_upstream().await;
+    let (proxy, _rx) = start(upstream, Limits::default()).await;
+    let call =
+        serde_json::json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"poke"}});
+    let mut lost = Vec::new();
+    const RUNS: usize = 60;
+    for run in 0..RUNS {
+        let sock = common::raw::send(proxy.addr, "POST", Some("s1"), Some(&call)).await;
+        let reply = read_reply(sock, Instant::now(), WAIT).await;
+        if reply.status != 200 || reply.end != Close::Reset {
+            lost.push((run, reply.status, reply.end));
+        }
+    }
+    assert!(
+        lost.is_empty(),
+        "{} of {RUNS} runs did not see the 200 head followed by a reset: {lost:?}",
+        lost.len()
+    );
+}
+
+/// A `tools/call` answer whose result nests `depth` arrays deep.
+fn deep_answer(depth: usize) -> String {
+    format!(
+        r#"{{"jsonrpc":"2.0","id":7,"result":{{"content":[{{"type":"text","text":"deep"}}],"structuredContent":{{"v":{}{}}}}}}}"#,
+        "[".repeat(depth),
+        "]".repeat(depth)
+    )
+}
+
+/// The call's verdict once the proxy's events are folded.
+fn verdict_of(events: Vec<EventKind>) -> mcpscope_engine::model::verdict::Verdict {
+    let mut model = mcpscope_engine::model::Model::new();
+    for kind in events {
+        model.apply(&Event::now(kind));
+    }
+    let call = model.calls.iter().next().expect("the call");
+    call.verdict.clone()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_valid_answer_nested_200_deep_is_paired_with_its_call_in_json_and_sse() {
+    let call = r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"poke"}}"#;
+    let answer = deep_answer(200);
+    let json = format!(
+        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{answer}",
+        answer.len()
+    );
+    let sse = format!(
+        "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\nevent: message\ndata: {answer}\n\n"
+    );
+    for (what, reply) in [("JSON", json), ("SSE", sse)] {
+        let upstream = raw_upstream(Some(reply.into_bytes())).await;
+        let (proxy, mut rx) = start(upstream, Limits::default()).await;
+        let sent = Instant::now();
+        let sock = post_raw(proxy.addr, &post(proxy.addr, call)).await;
+        let got = read_reply(sock, sent, WAIT).await;
+        assert_eq!(got.status, 200, "{what}: {got:?}");
+        assert!(
+            got.text().contains(&answer),
+            "{what}: the client gets the whole answer"
+        );
+        let all = events(&mut rx).await;
+        assert_eq!(
+            invalid(&all),
+            Vec::<String>::new(),
+            "{what}: a valid answer is valid"
+        );
+        assert_eq!(messages(&all), 1, "{what}: one answer");
+        let verdict = verdict_of(all);
+        assert!(
+            matches!(verdict, mcpscope_engine::model::verdict::Verdict::Answered),
+            "{what}: the call is answered, not {verdict:?}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn sigterm_ends_the_proxy_within_a_second_while_a_client_holds_an_open_call() {
+    // The upstream opens the call's SSE stream and never says more.
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let upstream = listener.local_addr().expect("addr");
+    tokio::spawn(async move {
+        while let Ok((mut sock, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                if read_head(&mut sock).await.is_none() {
+                    return;
+                }
+                let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nmcp-session-id: s1\r\n\r\n: open\n\n";
+                let _ = sock.write_all(head.as_bytes()).await;
+                tokio::time::sleep(Duration::from_secs(30)).await;
+            });
+        }
+    });
+    let dir = common::peers::temp_dir();
+    let rec = dir.path().join("rec.jsonl");
+    let rec_arg = rec.to_string_lossy().into_owned();
+    let mut proxy = common::peers::Proxy::start(
+        &format!("http://{upstream}/mcp"),
+        &["--record", &rec_arg, "--no-publish"],
+    );
+    let addr: SocketAddr = proxy
+        .base
+        .trim_start_matches("http://")
+        .parse()
+        .expect("proxy address");
+    let call =
+        serde_json::json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"poke"}});
+    // The client holds its connection open, waiting on the answer.
+    let mut held = common::raw::send(addr, "POST", Some("s1"), Some(&call)).await;
+    let mut first = [0u8; 64];
+    let n = tokio::time::timeout(WAIT, tokio::io::AsyncReadExt::read(&mut held, &mut first))
+        .await
+        .expect("the head within 5 s")
+        .expect("read");
+    assert!(String::from_utf8_lossy(&first[..n]).starts_with("HTTP/1.1 200"));
+    let pid = proxy.proc.child.id().to_string();
+    let sent = Instant::now();
+    let killed = std::process::Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .expect("kill");
+    assert!(killed.success());
+    let status = loop {
+        if let Some(status) = proxy.proc.child.try_wait().expect("try_wait") {
+            break status;
+        }
+        assert!(
+            sent.elapsed() < Duration::from_secs(5),
+            "still running 5 s after SIGTERM"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    };
+    let took = sent.elapsed();
+    assert!(status.success(), "{status:?}");
+    assert!(
+        took < Duration::from_secs(1),
+        "exited {took:?} after SIGTERM"
+    );
+    let events = mcpscope_engine::record::read_file(&rec)
+        .expect("recording")
+        .events;
+    let shutdown = events.iter().any(|e| {
+        matches!(&e.kind, EventKind::StreamEnded { dir: Direction::ServerToClient, detail: Some(d), .. } if d == "shutdown")
+    });
+    assert!(shutdown, "the held exchange ends as shutdown: {events:?}");
+    drop(held);
+}

@@ -363,3 +363,61 @@ async fn at_80x24_the_orphan_row_gives_cause_and_age_first() {
         s.contains("EXIT=0")
     });
 }
+
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "needs tmux: install it (CI does, in .ci/run), then run scripts/test.sh"]
+async fn q_exits_within_a_second_while_a_client_waits_on_an_open_call() {
+    // The upstream opens the call's SSE stream and never answers it.
+    let upstream = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let upstream_addr = upstream.local_addr().expect("addr");
+    tokio::spawn(async move {
+        while let Ok((mut sock, _)) = upstream.accept().await {
+            tokio::spawn(async move {
+                if read_head(&mut sock).await.is_none() {
+                    return;
+                }
+                let _ = sock.write_all(SSE_HEAD.as_bytes()).await;
+                let _ = sock.write_all(b": open\n\n").await;
+                tokio::time::sleep(Duration::from_secs(30)).await;
+            });
+        }
+    });
+    let port = {
+        let probe = std::net::TcpListener::bind("127.0.0.1:0").expect("probe");
+        probe.local_addr().expect("addr").port()
+    };
+    let dir = tempfile::tempdir().expect("temp");
+    let rec = dir.path().join("rec.jsonl");
+    let tmux = Tmux::start(140, 40);
+    let command = format!(
+        "{} --listen 127.0.0.1:{port} --upstream http://{upstream_addr}/mcp --no-publish --record {}; echo EXIT=$?",
+        env!("CARGO_BIN_EXE_mcpscope"),
+        rec.display()
+    );
+    tmux.keys(&[&command, "Enter"]);
+    tmux.wait_for("the TUI", Duration::from_secs(10), |s| {
+        s.contains("Calls") && s.contains("? help")
+    });
+    let proxy: std::net::SocketAddr = format!("127.0.0.1:{port}").parse().expect("addr");
+    let call = serde_json::json!({"jsonrpc":"2.0","id":42,"method":"tools/call","params":{"name":"poke","arguments":{}}});
+    // The client holds its connection, waiting on the answer.
+    let held = common::raw::send(proxy, "POST", Some("s1"), Some(&call)).await;
+    tmux.wait_for("the waiting call", Duration::from_secs(5), |s| {
+        s.lines().any(|l| l.contains("poke"))
+    });
+    let pressed = Instant::now();
+    tmux.keys(&["q"]);
+    let back = tmux.wait_for("the shell again", Duration::from_secs(10), |s| {
+        s.contains("EXIT=0")
+    });
+    let took = back.saturating_duration_since(pressed);
+    assert!(took < Duration::from_secs(1), "q took {took:?} to exit");
+    let events = mcpscope_engine::record::read_file(&rec)
+        .expect("recording")
+        .events;
+    let shutdown = events.iter().any(|e| {
+        matches!(&e.kind, mcpscope_engine::event::EventKind::StreamEnded { detail: Some(d), .. } if d == "shutdown")
+    });
+    assert!(shutdown, "the held exchange ends as shutdown");
+    drop(held);
+}

@@ -320,10 +320,12 @@ impl Shaper {
         Some(bytes)
     }
 
-    /// Before an abort: whether to yield once more so hyper flushes what it was given.
+    /// Before an abort: whether to yield once more so hyper flushes what it was given: the
+    /// bytes passed so far and, when none have, the response head (a client that sees no head
+    /// reacts to a network error, not to a stream that died).
     pub fn flush_before_abort(&mut self) -> bool {
         match &mut self.finish {
-            Some(Finish::Abort { flushed, .. }) if !*flushed && self.forwarded > 0 => {
+            Some(Finish::Abort { flushed, .. }) if !*flushed => {
                 *flushed = true;
                 true
             }

@@ -4,11 +4,12 @@
 //! stderr goes to our stderr. Every line is observed ([`LineObserver`]) and reported to the
 //! [`EventSink`] like the HTTP taps report bodies: the process is one stream (`process_started`),
 //! stdin its request direction, stdout its response direction, and its end a `process_exited`.
-//! Signals sent to us are passed to the child; the caller exits with the child's status.
+//! Signals sent to us are passed to the child's process group, the child dies with us (even when
+//! we are SIGKILLed, on Linux), and the caller exits with the child's status.
 
 use std::process::{ExitStatus, Stdio};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
@@ -134,22 +135,43 @@ fn spawn(options: &Options) -> Result<Child, SpawnError> {
             exit_code: 127,
         });
     };
-    Command::new(program)
+    let mut command = Command::new(program);
+    command
         .args(args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0)
-        .kill_on_drop(true)
-        .spawn()
-        .map_err(|error| {
-            let exit_code = if error.kind() == std::io::ErrorKind::NotFound {
-                127
-            } else {
-                126
-            };
-            SpawnError { error, exit_code }
-        })
+        .kill_on_drop(true);
+    #[cfg(target_os = "linux")]
+    {
+        let parent = std::process::id();
+        // SAFETY: runs in the forked child before exec; prctl(2) and getppid(2) are
+        // async-signal-safe and touch no memory of the parent.
+        unsafe {
+            command.pre_exec(move || {
+                // The server dies with the shim, even when the shim is SIGKILLed (the signal
+                // follows the death of the thread that spawned it: the runtime's main thread,
+                // which lives as long as the shim).
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                if libc::getppid() as u32 != parent {
+                    // The shim died before the signal was armed.
+                    return Err(std::io::Error::other("the shim has exited"));
+                }
+                Ok(())
+            });
+        }
+    }
+    command.spawn().map_err(|error| {
+        let exit_code = if error.kind() == std::io::ErrorKind::NotFound {
+            127
+        } else {
+            126
+        };
+        SpawnError { error, exit_code }
+    })
 }
 
 /// Runs the child until it ends, passing its standard streams and the signals we get; returns
@@ -172,12 +194,14 @@ pub async fn run(options: Options, sink: EventSink) -> Result<Outcome, SpawnErro
     let stdin_task =
         child_in.map(|w| tokio::spawn(pump_stdin(tokio::io::stdin(), w, sink.clone())));
     let stdout_bytes = Arc::new(AtomicU64::new(0));
+    let client_gone = Arc::new(AtomicBool::new(false));
     let mut stdout_task = child_out.map(|r| {
         tokio::spawn(pump_stdout(
             r,
             tokio::io::stdout(),
             sink.clone(),
             stdout_bytes.clone(),
+            client_gone.clone(),
         ))
     });
     let stderr_task = child_err.map(|r| tokio::spawn(pump_stderr(r, sink.clone())));
@@ -210,17 +234,18 @@ pub async fn run(options: Options, sink: EventSink) -> Result<Outcome, SpawnErro
             }
             signal = next_signal(&mut signals) => {
                 if exit.is_none() && pid != 0 {
-                    tracing::info!("passing signal {signal} to the server process {pid}");
-                    // SAFETY: kill(2) with a pid we spawned and have not reaped; no memory is
-                    // touched.
-                    unsafe { libc::kill(pid as libc::pid_t, signal) };
+                    tracing::info!("passing signal {signal} to the server's process group {pid}");
+                    // SAFETY: kill(2) of the process group of a child we spawned as its leader
+                    // and have not reaped (every process a wrapper started gets it, as from a
+                    // terminal); no memory is touched.
+                    unsafe { libc::kill(-(pid as libc::pid_t), signal) };
                 }
             }
             _ = sleep_until(deadline) => {
                 deadline = None;
                 if exit.is_none() {
                     // Stdout closed and the process lives on: the closing is what the calls saw.
-                    report_stdout_end(&sink, &stdout_bytes);
+                    report_stdout_end(&sink, &stdout_bytes, &client_gone);
                     stdout_reported = true;
                 } else {
                     // The process is gone; whatever still holds its stdout is not waited for.
@@ -245,7 +270,7 @@ pub async fn run(options: Options, sink: EventSink) -> Result<Outcome, SpawnErro
         signal: outcome.signal,
     });
     if !stdout_reported {
-        report_stdout_end(&sink, &stdout_bytes);
+        report_stdout_end(&sink, &stdout_bytes, &client_gone);
     }
     if let Some(mut task) = stdin_task {
         // A client that closed stdin as the server ended: its closing is still recorded. A
@@ -273,14 +298,23 @@ async fn sleep_until(deadline: Option<Instant>) {
     }
 }
 
-fn report_stdout_end(sink: &EventSink, bytes: &AtomicU64) {
+fn report_stdout_end(sink: &EventSink, bytes: &AtomicU64, client_gone: &AtomicBool) {
+    let (how, leg, detail) = if client_gone.load(Ordering::Relaxed) {
+        (
+            EndHow::Cancelled,
+            Leg::Client,
+            "the client closed its end of stdout",
+        )
+    } else {
+        (EndHow::Eof, Leg::Upstream, "server closed stdout")
+    };
     sink.emit(EventKind::StreamEnded {
         stream: STREAM,
         dir: Direction::ServerToClient,
-        how: EndHow::Eof,
-        leg: Leg::Upstream,
+        how,
+        leg,
         bytes: bytes.load(Ordering::Relaxed),
-        detail: Some("server closed stdout".into()),
+        detail: Some(detail.into()),
     });
 }
 
@@ -340,16 +374,18 @@ async fn pump_stdin(
 }
 
 /// Server → client: the child's stdout to our stdout, then observed, until the child closes it.
-/// When our stdout fails (the client went away) the child's output is still read and observed.
+/// When our stdout fails (the client closed its end) the child's stdout is closed too, as it
+/// would be without the shim: its next write fails (SIGPIPE, by default) instead of being read
+/// on by nobody.
 async fn pump_stdout(
     mut from: impl AsyncRead + Unpin,
     mut to: impl AsyncWrite + Unpin,
     sink: EventSink,
     bytes: Arc<AtomicU64>,
+    client_gone: Arc<AtomicBool>,
 ) {
     let mut observer = LineObserver::new(STREAM, Direction::ServerToClient, LINE_CAP);
     let mut buf = vec![0u8; 64 * 1024];
-    let mut client_gone = false;
     loop {
         wait_for_hub(&sink).await;
         let n = match from.read(&mut buf).await {
@@ -357,18 +393,19 @@ async fn pump_stdout(
             Ok(n) => n,
         };
         let chunk = &buf[..n];
-        if !client_gone {
-            let written = match to.write_all(chunk).await {
-                Ok(()) => to.flush().await,
-                Err(e) => Err(e),
-            };
-            if let Err(e) = written {
-                client_gone = true;
-                sink.emit(EventKind::Note {
-                    stream: Some(STREAM),
-                    text: format!("the client's end of stdout failed: {e}"),
-                });
-            }
+        let written = match to.write_all(chunk).await {
+            Ok(()) => to.flush().await,
+            Err(e) => Err(e),
+        };
+        if let Err(e) = written {
+            client_gone.store(true, Ordering::Relaxed);
+            sink.emit(EventKind::Note {
+                stream: Some(STREAM),
+                text: format!(
+                    "the client's end of stdout failed: {e}; the server's stdout is closed"
+                ),
+            });
+            break;
         }
         bytes.fetch_add(n as u64, Ordering::Relaxed);
         for event in observer.feed(chunk) {

@@ -308,7 +308,16 @@ fn try_load(
         Err(e) => return Err(e),
     };
     check_private(&file)?;
-    let mut lines = BufReader::with_capacity(1 << 20, file);
+    // Checked before anything is read: a cache larger than its recording could need is not one.
+    let recording_len = std::fs::metadata(&canonical)?.len();
+    let bound = cache_bound(recording_len);
+    let cache_len = file.metadata()?.len();
+    if cache_len > bound {
+        return Err(invalid(format!(
+            "{cache_len} bytes, more than a saved index of this recording holds ({bound})"
+        )));
+    }
+    let mut lines = BufReader::with_capacity(1 << 20, file.take(bound));
     let mut line = Vec::new();
     lines.read_until(b'\n', &mut line)?;
     let header: Header = serde_json::from_slice(&line).map_err(invalid)?;
@@ -325,18 +334,20 @@ fn try_load(
     if !fits {
         return Err(invalid("another version, file, retention or density"));
     }
-    let unchanged = match header.fingerprint.compare(&mut File::open(&canonical)?)? {
+    let mut opened = File::open(&canonical)?;
+    let unchanged = match header.fingerprint.compare(&mut opened)? {
         Match::Same => true,
         Match::Grown => false,
         Match::Changed => return Err(invalid("the recording changed")),
     };
+    if !offsets_fit(&mut opened, &header)? {
+        return Err(invalid(
+            "its offsets do not fall on the recording's line starts",
+        ));
+    }
     // The models, read whole into a buffer of their exact size (tens of MiB: no room to spare
     // while growing it), then parsed from it (several times faster than from the file).
-    let rest = lines
-        .get_ref()
-        .metadata()?
-        .len()
-        .saturating_sub(line.len() as u64);
+    let rest = cache_len.saturating_sub(line.len() as u64);
     let mut text = Vec::new();
     text.try_reserve_exact(usize::try_from(rest).map_err(invalid)?.saturating_add(1))
         .map_err(invalid)?;
@@ -386,6 +397,41 @@ fn try_load(
         resume: header.resume,
         unchanged,
     }))
+}
+
+/// The most bytes a saved index of a recording of `length` bytes is read up to: its models
+/// are folded from the recording and hold at most its text, a few times over, plus the index.
+fn cache_bound(length: u64) -> u64 {
+    length.saturating_mul(4).saturating_add(16 << 20)
+}
+
+/// Whether every offset the header gives (its index points and where the pass resumes) is
+/// inside the recording, in order, and at the start of a line: a cache that says otherwise
+/// was not made from this file, whatever its fingerprint says, and is rebuilt.
+fn offsets_fit(file: &mut File, header: &Header) -> io::Result<bool> {
+    let length = file.metadata()?.len();
+    let mut last = None;
+    for offset in header
+        .points
+        .iter()
+        .chain(std::iter::once(&header.resume))
+        .map(|p| p.at.offset)
+    {
+        if offset > length || last.is_some_and(|l| offset <= l) {
+            return Ok(false);
+        }
+        last = Some(offset);
+        if offset == 0 {
+            continue;
+        }
+        let mut before = [0u8; 1];
+        file.seek(SeekFrom::Start(offset - 1))?;
+        file.read_exact(&mut before)?;
+        if before[0] != b'\n' {
+            return Ok(false);
+        }
+    }
+    Ok(true)
 }
 
 fn invalid(e: impl ToString) -> io::Error {
@@ -617,12 +663,15 @@ fn check_private(_file: &File) -> io::Result<()> {
     Ok(())
 }
 
+/// Opens a cache file for reading: never through a link, and non-blocking, so that a FIFO or
+/// a device planted at the path opens at once (and is then refused by [`check_private`])
+/// instead of waiting for a writer.
 #[cfg(unix)]
 fn open_no_follow(path: &Path) -> io::Result<File> {
     use std::os::unix::fs::OpenOptionsExt;
     std::fs::OpenOptions::new()
         .read(true)
-        .custom_flags(libc::O_NOFOLLOW)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
         .open(path)
 }
 

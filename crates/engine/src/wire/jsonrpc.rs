@@ -82,15 +82,98 @@ pub fn id_text(id: &Value) -> String {
     }
 }
 
+/// What stands for a member nested past the parser's depth limit (see [`parse_body`]).
+pub const TOO_DEEP: &str = "[too deep to inspect]";
+
 /// Parses a body as JSON; the error text says why it is not JSON-RPC.
+///
+/// Valid JSON of any depth is accepted: a body nested past the parser's limit (128 levels) is
+/// taken apart one level at a time (the message's own members, and each message of a batch), and
+/// a member still too deep is kept as the text [`TOO_DEEP`] followed by its size, so that the
+/// message's `id`, `method`, `result` or `error` still say what it is.
 pub fn parse_body(bytes: &[u8]) -> Result<Value, String> {
-    let value: Value = serde_json::from_slice(bytes).map_err(|e| format!("invalid JSON: {e}"))?;
+    let value: Value = match serde_json::from_slice(bytes) {
+        Ok(value) => value,
+        Err(e) if too_deep(&e) => shallow(bytes).map_err(|e| format!("invalid JSON: {e}"))?,
+        Err(e) => return Err(format!("invalid JSON: {e}")),
+    };
     match &value {
         Value::Object(_) => Ok(value),
         Value::Array(items) if !items.is_empty() && items.iter().all(Value::is_object) => Ok(value),
         Value::Array(_) => Err("a batch must be a non-empty array of objects".into()),
         _ => Err("a JSON-RPC message must be an object or a batch".into()),
     }
+}
+
+/// Whether a parse failed only on the parser's depth limit.
+fn too_deep(e: &serde_json::Error) -> bool {
+    e.is_syntax() && e.to_string().starts_with("recursion limit exceeded")
+}
+
+/// An object's members in the order they came, each left unparsed (any depth: skipping a value
+/// does not recurse).
+struct Members(Vec<(String, Box<serde_json::value::RawValue>)>);
+
+impl<'de> serde::Deserialize<'de> for Members {
+    fn deserialize<D: serde::Deserializer<'de>>(de: D) -> Result<Self, D::Error> {
+        struct Visit;
+        impl<'de> serde::de::Visitor<'de> for Visit {
+            type Value = Members;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<Members, A::Error> {
+                let mut members = Vec::new();
+                while let Some(member) = map.next_entry()? {
+                    members.push(member);
+                }
+                Ok(Members(members))
+            }
+        }
+        de.deserialize_map(Visit)
+    }
+}
+
+/// One value parsed to the depth the parser allows: past it, the [`TOO_DEEP`] text.
+fn bounded(raw: &serde_json::value::RawValue) -> Result<Value, serde_json::Error> {
+    match serde_json::from_str(raw.get()) {
+        Ok(value) => Ok(value),
+        Err(e) if too_deep(&e) => Ok(Value::String(format!(
+            "{TOO_DEEP} ({} bytes)",
+            raw.get().len()
+        ))),
+        Err(e) => Err(e),
+    }
+}
+
+/// A message object with each member parsed as deep as allowed.
+fn shallow_object(raw: &serde_json::value::RawValue) -> Result<Value, serde_json::Error> {
+    if !raw.get().starts_with('{') {
+        return bounded(raw);
+    }
+    let Members(members) = serde_json::from_str(raw.get())?;
+    let mut object = serde_json::Map::new();
+    for (key, value) in members {
+        object.insert(key, bounded(&value)?);
+    }
+    Ok(Value::Object(object))
+}
+
+/// A body too deep for the parser, taken apart a level at a time.
+fn shallow(bytes: &[u8]) -> Result<Value, serde_json::Error> {
+    let raw: Box<serde_json::value::RawValue> = serde_json::from_slice(bytes)?;
+    if raw.get().starts_with('[') {
+        let items: Vec<Box<serde_json::value::RawValue>> = serde_json::from_str(raw.get())?;
+        return items
+            .iter()
+            .map(|item| shallow_object(item))
+            .collect::<Result<Vec<_>, _>>()
+            .map(Value::Array);
+    }
+    shallow_object(&raw)
 }
 
 /// Writes a value with object keys sorted, so equal params compare equal as text.
@@ -170,5 +253,26 @@ mod tests {
         let a = json!({"b":1,"a":{"y":2,"x":[1,{"q":1,"p":2}]}});
         let b = json!({"a":{"x":[1,{"p":2,"q":1}],"y":2},"b":1});
         assert_eq!(canonical(&a), canonical(&b));
+    }
+
+    #[test]
+    fn a_body_past_the_depth_limit_keeps_its_id_and_kind() {
+        let deep = format!("{}{}", "[".repeat(300), "]".repeat(300));
+        let one = format!(r#"{{"jsonrpc":"2.0","id":9,"result":{{"v":{deep}}}}}"#);
+        let body = parse_body(one.as_bytes()).expect("valid JSON of any depth");
+        assert!(matches!(classify(&body), Kind::Result { id, .. } if id == &json!(9)));
+        let v = body["result"]
+            .as_str()
+            .expect("the too-deep member as text");
+        assert!(v.starts_with(TOO_DEEP), "{v}");
+        let batch = format!(r#"[{one},{{"jsonrpc":"2.0","id":10,"result":{{}}}}]"#);
+        let body = parse_body(batch.as_bytes()).expect("a deep batch");
+        assert_eq!(messages(&body).len(), 2);
+        assert_eq!(body[1], json!({"jsonrpc":"2.0","id":10,"result":{}}));
+        let broken = format!(r#"{{"id":1,"result":{}"#, "[".repeat(300));
+        assert!(
+            parse_body(broken.as_bytes()).is_err(),
+            "deep and broken stays invalid"
+        );
     }
 }

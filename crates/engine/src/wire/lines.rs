@@ -71,6 +71,11 @@ impl LineSplitter {
     }
 }
 
+/// Invalid lines in a row reported one by one; past them only the `2^k`-th line of the run is,
+/// each after a note with the count so far, and the run's length is noted when it ends: output
+/// that is not JSON-RPC at all costs the recording a few dozen events, not one per line.
+pub const INVALID_RUN_IN_FULL: u64 = 16;
+
 /// Observes one direction of a newline-delimited JSON-RPC stream.
 #[derive(Debug, Clone)]
 pub struct LineObserver {
@@ -78,6 +83,9 @@ pub struct LineObserver {
     dir: Direction,
     lines: LineSplitter,
     cap: usize,
+    /// Invalid lines in a row so far, and whether some of them went unreported since the last
+    /// note.
+    run: (u64, bool),
 }
 
 impl LineObserver {
@@ -88,15 +96,18 @@ impl LineObserver {
             dir,
             lines: LineSplitter::new(cap),
             cap,
+            run: (0, false),
         }
     }
 
     /// Feeds bytes as they pass; returns what the lines they complete say.
     pub fn feed(&mut self, bytes: &[u8]) -> Vec<EventKind> {
         let mut out = Vec::new();
-        let (stream, dir, cap) = (self.stream, self.dir, self.cap);
+        let (stream, dir, cap, run) = (self.stream, self.dir, self.cap, &mut self.run);
         self.lines.feed(bytes, |line, cut| {
-            out.extend(report(stream, dir, cap, line, cut))
+            if let Some(event) = report(stream, dir, cap, line, cut) {
+                sample(stream, run, event, &mut out);
+            }
         });
         out
     }
@@ -104,10 +115,54 @@ impl LineObserver {
     /// The end of the stream: what its last line says, if it had no newline.
     pub fn finish(&mut self) -> Vec<EventKind> {
         let mut out = Vec::new();
-        let (stream, dir, cap) = (self.stream, self.dir, self.cap);
-        self.lines
-            .finish(|line, cut| out.extend(report(stream, dir, cap, line, cut)));
+        let (stream, dir, cap, run) = (self.stream, self.dir, self.cap, &mut self.run);
+        self.lines.finish(|line, cut| {
+            if let Some(event) = report(stream, dir, cap, line, cut) {
+                sample(stream, run, event, &mut out);
+            }
+        });
+        end_run(stream, run, &mut out);
         out
+    }
+}
+
+/// The note of a run of invalid lines.
+fn run_note(stream: StreamId, count: u64, so_far: bool) -> EventKind {
+    EventKind::Note {
+        stream: Some(stream),
+        text: format!(
+            "{count} invalid lines in a row{}; past the first {INVALID_RUN_IN_FULL} only every \
+             power of two is recorded",
+            if so_far { " so far" } else { "" }
+        ),
+    }
+}
+
+/// A run of invalid lines ended: its length is noted if some of it went unreported.
+fn end_run(stream: StreamId, run: &mut (u64, bool), out: &mut Vec<EventKind>) {
+    if run.1 {
+        out.push(run_note(stream, run.0, false));
+    }
+    *run = (0, false);
+}
+
+/// Passes a line's report on, counting and sampling runs of invalid lines.
+fn sample(stream: StreamId, run: &mut (u64, bool), event: EventKind, out: &mut Vec<EventKind>) {
+    if !matches!(event, EventKind::InvalidMessage { .. }) {
+        end_run(stream, run, out);
+        out.push(event);
+        return;
+    }
+    run.0 += 1;
+    let count = run.0;
+    if count <= INVALID_RUN_IN_FULL {
+        out.push(event);
+    } else if count.is_power_of_two() {
+        out.push(run_note(stream, count, true));
+        out.push(event);
+        run.1 = false;
+    } else {
+        run.1 = true;
     }
 }
 
@@ -197,6 +252,37 @@ mod tests {
                 (b"cdef".to_vec(), true),
                 (b"ij".to_vec(), false)
             ]
+        );
+    }
+
+    #[test]
+    fn a_run_of_invalid_lines_is_counted_and_sampled() {
+        let mut o = LineObserver::new(1, Direction::ServerToClient, 1024);
+        let mut text = String::new();
+        for n in 0..100 {
+            text.push_str(&format!("{n}\n"));
+        }
+        text.push_str("{}\nnope\n");
+        let mut events = o.feed(text.as_bytes());
+        events.extend(o.finish());
+        let invalid = kinds(&events).iter().filter(|k| **k == "invalid").count();
+        // 16 in full, the 32nd and 64th, then the line after the message.
+        assert_eq!(invalid, 16 + 2 + 1);
+        let notes: Vec<&str> = events
+            .iter()
+            .filter_map(|e| match e {
+                EventKind::Note { text, .. } => Some(text.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(notes.len(), 3, "{notes:?}");
+        assert!(
+            notes[2].starts_with("100 invalid lines in a row;"),
+            "{notes:?}"
+        );
+        assert_eq!(
+            kinds(&events).iter().filter(|k| **k == "message").count(),
+            1
         );
     }
 }

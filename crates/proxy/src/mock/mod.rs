@@ -4,4 +4,4 @@
 pub mod matching;
 pub mod serve;
 
-pub use serve::{ServeHandle, serve};
+pub use serve::{MAX_CONNECTIONS, ServeHandle, serve, serve_with};

@@ -109,6 +109,8 @@ struct State {
     clock: watch::Sender<Option<DateTime<Utc>>>,
     speed: f64,
     mismatches: Mutex<Vec<String>>,
+    /// The timers of each client connection.
+    timeouts: crate::Timeouts,
 }
 
 /// Whether an exchange is ever picked by matching.
@@ -234,6 +236,21 @@ pub async fn serve(
     listen: SocketAddr,
     speed: f64,
 ) -> anyhow::Result<ServeHandle> {
+    serve_with(recording, listen, speed, crate::Timeouts::default()).await
+}
+
+/// The most client connections served at once; past it, accepting waits for one to end.
+pub const MAX_CONNECTIONS: usize = 128;
+
+/// [`serve`] with the proxy's timers: a request head or body that does not arrive in time, or
+/// a connection idle past `timeouts.idle`, is closed (an exchange in flight never is), and at
+/// most [`MAX_CONNECTIONS`] connections are served at once.
+pub async fn serve_with(
+    recording: Recording,
+    listen: SocketAddr,
+    speed: f64,
+    timeouts: crate::Timeouts,
+) -> anyhow::Result<ServeHandle> {
     let listener = TcpListener::bind(listen)
         .await
         .map_err(|e| anyhow::anyhow!("cannot listen on {listen}: {e}"))?;
@@ -252,6 +269,7 @@ pub async fn serve(
             0.0
         },
         mismatches: Mutex::new(Vec::new()),
+        timeouts,
     });
     let task = tokio::spawn(accept_loop(listener, state.clone()));
     Ok(ServeHandle { addr, state, task })
@@ -259,20 +277,41 @@ pub async fn serve(
 
 async fn accept_loop(listener: TcpListener, state: Arc<State>) {
     let mut acceptor = crate::accept::Acceptor::default();
+    let slots = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
     loop {
+        let Ok(slot) = slots.clone().acquire_owned().await else {
+            return;
+        };
         let (tcp, _) = acceptor.accept(&listener, "replay serve").await;
         let _ = tcp.set_nodelay(true);
         let reset = ResetFlag::default();
-        let io = TokioIo::new(ClientConn::new(tcp, reset.clone(), Default::default()));
+        let activity = crate::activity::Activity::default();
+        let io = TokioIo::new(ClientConn::new(tcp, reset.clone(), activity.clone()));
         let state = state.clone();
         tokio::spawn(async move {
-            let service =
-                hyper::service::service_fn(move |req| handle(req, reset.clone(), state.clone()));
-            if let Err(e) = auto::Builder::new(TokioExecutor::new())
-                .serve_connection(io, service)
-                .await
-            {
-                tracing::debug!("replay serve: connection ended: {e}");
+            let _slot = slot;
+            let timeouts = state.timeouts;
+            let watched = activity.clone();
+            let service = hyper::service::service_fn(move |req: Request<Incoming>| {
+                let in_flight = watched.begin(req.version() == http::Version::HTTP_2);
+                let reply = handle(req, reset.clone(), state.clone());
+                async move {
+                    reply
+                        .await
+                        .map(|r| r.map(|body| crate::activity::Tracked::new(body, in_flight)))
+                }
+            });
+            let builder = auto::Builder::new(TokioExecutor::new());
+            let serving = builder.serve_connection(io, service);
+            tokio::select! {
+                ended = serving => {
+                    if let Err(e) = ended {
+                        tracing::debug!("replay serve: connection ended: {e}");
+                    }
+                }
+                why = activity.expired(timeouts.request_head, timeouts.idle) => {
+                    tracing::debug!("replay serve: connection closed: {why}");
+                }
             }
         });
     }
@@ -329,12 +368,16 @@ async fn handle(req: Request<Incoming>, reset: ResetFlag, state: Arc<State>) -> 
     };
     let session = text_header("mcp-session-id");
     let last_event_id = text_header("last-event-id");
-    let bytes = match http_body_util::Limited::new(req.into_body(), MAX_BODY)
-        .collect()
-        .await
-    {
-        Ok(b) => b.to_bytes(),
-        Err(e) => return Err(ReplayError(format!("reading the request: {e}"))),
+    let within = state.timeouts.request_body;
+    let reading = http_body_util::Limited::new(req.into_body(), MAX_BODY).collect();
+    let bytes = match tokio::time::timeout(within, reading).await {
+        Ok(Ok(b)) => b.to_bytes(),
+        Ok(Err(e)) => return Err(ReplayError(format!("reading the request: {e}"))),
+        Err(_) => {
+            return Err(ReplayError(format!(
+                "the request body did not arrive within {within:?}"
+            )));
+        }
     };
     let body: Option<Value> = if bytes.is_empty() {
         None
