@@ -364,6 +364,8 @@ async fn at_80x24_the_orphan_row_gives_cause_and_age_first() {
     });
 }
 
+/// `q` ends the proxy within a second while a client still waits on an open call, and the held
+/// exchange is recorded as ended by the shutdown.
 #[tokio::test(flavor = "multi_thread")]
 #[ignore = "needs tmux: install it (CI does, in .ci/run), then run scripts/test.sh"]
 async fn q_exits_within_a_second_while_a_client_waits_on_an_open_call() {
