@@ -94,6 +94,23 @@ fn list_and_usage_errors() {
         let (out, _) = mcpscope(args, Duration::from_secs(10));
         assert_eq!(out.status.code(), Some(2), "{args:?}: {out:?}");
     }
+    // Plain seconds are a timeout: the cell runs (and finds that `true` never calls).
+    let (out, _) = mcpscope(
+        &[
+            "matrix",
+            "--timeout",
+            "8",
+            "--cases",
+            "healthy",
+            "--json",
+            "--",
+            "true",
+        ],
+        Duration::from_secs(30),
+    );
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let cells = json_cells(&out);
+    assert_eq!(cells[0]["defect"], "never sent the call", "{cells:?}");
 }
 
 /// The broken client re-sends `poke` (not annotated read-only or idempotent) after the stream
