@@ -74,6 +74,7 @@ fn list_and_usage_errors() {
         "reset-after-headers",
         "eof-before-result",
         "server-dies",
+        "server-dies-refusing",
         "json-reset",
         "priming-then-reset",
         "resumable",
@@ -229,7 +230,7 @@ fn a_client_that_hangs_on_everything_still_finishes_within_a_minute() {
     );
     assert_eq!(out.status.code(), Some(1), "{out:?}");
     let cells = json_cells(&out);
-    assert_eq!(cells.len(), 13);
+    assert_eq!(cells.len(), 14);
     assert!(cells.iter().all(|c| c["outcome"] == "hung"), "{cells:?}");
     assert!(took < Duration::from_secs(60), "took {took:?}");
 }
@@ -266,6 +267,11 @@ const HANGS_WITHOUT_EVENT_IDS: &Table = &[
     ("reset-after-headers", "failed", None),
     ("eof-before-result", "hung", Some("hangs on stream death")),
     ("server-dies", "hung", Some("hangs on stream death")),
+    (
+        "server-dies-refusing",
+        "hung",
+        Some("hangs on stream death"),
+    ),
     ("json-reset", "failed", None),
     (
         "priming-then-reset",
@@ -378,7 +384,7 @@ fn typescript_sdk_passes_the_deaths_without_event_ids_with_rescue() {
             "--json",
             "--rescue",
             "--cases",
-            "reset-after-event,eof-before-result,server-dies,priming-then-reset,resume-refused,resumable",
+            "reset-after-event,eof-before-result,server-dies,server-dies-refusing,priming-then-reset,resume-refused,resumable",
             "--",
             "node",
             &client,
@@ -387,7 +393,7 @@ fn typescript_sdk_passes_the_deaths_without_event_ids_with_rescue() {
         Duration::from_secs(120),
     );
     let cells = json_cells(&out);
-    assert_eq!(cells.len(), 6, "{cells:?}");
+    assert_eq!(cells.len(), 7, "{cells:?}");
     let resumable = cell(&cells, "resumable");
     assert_eq!(resumable["outcome"], "resumed", "{resumable}");
     for c in cells.iter().filter(|c| c["case"] != "resumable") {

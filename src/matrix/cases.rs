@@ -93,6 +93,13 @@ pub const CASES: &[Case] = &[
     },
     Case {
         name: "server-dies",
+        about: "server dies: the call's SSE stream and every GET stream reset, new connections accepted at once",
+        fault: Some("server-dies:0s after 1 events"),
+        server: NO_IDS,
+        expect: Expect::Death,
+    },
+    Case {
+        name: "server-dies-refusing",
         about: "server dies: the call's and GET streams reset, connections refused for 3 s",
         fault: Some("server-dies:3s after 1 events"),
         server: NO_IDS,
@@ -221,6 +228,27 @@ mod tests {
             }
             assert_eq!(CASES.iter().filter(|c| c.name == case.name).count(), 1);
         }
+    }
+
+    /// The report's server dies and takes reconnections at once; the refusing variant stays.
+    #[test]
+    fn server_dies_accepts_new_connections_at_once_and_the_refusing_variant_refuses() {
+        use mcpscope_engine::fault::Fault;
+        let down = |name: &str| {
+            let fault = find(name).and_then(|c| c.fault).expect("a fault");
+            match mcpscope_engine::fault::spec::parse_rule(&rule(fault, "method=tools/call")) {
+                Ok(rule) => match rule.fault {
+                    Fault::ServerDies { down } => down,
+                    other => panic!("{name}: {other:?}"),
+                },
+                Err(e) => panic!("{name}: {e}"),
+            }
+        };
+        assert_eq!(down("server-dies"), std::time::Duration::ZERO);
+        assert_eq!(
+            down("server-dies-refusing"),
+            std::time::Duration::from_secs(3)
+        );
     }
 
     #[test]

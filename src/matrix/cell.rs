@@ -29,6 +29,12 @@ const STALL_WATCH: Duration = Duration::from_millis(judge::PROMPT_MS as u64 + 1_
 /// The longest a starting client holds its start-up permit without sending a request.
 pub const START_WINDOW: Duration = Duration::from_secs(2);
 
+/// The note recorded just before the matrix kills a client at its timeout: what the proxy sees
+/// from then on (a closed stream, a cancelled call) is the kill, not the client's reaction, and
+/// the cell's judgement never sees it.
+pub const KILL_NOTE: &str =
+    "matrix: the client is killed at its timeout; what follows is the kill, not the client";
+
 /// How long the end of a cell waits for its recording to be written.
 const FINISH_PATIENCE: Duration = Duration::from_secs(5);
 
@@ -148,7 +154,13 @@ pub async fn run(case: &'static Case, plan: &Plan) -> anyhow::Result<CellResult>
     let (seen_tx, seen) = tokio::sync::watch::channel(Seen::default());
     let fold = tokio::spawn(async move {
         let mut model = Model::new();
+        let mut killed = false;
         while let Some(event) = feed.recv().await {
+            // The model the cell judges stops where the client stopped being itself.
+            killed |= matches!(&event.kind, EventKind::Note { text, .. } if text == KILL_NOTE);
+            if killed {
+                continue;
+            }
             match event.kind {
                 EventKind::StreamOpened { .. } => {
                     seen_tx.send_if_modified(|s| !std::mem::replace(&mut s.request, true));
@@ -168,7 +180,12 @@ pub async fn run(case: &'static Case, plan: &Plan) -> anyhow::Result<CellResult>
         let _permit = permit;
         let _ = tokio::time::timeout(START_WINDOW, started.wait_for(|s| s.request)).await;
     });
+    let shared = Arc::clone(&running.proxy.shared);
     let stop = stop_when(seen, plan.timeout, case.expect == Expect::Stall);
+    let stop = async move {
+        stop.await;
+        shared.note(None, KILL_NOTE);
+    };
     let url = format!("http://{}/mcp", running.proxy.addr);
     let argv = client::substitute(&plan.command, &url);
     let run = client::run(&argv, stop).await;

@@ -1,7 +1,7 @@
 //! One cell's judgement: what the proxy's model saw of the provoked call, plus the client process.
 
 use chrono::{DateTime, Utc};
-use mcpscope_engine::event::Direction;
+use mcpscope_engine::event::{Direction, Leg};
 use mcpscope_engine::model::{Call, Model, Verdict};
 use mcpscope_export::check::{may_have_executed, non_idempotent};
 
@@ -200,30 +200,35 @@ fn ms_between(from: DateTime<Utc>, to: DateTime<Utc>) -> i64 {
     (to - from).num_milliseconds().max(0)
 }
 
-/// Whether an output line reports a failure (the client printed its error).
-fn reports_error(line: &str) -> bool {
-    let lower = line.to_ascii_lowercase();
-    ["error", "fail", "exception", "timed out", "timeout"]
-        .iter()
-        .any(|word| lower.contains(word))
-}
-
-/// When the client gave up after `broke_at`: it exited, printed an error or cancelled the call.
-fn gave_up_at(seen: &Seen<'_>, run: &ClientRun) -> Option<DateTime<Utc>> {
-    let after = |t: &DateTime<Utc>| *t >= seen.broke_at;
+/// When the client gave up on the call after `broke_at`, from what the proxy saw and how the
+/// process ended: it exited, cancelled the call (`notifications/cancelled`, or closing the
+/// call's stream in a revision where that cancels), closed the call's stream, or moved on to a
+/// new request. Its output is never read for this, and nothing at or after the matrix's own
+/// kill counts (the kill is not the client's doing).
+fn gave_up_at(model: &Model, seen: &Seen<'_>, run: &ClientRun) -> Option<DateTime<Utc>> {
+    let own = |t: &DateTime<Utc>| *t >= seen.broke_at && run.killed_at.is_none_or(|k| *t < k);
     let mut times: Vec<DateTime<Utc>> = Vec::new();
     times.extend(run.exited_at);
-    times.extend(
-        run.lines
-            .iter()
-            .filter(|(t, line)| after(t) && reports_error(line))
-            .map(|(t, _)| *t)
-            .next(),
-    );
     if let Verdict::Cancelled { at } = seen.call.verdict {
         times.push(at);
     }
-    times.into_iter().filter(after).min()
+    times.extend(
+        model
+            .stream(seen.call.request_stream)
+            .and_then(|s| s.ended.as_ref())
+            .filter(|end| end.leg == Leg::Client)
+            .map(|end| end.at),
+    );
+    times.extend(
+        model
+            .calls
+            .iter()
+            .filter(|c| c.dir == Direction::ClientToServer && c.index != seen.call.index)
+            .filter(|c| c.started_at > seen.broke_at && c.retry_of.is_none())
+            .map(|c| c.started_at)
+            .min(),
+    );
+    times.into_iter().filter(own).min()
 }
 
 /// When the client first tried to resume the call.
@@ -263,7 +268,7 @@ pub fn judge(model: &Model, target: &Target, expect: Expect, run: &ClientRun) ->
         .max()
         .filter(|t| *t > seen.broke_at)
         .unwrap_or(seen.broke_at);
-    let gave_up_ms = gave_up_at(&seen, run).map(|t| ms_between(last_attempt, t));
+    let gave_up_ms = gave_up_at(model, &seen, run).map(|t| ms_between(last_attempt, t));
     let (outcome, reaction_ms) = if resumed {
         let at = resumed_at(model, &seen);
         (Outcome::Resumed, at.map(|t| ms_between(seen.broke_at, t)))
@@ -472,6 +477,63 @@ mod tests {
         assert_eq!(j.outcome, Outcome::Hung);
         let j = judge(&model, &Target::AnyTool, Expect::Stall, &run);
         assert_eq!((j.outcome, j.defect), (Outcome::Hung, None));
+    }
+
+    #[test]
+    fn words_in_the_output_are_no_reaction() {
+        let model = death("2025-06-18", None);
+        let at = died_at(&model);
+        let mut run = killed();
+        run.killed_at = Some(at + ms(10_000));
+        run.lines
+            .push((at + ms(5), "result: no error, nothing failed".into()));
+        let j = judge(&model, &Target::AnyTool, Expect::Death, &run);
+        assert_eq!((j.outcome, j.reaction_ms), (Outcome::Hung, None), "{j:?}");
+        assert_eq!(j.defect.as_deref(), Some("hangs on stream death"));
+    }
+
+    /// A stalled `poke` (stream 2 open, no result) whose stream the client side closes at `close_ms`.
+    fn stall_closed_by_the_client(revision: &str, close_ms: i64) -> Model {
+        let mut s = Script::ticking();
+        s.initialize(revision)
+            .post(
+                2,
+                S1,
+                json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "poke"}}),
+            )
+            .respond(2, 200, "text/event-stream", S1)
+            .event(2, None, None)
+            .wait(close_ms)
+            .finish(2, EndHow::Cancelled, Leg::Client);
+        s.fold().0
+    }
+
+    #[test]
+    fn the_matrix_kill_is_not_the_clients_reaction() {
+        for revision in ["2025-06-18", "2026-07-28"] {
+            let model = stall_closed_by_the_client(revision, 3_000);
+            let call = last_call(&model, "poke").expect("call");
+            let closed = model
+                .stream(call.request_stream)
+                .and_then(|s| s.ended.as_ref())
+                .map(|e| e.at)
+                .expect("closed");
+            // The close is the matrix's kill: no reaction, whatever the model calls it.
+            let mut run = killed();
+            run.killed_at = Some(closed);
+            let j = judge(&model, &Target::AnyTool, Expect::Stall, &run);
+            assert_eq!(
+                (j.outcome, j.reaction_ms),
+                (Outcome::Hung, None),
+                "{revision}: {j:?}"
+            );
+            assert_eq!(j.defect, None);
+            // The same close by the client itself, before any kill, is its reaction.
+            let mut run = killed();
+            run.killed_at = Some(closed + ms(1_000));
+            let j = judge(&model, &Target::AnyTool, Expect::Death, &run);
+            assert_eq!(j.outcome, Outcome::Failed, "{revision}: {j:?}");
+        }
     }
 
     /// A deliberate close with `retry: 1500`, then a resumption `after_ms` later.
