@@ -16,6 +16,7 @@ use mcpscope_testkit::testserver;
 
 use super::cases::{self, Case, Expect};
 use super::client::{self, ClientRun};
+use super::evidence::Evidence;
 use super::judge::{self, Judgement, Target};
 use mcpscope_engine::event::EventKind;
 
@@ -105,6 +106,20 @@ async fn stop_when(mut seen: tokio::sync::watch::Receiver<Seen>, timeout: Durati
 
 /// Runs one cell.
 pub async fn run(case: &'static Case, plan: &Plan) -> anyhow::Result<CellResult> {
+    if let (Some(_), Some(reason)) = (&plan.upstream, case.needs_server) {
+        // Another server cannot be set up for the case: what it describes cannot happen.
+        return Ok(CellResult {
+            case,
+            judgement: Judgement::skipped(
+                case.expect,
+                &format!("{reason} (not available with --upstream)"),
+                None,
+            ),
+            client: ClientRun::default(),
+            elapsed_ms: 0,
+            recording: None,
+        });
+    }
     let server = match &plan.upstream {
         Some(_) => None,
         None => Some(
@@ -154,6 +169,7 @@ pub async fn run(case: &'static Case, plan: &Plan) -> anyhow::Result<CellResult>
     let (seen_tx, seen) = tokio::sync::watch::channel(Seen::default());
     let fold = tokio::spawn(async move {
         let mut model = Model::new();
+        let mut evidence = Evidence::default();
         let mut killed = false;
         while let Some(event) = feed.recv().await {
             // The model the cell judges stops where the client stopped being itself.
@@ -170,9 +186,10 @@ pub async fn run(case: &'static Case, plan: &Plan) -> anyhow::Result<CellResult>
                 }
                 _ => {}
             }
+            evidence.see(&event.kind);
             model.apply(&event);
         }
-        model
+        (model, evidence)
     });
     let permit = Arc::clone(&plan.starting).acquire_owned().await;
     let mut started = seen.clone();
@@ -195,7 +212,7 @@ pub async fn run(case: &'static Case, plan: &Plan) -> anyhow::Result<CellResult>
     drop(running.proxy);
     let recording = running.hub.recording.clone();
     let _ = tokio::task::spawn_blocking(move || running.hub.finish_within(FINISH_PATIENCE)).await;
-    let model = fold.await.context("the cell's model")?;
+    let (model, evidence) = fold.await.context("the cell's model")?;
     if let Some(server) = server {
         server.shutdown().await;
     }
@@ -204,7 +221,13 @@ pub async fn run(case: &'static Case, plan: &Plan) -> anyhow::Result<CellResult>
         .map_or(0, |start| (ended_at - start).num_milliseconds());
     Ok(CellResult {
         case,
-        judgement: judge::judge(&model, &plan.target, case.expect, &run),
+        judgement: judge::judge(
+            &model,
+            &plan.target,
+            (case.fault, case.expect),
+            &evidence,
+            &run,
+        ),
         client: run,
         elapsed_ms,
         recording,

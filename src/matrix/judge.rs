@@ -5,8 +5,11 @@ use mcpscope_engine::event::{Direction, Leg};
 use mcpscope_engine::model::{Call, Model, Verdict};
 use mcpscope_export::check::{may_have_executed, non_idempotent};
 
+use mcpscope_engine::wire::ContentKind;
+
 use super::cases::Expect;
 use super::client::ClientRun;
+use super::evidence::Evidence;
 
 /// A client that reacts within this long after the death gave up promptly.
 pub const PROMPT_MS: i64 = 2_000;
@@ -30,6 +33,8 @@ pub enum Outcome {
     Resumed,
     /// The client sent the request again.
     Retried,
+    /// Not judged: what the case describes did not happen (the reason is in the judgement).
+    Skipped,
 }
 
 impl Outcome {
@@ -41,6 +46,7 @@ impl Outcome {
             Outcome::Hung => "hung",
             Outcome::Resumed => "resumed",
             Outcome::Retried => "retried",
+            Outcome::Skipped => "skipped",
         }
     }
 }
@@ -97,6 +103,47 @@ pub struct Judgement {
     pub call_verdict: Option<String>,
     /// Whether the fault fired on the call.
     pub provoked: bool,
+    /// Why the cell is not judged, when what its case describes did not happen.
+    pub skipped: Option<String>,
+}
+
+impl Judgement {
+    /// A cell not judged, for `reason` (its verdict reads `skipped: REASON`).
+    pub fn skipped(expect: Expect, reason: &str, call: Option<&Call>) -> Self {
+        Judgement {
+            outcome: Outcome::Skipped,
+            reaction_ms: None,
+            verdict: format!("skipped: {reason}"),
+            defect: None,
+            expected: expected_text(expect, false).into(),
+            double_execution: false,
+            call_verdict: call.map(|c| c.verdict.name().to_string()),
+            provoked: call.is_some_and(|c| c.injected),
+            skipped: Some(reason.to_string()),
+        }
+    }
+}
+
+/// Why a cell whose case arms `fault` is not judged, from what the fault hit: it never fired, a
+/// `json-reset` hit a body that is not JSON, or a death came after the result had passed.
+fn unjudged(fault: Option<&str>, expect: Expect, evidence: &Evidence) -> Option<String> {
+    let fault = fault?;
+    let Some((_, fired)) = &evidence.fired else {
+        return Some("the fault never fired".into());
+    };
+    if fault == "json-reset" || fired == "json-reset" {
+        match evidence.fired_body() {
+            Some(ContentKind::Json) => {}
+            Some(ContentKind::Sse) => return Some("upstream answered with SSE".into()),
+            Some(ContentKind::Other) | None => {
+                return Some("upstream answered with no JSON body".into());
+            }
+        }
+    }
+    if expect == Expect::Death && evidence.response_before_fault {
+        return Some("the fault hit after the result".into());
+    }
+    None
 }
 
 /// What the model says of the provoked call.
@@ -241,11 +288,20 @@ fn resumed_at(model: &Model, seen: &Seen<'_>) -> Option<DateTime<Utc>> {
         .min()
 }
 
-/// Judges one cell.
-pub fn judge(model: &Model, target: &Target, expect: Expect, run: &ClientRun) -> Judgement {
+/// Judges one cell whose case arms `fault` (what it hit is in `evidence`).
+pub fn judge(
+    model: &Model,
+    target: &Target,
+    (fault, expect): (Option<&str>, Expect),
+    evidence: &Evidence,
+    run: &ClientRun,
+) -> Judgement {
     let Some(call) = first_target(model, target) else {
         return no_call(expect, run);
     };
+    if let Some(reason) = unjudged(fault, expect, evidence) {
+        return Judgement::skipped(expect, &reason, Some(call));
+    }
     let seen = seen(model, call);
     let answered = matches!(call.verdict, Verdict::Answered);
     let resumed = answered
@@ -301,6 +357,7 @@ pub fn judge(model: &Model, target: &Target, expect: Expect, run: &ClientRun) ->
         double_execution,
         call_verdict: Some(call.verdict.name().to_string()),
         provoked: call.injected,
+        skipped: None,
     }
 }
 
@@ -323,6 +380,7 @@ fn no_call(expect: Expect, run: &ClientRun) -> Judgement {
         double_execution: false,
         call_verdict: None,
         provoked: false,
+        skipped: None,
     }
 }
 
@@ -431,7 +489,13 @@ mod tests {
     #[test]
     fn a_client_killed_at_the_timeout_hangs_on_stream_death() {
         let model = death("2025-06-18", None);
-        let j = judge(&model, &Target::AnyTool, Expect::Death, &killed());
+        let j = judge(
+            &model,
+            &Target::AnyTool,
+            (None, Expect::Death),
+            &Evidence::default(),
+            &killed(),
+        );
         assert_eq!(j.outcome, Outcome::Hung);
         assert_eq!(j.defect.as_deref(), Some("hangs on stream death"));
     }
@@ -441,12 +505,24 @@ mod tests {
         let model = death("2025-06-18", None);
         let at = died_at(&model);
         let prompt = exited(at + ms(40), 1, "error: stream reset");
-        let j = judge(&model, &Target::AnyTool, Expect::Death, &prompt);
+        let j = judge(
+            &model,
+            &Target::AnyTool,
+            (None, Expect::Death),
+            &Evidence::default(),
+            &prompt,
+        );
         assert_eq!((j.outcome, j.reaction_ms), (Outcome::Failed, Some(40)));
         assert_eq!((j.verdict.as_str(), j.defect), ("correct", None));
 
         let late = exited(at + ms(PROMPT_MS + 500), 1, "error: timed out");
-        let j = judge(&model, &Target::AnyTool, Expect::Death, &late);
+        let j = judge(
+            &model,
+            &Target::AnyTool,
+            (None, Expect::Death),
+            &Evidence::default(),
+            &late,
+        );
         assert_eq!(j.outcome, Outcome::Hung);
         assert_eq!(j.reaction_ms, Some(PROMPT_MS + 500));
         assert_eq!(j.defect.as_deref(), Some("hangs on stream death"));
@@ -459,7 +535,8 @@ mod tests {
         let j = judge(
             &model,
             &Target::AnyTool,
-            Expect::Death,
+            (None, Expect::Death),
+            &Evidence::default(),
             &exited(at + ms(5), 1, "error: reset"),
         );
         assert_eq!(j.outcome, Outcome::Failed);
@@ -473,9 +550,21 @@ mod tests {
         let at = died_at(&model);
         let mut run = killed();
         run.lines.push((at + ms(3), "progress 1.0".into()));
-        let j = judge(&model, &Target::AnyTool, Expect::Death, &run);
+        let j = judge(
+            &model,
+            &Target::AnyTool,
+            (None, Expect::Death),
+            &Evidence::default(),
+            &run,
+        );
         assert_eq!(j.outcome, Outcome::Hung);
-        let j = judge(&model, &Target::AnyTool, Expect::Stall, &run);
+        let j = judge(
+            &model,
+            &Target::AnyTool,
+            (None, Expect::Stall),
+            &Evidence::default(),
+            &run,
+        );
         assert_eq!((j.outcome, j.defect), (Outcome::Hung, None));
     }
 
@@ -487,7 +576,13 @@ mod tests {
         run.killed_at = Some(at + ms(10_000));
         run.lines
             .push((at + ms(5), "result: no error, nothing failed".into()));
-        let j = judge(&model, &Target::AnyTool, Expect::Death, &run);
+        let j = judge(
+            &model,
+            &Target::AnyTool,
+            (None, Expect::Death),
+            &Evidence::default(),
+            &run,
+        );
         assert_eq!((j.outcome, j.reaction_ms), (Outcome::Hung, None), "{j:?}");
         assert_eq!(j.defect.as_deref(), Some("hangs on stream death"));
     }
@@ -521,7 +616,13 @@ mod tests {
             // The close is the matrix's kill: no reaction, whatever the model calls it.
             let mut run = killed();
             run.killed_at = Some(closed);
-            let j = judge(&model, &Target::AnyTool, Expect::Stall, &run);
+            let j = judge(
+                &model,
+                &Target::AnyTool,
+                (None, Expect::Stall),
+                &Evidence::default(),
+                &run,
+            );
             assert_eq!(
                 (j.outcome, j.reaction_ms),
                 (Outcome::Hung, None),
@@ -531,9 +632,64 @@ mod tests {
             // The same close by the client itself, before any kill, is its reaction.
             let mut run = killed();
             run.killed_at = Some(closed + ms(1_000));
-            let j = judge(&model, &Target::AnyTool, Expect::Death, &run);
+            let j = judge(
+                &model,
+                &Target::AnyTool,
+                (None, Expect::Death),
+                &Evidence::default(),
+                &run,
+            );
             assert_eq!(j.outcome, Outcome::Failed, "{revision}: {j:?}");
         }
+    }
+
+    #[test]
+    fn a_fault_that_missed_what_its_case_describes_is_skipped() {
+        use mcpscope_engine::event::EventKind;
+        let model = death("2025-06-18", None);
+        let fired = |rule: &str, fault: &str| EventKind::FaultInjected {
+            stream: 2,
+            fault: fault.into(),
+            rule: Some(rule.into()),
+        };
+        let judged = |fault: &str, evidence: &Evidence| {
+            judge(
+                &model,
+                &Target::AnyTool,
+                (Some(fault), Expect::Death),
+                evidence,
+                &killed(),
+            )
+        };
+        let mut after_result = Evidence::default();
+        after_result.see(&EventKind::Message {
+            stream: 2,
+            dir: Direction::ServerToClient,
+            body: json!({"jsonrpc": "2.0", "id": 1, "result": {}}),
+        });
+        after_result.see(&fired("reset after 1 events", "reset"));
+        let j = judged("reset after 1 events", &after_result);
+        assert_eq!(j.outcome, Outcome::Skipped);
+        assert_eq!(j.verdict, "skipped: the fault hit after the result");
+        assert_eq!((j.defect, j.reaction_ms), (None, None));
+
+        let mut on_sse = Evidence::default();
+        on_sse.see(&EventKind::ResponseHead {
+            stream: 2,
+            status: 200,
+            headers: vec![("content-type".into(), "text/event-stream".into())],
+        });
+        on_sse.see(&fired("json-reset", "json-reset"));
+        let j = judged("json-reset", &on_sse);
+        assert_eq!(j.verdict, "skipped: upstream answered with SSE");
+
+        let j = judged("reset after 1 events", &Evidence::default());
+        assert_eq!(j.verdict, "skipped: the fault never fired");
+
+        let mut before_result = Evidence::default();
+        before_result.see(&fired("reset after 1 events", "reset"));
+        let j = judged("reset after 1 events", &before_result);
+        assert_eq!(j.defect.as_deref(), Some("hangs on stream death"));
     }
 
     /// A deliberate close with `retry: 1500`, then a resumption `after_ms` later.
@@ -574,7 +730,13 @@ mod tests {
     #[test]
     fn resuming_before_the_retry_hint_is_a_defect_and_after_it_is_correct() {
         let early = retry_hint_then_resumption(200);
-        let j = judge(&early, &Target::AnyTool, Expect::Death, &killed());
+        let j = judge(
+            &early,
+            &Target::AnyTool,
+            (None, Expect::Death),
+            &Evidence::default(),
+            &killed(),
+        );
         assert_eq!(j.outcome, Outcome::Resumed);
         assert!(
             j.defect
@@ -583,7 +745,13 @@ mod tests {
             "{j:?}"
         );
         let patient = retry_hint_then_resumption(1600);
-        let j = judge(&patient, &Target::AnyTool, Expect::Death, &killed());
+        let j = judge(
+            &patient,
+            &Target::AnyTool,
+            (None, Expect::Death),
+            &Evidence::default(),
+            &killed(),
+        );
         assert_eq!((j.outcome, j.defect), (Outcome::Resumed, None));
     }
 
@@ -593,7 +761,8 @@ mod tests {
         let j = judge(
             &model,
             &Target::Tool("slow".into()),
-            Expect::Answer,
+            (None, Expect::Answer),
+            &Evidence::default(),
             &killed(),
         );
         assert_eq!(j.defect.as_deref(), Some("never sent the call"));
