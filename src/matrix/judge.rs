@@ -17,9 +17,6 @@ pub const PROMPT_MS: i64 = 2_000;
 /// How much sooner than the server's `retry:` hint a resumption may come (timer granularity).
 const RETRY_SLACK_MS: i64 = 100;
 
-/// The revision whose calls can never be resumed.
-const SESSIONLESS: &str = "2026-07-28";
-
 /// What the client did with the provoked call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Outcome {
@@ -187,7 +184,10 @@ fn seen<'a>(model: &'a Model, call: &'a Call) -> Seen<'a> {
         .or(handed_over)
         .or(call.ended_at)
         .unwrap_or(call.started_at);
-    let resumable = call.revision.as_deref() != Some(SESSIONLESS)
+    let resumable = !call
+        .revision
+        .as_deref()
+        .is_some_and(mcpscope_engine::revision::is_sessionless)
         && request_stream.is_some_and(|s| s.last_event_id.is_some() || has_event_id(s));
     let tried_resume = model
         .streams
