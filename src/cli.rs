@@ -93,7 +93,7 @@ impl Listen {
     }
 }
 
-/// A positive duration: `500ms`, `10s`, `1.5s`, `2m`.
+/// A positive duration: `500ms`, `10s`, `1.5s`, `2m`, or plain seconds (`8`).
 fn duration(text: &str) -> Result<Duration, String> {
     let d = mcpscope_engine::fault::spec::parse_duration(text)?;
     if d.is_zero() {

@@ -121,6 +121,25 @@ fn every_fault_word_parses() {
     assert!(rule.per_tool);
 }
 
+/// Plain seconds are a duration everywhere durations are read: `8` is `8s`.
+#[test]
+fn plain_seconds_are_a_duration() {
+    let read = fault::spec::parse_duration;
+    assert_eq!(read("8"), Ok(Duration::from_secs(8)));
+    assert_eq!(read("1.5"), Ok(Duration::from_millis(1500)));
+    assert_eq!(read("0"), Ok(Duration::ZERO));
+    assert_eq!(read("8s"), read("8"));
+    for bad in [
+        "", ".", "1.2.3", "-1", "+1", "1e3", "inf", "nan", "8 s", "8h",
+    ] {
+        assert!(read(bad).is_err(), "{bad:?} read as a duration");
+    }
+    let rule: Rule = "reset after 2 when method=tools/call"
+        .parse()
+        .expect("rule");
+    assert_eq!(rule.trigger, Trigger::After(Duration::from_secs(2)));
+}
+
 #[test]
 fn bad_specs_name_the_spec_and_the_word() {
     let table: &[(&str, &str)] = &[
@@ -128,7 +147,8 @@ fn bad_specs_name_the_spec_and_the_word() {
         ("boom", "boom"),
         ("reset aftr 5s", "aftr"),
         ("reset after", "after"),
-        ("reset after 5", "5"),
+        ("reset after 5x", "5x"),
+        ("reset after -5", "-5"),
         ("reset after five events", "five"),
         ("status", "status"),
         ("status:42", "status:42"),

@@ -74,6 +74,7 @@ fn list_and_usage_errors() {
         "reset-after-headers",
         "eof-before-result",
         "server-dies",
+        "server-dies-refusing",
         "json-reset",
         "priming-then-reset",
         "resumable",
@@ -94,6 +95,23 @@ fn list_and_usage_errors() {
         let (out, _) = mcpscope(args, Duration::from_secs(10));
         assert_eq!(out.status.code(), Some(2), "{args:?}: {out:?}");
     }
+    // Plain seconds are a timeout: the cell runs (and finds that `true` never calls).
+    let (out, _) = mcpscope(
+        &[
+            "matrix",
+            "--timeout",
+            "8",
+            "--cases",
+            "healthy",
+            "--json",
+            "--",
+            "true",
+        ],
+        Duration::from_secs(30),
+    );
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let cells = json_cells(&out);
+    assert_eq!(cells[0]["defect"], "never sent the call", "{cells:?}");
 }
 
 /// The broken client re-sends `poke` (not annotated read-only or idempotent) after the stream
@@ -212,7 +230,7 @@ fn a_client_that_hangs_on_everything_still_finishes_within_a_minute() {
     );
     assert_eq!(out.status.code(), Some(1), "{out:?}");
     let cells = json_cells(&out);
-    assert_eq!(cells.len(), 13);
+    assert_eq!(cells.len(), 14);
     assert!(cells.iter().all(|c| c["outcome"] == "hung"), "{cells:?}");
     assert!(took < Duration::from_secs(60), "took {took:?}");
 }
@@ -249,6 +267,11 @@ const HANGS_WITHOUT_EVENT_IDS: &Table = &[
     ("reset-after-headers", "failed", None),
     ("eof-before-result", "hung", Some("hangs on stream death")),
     ("server-dies", "hung", Some("hangs on stream death")),
+    (
+        "server-dies-refusing",
+        "hung",
+        Some("hangs on stream death"),
+    ),
     ("json-reset", "failed", None),
     (
         "priming-then-reset",
@@ -361,7 +384,7 @@ fn typescript_sdk_passes_the_deaths_without_event_ids_with_rescue() {
             "--json",
             "--rescue",
             "--cases",
-            "reset-after-event,eof-before-result,server-dies,priming-then-reset,resume-refused,resumable",
+            "reset-after-event,eof-before-result,server-dies,server-dies-refusing,priming-then-reset,resume-refused,resumable",
             "--",
             "node",
             &client,
@@ -370,7 +393,7 @@ fn typescript_sdk_passes_the_deaths_without_event_ids_with_rescue() {
         Duration::from_secs(120),
     );
     let cells = json_cells(&out);
-    assert_eq!(cells.len(), 6, "{cells:?}");
+    assert_eq!(cells.len(), 7, "{cells:?}");
     let resumable = cell(&cells, "resumable");
     assert_eq!(resumable["outcome"], "resumed", "{resumable}");
     for c in cells.iter().filter(|c| c["case"] != "resumable") {
@@ -380,4 +403,80 @@ fn typescript_sdk_passes_the_deaths_without_event_ids_with_rescue() {
         assert!(said.contains("mcpscope --rescue"), "{c}");
     }
     assert_eq!(out.status.code(), Some(0));
+}
+
+/// With `--upstream`, a cell is judged only when what its case describes happened: the test
+/// server (run as a plain upstream, no event ids) answers `echo` with an SSE stream whose only
+/// event is the result, so the deaths after one event hit after the result, `json-reset` hits SSE, and the
+/// cases that need the built-in server's own setup are not run. None is a defect.
+#[test]
+fn with_an_upstream_cells_whose_fault_missed_are_skipped_with_the_reason() {
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let server = rt
+        .block_on(mcpscope_testkit::testserver::start(
+            mcpscope_testkit::testserver::Options {
+                event_ids: false,
+                ..mcpscope_testkit::testserver::Options::default()
+            },
+        ))
+        .expect("test server");
+    let upstream = server.url();
+    let client = retry_client();
+    let junit_dir = temp_dir();
+    let junit = junit_dir.path().join("matrix.xml");
+    let (out, _) = mcpscope(
+        &[
+            "matrix",
+            "--upstream",
+            &upstream,
+            "--cases",
+            "reset-after-event,eof-before-result,json-reset,resumable,status-503",
+            "--tool",
+            "echo",
+            "--timeout",
+            "8",
+            "--json",
+            "--junit",
+            junit.to_str().expect("utf-8"),
+            "--",
+            "python3",
+            &client,
+            "{url}",
+            "echo",
+        ],
+        Duration::from_secs(60),
+    );
+    let cells = json_cells(&out);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    for (case, reason) in [
+        ("reset-after-event", "the fault hit after the result"),
+        ("eof-before-result", "the fault hit after the result"),
+        ("json-reset", "upstream answered with SSE"),
+    ] {
+        let c = cell(&cells, case);
+        assert_eq!(c["outcome"], "skipped", "{c}\n{stderr}");
+        assert_eq!(c["skipped"], reason, "{c}");
+        assert_eq!(c["verdict"], format!("skipped: {reason}"), "{c}");
+        assert_eq!(c["defect"], Value::Null, "{c}");
+    }
+    let resumable = cell(&cells, "resumable");
+    assert_eq!(resumable["outcome"], "skipped", "{resumable}");
+    assert!(
+        resumable["skipped"]
+            .as_str()
+            .is_some_and(|r| r.contains("--upstream")),
+        "{resumable}"
+    );
+    // A fault that needs nothing of the server is judged as before.
+    let status = cell(&cells, "status-503");
+    assert_eq!(status["outcome"], "retried", "{status}");
+    assert_eq!(status["verdict"], "correct", "{status}");
+    let xml = std::fs::read_to_string(&junit).expect("junit written");
+    assert!(
+        xml.contains("skipped=\"4\"")
+            && xml.contains("<skipped message=\"upstream answered with SSE\"/>"),
+        "{xml}"
+    );
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    rt.block_on(server.shutdown());
 }

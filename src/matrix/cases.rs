@@ -37,8 +37,11 @@ pub struct Case {
     pub about: &'static str,
     /// The fault, in the rule grammar without matchers; `None` for the control.
     pub fault: Option<&'static str>,
-    /// The test server's setup (ignored with `--upstream`).
+    /// The test server's setup.
     pub server: ServerSetup,
+    /// Why the case means nothing without that setup: with `--upstream` its cell is skipped
+    /// with this reason (`None`: the fault works on any server, and what it hit is checked).
+    pub needs_server: Option<&'static str>,
     /// What a correct client does.
     pub expect: Expect,
 }
@@ -68,6 +71,7 @@ pub const CASES: &[Case] = &[
         about: "no fault (control)",
         fault: None,
         server: WITH_IDS,
+        needs_server: None,
         expect: Expect::Answer,
     },
     Case {
@@ -75,6 +79,7 @@ pub const CASES: &[Case] = &[
         about: "SSE stream reset after its first event, no event ids",
         fault: Some("reset after 1 events"),
         server: NO_IDS,
+        needs_server: None,
         expect: Expect::Death,
     },
     Case {
@@ -82,6 +87,7 @@ pub const CASES: &[Case] = &[
         about: "SSE stream reset after the response head, before any event",
         fault: Some("reset"),
         server: NO_IDS,
+        needs_server: None,
         expect: Expect::Death,
     },
     Case {
@@ -89,13 +95,23 @@ pub const CASES: &[Case] = &[
         about: "SSE stream ends cleanly after its first event, before the result",
         fault: Some("eof after 1 events"),
         server: NO_IDS,
+        needs_server: None,
         expect: Expect::Death,
     },
     Case {
         name: "server-dies",
+        about: "server dies: the call's SSE stream and every GET stream reset, new connections accepted at once",
+        fault: Some("server-dies:0s after 1 events"),
+        server: NO_IDS,
+        needs_server: None,
+        expect: Expect::Death,
+    },
+    Case {
+        name: "server-dies-refusing",
         about: "server dies: the call's and GET streams reset, connections refused for 3 s",
         fault: Some("server-dies:3s after 1 events"),
         server: NO_IDS,
+        needs_server: None,
         expect: Expect::Death,
     },
     Case {
@@ -106,6 +122,7 @@ pub const CASES: &[Case] = &[
             json: true,
             ..NO_IDS
         },
+        needs_server: None,
         expect: Expect::Death,
     },
     Case {
@@ -119,6 +136,7 @@ pub const CASES: &[Case] = &[
             },
             ..WITH_IDS
         },
+        needs_server: Some("needs the built-in server's priming event ids and GETs answered 405"),
         expect: Expect::Death,
     },
     Case {
@@ -126,6 +144,7 @@ pub const CASES: &[Case] = &[
         about: "SSE stream with event ids reset after two events; resumption works",
         fault: Some("reset after 2 events"),
         server: WITH_IDS,
+        needs_server: Some("needs the built-in server's event ids and resumption"),
         expect: Expect::Death,
     },
     Case {
@@ -139,6 +158,7 @@ pub const CASES: &[Case] = &[
             },
             ..WITH_IDS
         },
+        needs_server: Some("needs the built-in server's event ids and its refused resumption"),
         expect: Expect::Death,
     },
     Case {
@@ -149,6 +169,7 @@ pub const CASES: &[Case] = &[
             retry_ms: Some(RETRY_HINT_MS),
             ..WITH_IDS
         },
+        needs_server: Some("needs the built-in server's priming event with a retry hint"),
         expect: Expect::Death,
     },
     Case {
@@ -156,6 +177,7 @@ pub const CASES: &[Case] = &[
         about: "the result is swallowed; the stream stays open",
         fault: Some("stall"),
         server: NO_IDS,
+        needs_server: None,
         expect: Expect::Stall,
     },
     Case {
@@ -163,6 +185,7 @@ pub const CASES: &[Case] = &[
         about: "the call is answered 404 Session not found",
         fault: Some("404"),
         server: WITH_IDS,
+        needs_server: None,
         expect: Expect::HttpError("session expiry"),
     },
     Case {
@@ -170,6 +193,7 @@ pub const CASES: &[Case] = &[
         about: "the call is answered 503 Service Unavailable",
         fault: Some("503"),
         server: WITH_IDS,
+        needs_server: None,
         expect: Expect::HttpError("HTTP 503"),
     },
 ];
@@ -221,6 +245,27 @@ mod tests {
             }
             assert_eq!(CASES.iter().filter(|c| c.name == case.name).count(), 1);
         }
+    }
+
+    /// The report's server dies and takes reconnections at once; the refusing variant stays.
+    #[test]
+    fn server_dies_accepts_new_connections_at_once_and_the_refusing_variant_refuses() {
+        use mcpscope_engine::fault::Fault;
+        let down = |name: &str| {
+            let fault = find(name).and_then(|c| c.fault).expect("a fault");
+            match mcpscope_engine::fault::spec::parse_rule(&rule(fault, "method=tools/call")) {
+                Ok(rule) => match rule.fault {
+                    Fault::ServerDies { down } => down,
+                    other => panic!("{name}: {other:?}"),
+                },
+                Err(e) => panic!("{name}: {e}"),
+            }
+        };
+        assert_eq!(down("server-dies"), std::time::Duration::ZERO);
+        assert_eq!(
+            down("server-dies-refusing"),
+            std::time::Duration::from_secs(3)
+        );
     }
 
     #[test]

@@ -16,6 +16,7 @@ use mcpscope_testkit::testserver;
 
 use super::cases::{self, Case, Expect};
 use super::client::{self, ClientRun};
+use super::evidence::Evidence;
 use super::judge::{self, Judgement, Target};
 use mcpscope_engine::event::EventKind;
 
@@ -28,6 +29,12 @@ const STALL_WATCH: Duration = Duration::from_millis(judge::PROMPT_MS as u64 + 1_
 
 /// The longest a starting client holds its start-up permit without sending a request.
 pub const START_WINDOW: Duration = Duration::from_secs(2);
+
+/// The note recorded just before the matrix kills a client at its timeout: what the proxy sees
+/// from then on (a closed stream, a cancelled call) is the kill, not the client's reaction, and
+/// the cell's judgement never sees it.
+pub const KILL_NOTE: &str =
+    "matrix: the client is killed at its timeout; what follows is the kill, not the client";
 
 /// How long the end of a cell waits for its recording to be written.
 const FINISH_PATIENCE: Duration = Duration::from_secs(5);
@@ -122,6 +129,21 @@ async fn stop_when(mut seen: tokio::sync::watch::Receiver<Seen>, timeout: Durati
 
 /// Runs one cell.
 pub async fn run(case: &'static Case, plan: &Plan) -> anyhow::Result<CellResult> {
+    if let (Some(_), Some(reason)) = (&plan.upstream, case.needs_server) {
+        // Another server cannot be set up for the case: what it describes cannot happen.
+        return Ok(CellResult {
+            case,
+            judgement: Judgement::skipped(
+                case.expect,
+                &format!("{reason} (not available with --upstream)"),
+                None,
+            ),
+            client: ClientRun::default(),
+            elapsed_ms: 0,
+            recording: None,
+            host: None,
+        });
+    }
     let server = match &plan.upstream {
         Some(_) => None,
         None => Some(
@@ -171,7 +193,14 @@ pub async fn run(case: &'static Case, plan: &Plan) -> anyhow::Result<CellResult>
     let (seen_tx, seen) = tokio::sync::watch::channel(Seen::default());
     let fold = tokio::spawn(async move {
         let mut model = Model::new();
+        let mut evidence = Evidence::default();
+        let mut killed = false;
         while let Some(event) = feed.recv().await {
+            // The model the cell judges stops where the client stopped being itself.
+            killed |= matches!(&event.kind, EventKind::Note { text, .. } if text == KILL_NOTE);
+            if killed {
+                continue;
+            }
             match event.kind {
                 EventKind::StreamOpened { .. } => {
                     seen_tx.send_if_modified(|s| !std::mem::replace(&mut s.request, true));
@@ -181,9 +210,10 @@ pub async fn run(case: &'static Case, plan: &Plan) -> anyhow::Result<CellResult>
                 }
                 _ => {}
             }
+            evidence.see(&event.kind);
             model.apply(&event);
         }
-        model
+        (model, evidence)
     });
     let permit = Arc::clone(&plan.starting).acquire_owned().await;
     let mut started = seen.clone();
@@ -191,7 +221,12 @@ pub async fn run(case: &'static Case, plan: &Plan) -> anyhow::Result<CellResult>
         let _permit = permit;
         let _ = tokio::time::timeout(START_WINDOW, started.wait_for(|s| s.request)).await;
     });
+    let shared = Arc::clone(&running.proxy.shared);
     let stop = stop_when(seen, plan.timeout, case.expect == Expect::Stall);
+    let stop = async move {
+        stop.await;
+        shared.note(None, KILL_NOTE);
+    };
     let url = format!("http://{}/mcp", running.proxy.addr);
     let (run, host_run) = match &plan.host {
         Some(host) => {
@@ -209,7 +244,7 @@ pub async fn run(case: &'static Case, plan: &Plan) -> anyhow::Result<CellResult>
     drop(running.proxy);
     let recording = running.hub.recording.clone();
     let _ = tokio::task::spawn_blocking(move || running.hub.finish_within(FINISH_PATIENCE)).await;
-    let model = fold.await.context("the cell's model")?;
+    let (model, evidence) = fold.await.context("the cell's model")?;
     if let Some(server) = server {
         server.shutdown().await;
     }
@@ -239,16 +274,15 @@ pub async fn run(case: &'static Case, plan: &Plan) -> anyhow::Result<CellResult>
         }
         _ => None,
     };
-    // A host's reaction is what reached the model, not the words it printed.
-    let judgement = if host.is_some() {
-        let judged = ClientRun {
-            lines: Vec::new(),
-            ..run.clone()
-        };
-        judge::judge(&model, &plan.target, case.expect, &judged)
-    } else {
-        judge::judge(&model, &plan.target, case.expect, &run)
-    };
+    // A host's reaction is what reached the model (`ClientRun::model_reaction`), a generic
+    // client's what the proxy saw; no words of either's output are read.
+    let judgement = judge::judge(
+        &model,
+        &plan.target,
+        (case.fault, case.expect),
+        &evidence,
+        &run,
+    );
     Ok(CellResult {
         case,
         judgement,

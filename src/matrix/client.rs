@@ -25,6 +25,8 @@ pub struct ClientRun {
     pub code: Option<i32>,
     /// Whether the timeout killed it.
     pub killed: bool,
+    /// When the matrix killed it (what the proxy sees from then on is the kill, not the client).
+    pub killed_at: Option<DateTime<Utc>>,
     /// Its output lines (stdout and stderr), with when each arrived.
     pub lines: Vec<(DateTime<Utc>, String)>,
     /// Why it could not start, if it could not.
@@ -122,6 +124,7 @@ pub async fn run_in(
         Some(Err(e)) => out.spawn_error = Some(format!("waiting for the client: {e}")),
         None => {
             out.killed = true;
+            out.killed_at = Some(Utc::now());
             kill_group(&mut child).await;
         }
     }

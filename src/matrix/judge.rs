@@ -1,21 +1,21 @@
 //! One cell's judgement: what the proxy's model saw of the provoked call, plus the client process.
 
 use chrono::{DateTime, Utc};
-use mcpscope_engine::event::Direction;
+use mcpscope_engine::event::{Direction, Leg};
 use mcpscope_engine::model::{Call, Model, Verdict};
 use mcpscope_export::check::{may_have_executed, non_idempotent};
 
+use mcpscope_engine::wire::ContentKind;
+
 use super::cases::Expect;
 use super::client::ClientRun;
+use super::evidence::Evidence;
 
 /// A client that reacts within this long after the death gave up promptly.
 pub const PROMPT_MS: i64 = 2_000;
 
 /// How much sooner than the server's `retry:` hint a resumption may come (timer granularity).
 const RETRY_SLACK_MS: i64 = 100;
-
-/// The revision whose calls can never be resumed.
-const SESSIONLESS: &str = "2026-07-28";
 
 /// What the client did with the provoked call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -30,6 +30,8 @@ pub enum Outcome {
     Resumed,
     /// The client sent the request again.
     Retried,
+    /// Not judged: what the case describes did not happen (the reason is in the judgement).
+    Skipped,
 }
 
 impl Outcome {
@@ -41,6 +43,7 @@ impl Outcome {
             Outcome::Hung => "hung",
             Outcome::Resumed => "resumed",
             Outcome::Retried => "retried",
+            Outcome::Skipped => "skipped",
         }
     }
 }
@@ -97,6 +100,47 @@ pub struct Judgement {
     pub call_verdict: Option<String>,
     /// Whether the fault fired on the call.
     pub provoked: bool,
+    /// Why the cell is not judged, when what its case describes did not happen.
+    pub skipped: Option<String>,
+}
+
+impl Judgement {
+    /// A cell not judged, for `reason` (its verdict reads `skipped: REASON`).
+    pub fn skipped(expect: Expect, reason: &str, call: Option<&Call>) -> Self {
+        Judgement {
+            outcome: Outcome::Skipped,
+            reaction_ms: None,
+            verdict: format!("skipped: {reason}"),
+            defect: None,
+            expected: expected_text(expect, false).into(),
+            double_execution: false,
+            call_verdict: call.map(|c| c.verdict.name().to_string()),
+            provoked: call.is_some_and(|c| c.injected),
+            skipped: Some(reason.to_string()),
+        }
+    }
+}
+
+/// Why a cell whose case arms `fault` is not judged, from what the fault hit: it never fired, a
+/// `json-reset` hit a body that is not JSON, or a death came after the result had passed.
+fn unjudged(fault: Option<&str>, expect: Expect, evidence: &Evidence) -> Option<String> {
+    let fault = fault?;
+    let Some((_, fired)) = &evidence.fired else {
+        return Some("the fault never fired".into());
+    };
+    if fault == "json-reset" || fired == "json-reset" {
+        match evidence.fired_body() {
+            Some(ContentKind::Json) => {}
+            Some(ContentKind::Sse) => return Some("upstream answered with SSE".into()),
+            Some(ContentKind::Other) | None => {
+                return Some("upstream answered with no JSON body".into());
+            }
+        }
+    }
+    if expect == Expect::Death && evidence.response_before_fault {
+        return Some("the fault hit after the result".into());
+    }
+    None
 }
 
 /// What the model says of the provoked call.
@@ -140,7 +184,10 @@ fn seen<'a>(model: &'a Model, call: &'a Call) -> Seen<'a> {
         .or(handed_over)
         .or(call.ended_at)
         .unwrap_or(call.started_at);
-    let resumable = call.revision.as_deref() != Some(SESSIONLESS)
+    let resumable = !call
+        .revision
+        .as_deref()
+        .is_some_and(mcpscope_engine::revision::is_sessionless)
         && request_stream.is_some_and(|s| s.last_event_id.is_some() || has_event_id(s));
     let tried_resume = model
         .streams
@@ -200,31 +247,36 @@ fn ms_between(from: DateTime<Utc>, to: DateTime<Utc>) -> i64 {
     (to - from).num_milliseconds().max(0)
 }
 
-/// Whether an output line reports a failure (the client printed its error).
-fn reports_error(line: &str) -> bool {
-    let lower = line.to_ascii_lowercase();
-    ["error", "fail", "exception", "timed out", "timeout"]
-        .iter()
-        .any(|word| lower.contains(word))
-}
-
-/// When the client gave up after `broke_at`: it exited, printed an error or cancelled the call.
-fn gave_up_at(seen: &Seen<'_>, run: &ClientRun) -> Option<DateTime<Utc>> {
-    let after = |t: &DateTime<Utc>| *t >= seen.broke_at;
+/// When the client gave up on the call after `broke_at`, from what the proxy saw and how the
+/// process ended: it exited, cancelled the call (`notifications/cancelled`, or closing the
+/// call's stream in a revision where that cancels), closed the call's stream, or moved on to a
+/// new request. Its output is never read for this, and nothing at or after the matrix's own
+/// kill counts (the kill is not the client's doing).
+fn gave_up_at(model: &Model, seen: &Seen<'_>, run: &ClientRun) -> Option<DateTime<Utc>> {
+    let own = |t: &DateTime<Utc>| *t >= seen.broke_at && run.killed_at.is_none_or(|k| *t < k);
     let mut times: Vec<DateTime<Utc>> = Vec::new();
     times.extend(run.exited_at);
     times.extend(run.model_reaction);
-    times.extend(
-        run.lines
-            .iter()
-            .filter(|(t, line)| after(t) && reports_error(line))
-            .map(|(t, _)| *t)
-            .next(),
-    );
     if let Verdict::Cancelled { at } = seen.call.verdict {
         times.push(at);
     }
-    times.into_iter().filter(after).min()
+    times.extend(
+        model
+            .stream(seen.call.request_stream)
+            .and_then(|s| s.ended.as_ref())
+            .filter(|end| end.leg == Leg::Client)
+            .map(|end| end.at),
+    );
+    times.extend(
+        model
+            .calls
+            .iter()
+            .filter(|c| c.dir == Direction::ClientToServer && c.index != seen.call.index)
+            .filter(|c| c.started_at > seen.broke_at && c.retry_of.is_none())
+            .map(|c| c.started_at)
+            .min(),
+    );
+    times.into_iter().filter(own).min()
 }
 
 /// When the provoked call broke (its death, its error or the fault; else its end).
@@ -242,11 +294,20 @@ fn resumed_at(model: &Model, seen: &Seen<'_>) -> Option<DateTime<Utc>> {
         .min()
 }
 
-/// Judges one cell.
-pub fn judge(model: &Model, target: &Target, expect: Expect, run: &ClientRun) -> Judgement {
+/// Judges one cell whose case arms `fault` (what it hit is in `evidence`).
+pub fn judge(
+    model: &Model,
+    target: &Target,
+    (fault, expect): (Option<&str>, Expect),
+    evidence: &Evidence,
+    run: &ClientRun,
+) -> Judgement {
     let Some(call) = first_target(model, target) else {
         return no_call(expect, run);
     };
+    if let Some(reason) = unjudged(fault, expect, evidence) {
+        return Judgement::skipped(expect, &reason, Some(call));
+    }
     let seen = seen(model, call);
     let answered = matches!(call.verdict, Verdict::Answered);
     let resumed = answered
@@ -269,7 +330,7 @@ pub fn judge(model: &Model, target: &Target, expect: Expect, run: &ClientRun) ->
         .max()
         .filter(|t| *t > seen.broke_at)
         .unwrap_or(seen.broke_at);
-    let gave_up_ms = gave_up_at(&seen, run).map(|t| ms_between(last_attempt, t));
+    let gave_up_ms = gave_up_at(model, &seen, run).map(|t| ms_between(last_attempt, t));
     let (outcome, reaction_ms) = if resumed {
         let at = resumed_at(model, &seen);
         (Outcome::Resumed, at.map(|t| ms_between(seen.broke_at, t)))
@@ -302,6 +363,7 @@ pub fn judge(model: &Model, target: &Target, expect: Expect, run: &ClientRun) ->
         double_execution,
         call_verdict: Some(call.verdict.name().to_string()),
         provoked: call.injected,
+        skipped: None,
     }
 }
 
@@ -324,6 +386,7 @@ fn no_call(expect: Expect, run: &ClientRun) -> Judgement {
         double_execution: false,
         call_verdict: None,
         provoked: false,
+        skipped: None,
     }
 }
 
@@ -432,7 +495,13 @@ mod tests {
     #[test]
     fn a_client_killed_at_the_timeout_hangs_on_stream_death() {
         let model = death("2025-06-18", None);
-        let j = judge(&model, &Target::AnyTool, Expect::Death, &killed());
+        let j = judge(
+            &model,
+            &Target::AnyTool,
+            (None, Expect::Death),
+            &Evidence::default(),
+            &killed(),
+        );
         assert_eq!(j.outcome, Outcome::Hung);
         assert_eq!(j.defect.as_deref(), Some("hangs on stream death"));
     }
@@ -442,12 +511,24 @@ mod tests {
         let model = death("2025-06-18", None);
         let at = died_at(&model);
         let prompt = exited(at + ms(40), 1, "error: stream reset");
-        let j = judge(&model, &Target::AnyTool, Expect::Death, &prompt);
+        let j = judge(
+            &model,
+            &Target::AnyTool,
+            (None, Expect::Death),
+            &Evidence::default(),
+            &prompt,
+        );
         assert_eq!((j.outcome, j.reaction_ms), (Outcome::Failed, Some(40)));
         assert_eq!((j.verdict.as_str(), j.defect), ("correct", None));
 
         let late = exited(at + ms(PROMPT_MS + 500), 1, "error: timed out");
-        let j = judge(&model, &Target::AnyTool, Expect::Death, &late);
+        let j = judge(
+            &model,
+            &Target::AnyTool,
+            (None, Expect::Death),
+            &Evidence::default(),
+            &late,
+        );
         assert_eq!(j.outcome, Outcome::Hung);
         assert_eq!(j.reaction_ms, Some(PROMPT_MS + 500));
         assert_eq!(j.defect.as_deref(), Some("hangs on stream death"));
@@ -460,7 +541,8 @@ mod tests {
         let j = judge(
             &model,
             &Target::AnyTool,
-            Expect::Death,
+            (None, Expect::Death),
+            &Evidence::default(),
             &exited(at + ms(5), 1, "error: reset"),
         );
         assert_eq!(j.outcome, Outcome::Failed);
@@ -474,10 +556,146 @@ mod tests {
         let at = died_at(&model);
         let mut run = killed();
         run.lines.push((at + ms(3), "progress 1.0".into()));
-        let j = judge(&model, &Target::AnyTool, Expect::Death, &run);
+        let j = judge(
+            &model,
+            &Target::AnyTool,
+            (None, Expect::Death),
+            &Evidence::default(),
+            &run,
+        );
         assert_eq!(j.outcome, Outcome::Hung);
-        let j = judge(&model, &Target::AnyTool, Expect::Stall, &run);
+        let j = judge(
+            &model,
+            &Target::AnyTool,
+            (None, Expect::Stall),
+            &Evidence::default(),
+            &run,
+        );
         assert_eq!((j.outcome, j.defect), (Outcome::Hung, None));
+    }
+
+    #[test]
+    fn words_in_the_output_are_no_reaction() {
+        let model = death("2025-06-18", None);
+        let at = died_at(&model);
+        let mut run = killed();
+        run.killed_at = Some(at + ms(10_000));
+        run.lines
+            .push((at + ms(5), "result: no error, nothing failed".into()));
+        let j = judge(
+            &model,
+            &Target::AnyTool,
+            (None, Expect::Death),
+            &Evidence::default(),
+            &run,
+        );
+        assert_eq!((j.outcome, j.reaction_ms), (Outcome::Hung, None), "{j:?}");
+        assert_eq!(j.defect.as_deref(), Some("hangs on stream death"));
+    }
+
+    /// A stalled `poke` (stream 2 open, no result) whose stream the client side closes at `close_ms`.
+    fn stall_closed_by_the_client(revision: &str, close_ms: i64) -> Model {
+        let mut s = Script::ticking();
+        s.initialize(revision)
+            .post(
+                2,
+                S1,
+                json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "poke"}}),
+            )
+            .respond(2, 200, "text/event-stream", S1)
+            .event(2, None, None)
+            .wait(close_ms)
+            .finish(2, EndHow::Cancelled, Leg::Client);
+        s.fold().0
+    }
+
+    #[test]
+    fn the_matrix_kill_is_not_the_clients_reaction() {
+        for revision in ["2025-06-18", "2026-07-28"] {
+            let model = stall_closed_by_the_client(revision, 3_000);
+            let call = last_call(&model, "poke").expect("call");
+            let closed = model
+                .stream(call.request_stream)
+                .and_then(|s| s.ended.as_ref())
+                .map(|e| e.at)
+                .expect("closed");
+            // The close is the matrix's kill: no reaction, whatever the model calls it.
+            let mut run = killed();
+            run.killed_at = Some(closed);
+            let j = judge(
+                &model,
+                &Target::AnyTool,
+                (None, Expect::Stall),
+                &Evidence::default(),
+                &run,
+            );
+            assert_eq!(
+                (j.outcome, j.reaction_ms),
+                (Outcome::Hung, None),
+                "{revision}: {j:?}"
+            );
+            assert_eq!(j.defect, None);
+            // The same close by the client itself, before any kill, is its reaction.
+            let mut run = killed();
+            run.killed_at = Some(closed + ms(1_000));
+            let j = judge(
+                &model,
+                &Target::AnyTool,
+                (None, Expect::Death),
+                &Evidence::default(),
+                &run,
+            );
+            assert_eq!(j.outcome, Outcome::Failed, "{revision}: {j:?}");
+        }
+    }
+
+    #[test]
+    fn a_fault_that_missed_what_its_case_describes_is_skipped() {
+        use mcpscope_engine::event::EventKind;
+        let model = death("2025-06-18", None);
+        let fired = |rule: &str, fault: &str| EventKind::FaultInjected {
+            stream: 2,
+            fault: fault.into(),
+            rule: Some(rule.into()),
+        };
+        let judged = |fault: &str, evidence: &Evidence| {
+            judge(
+                &model,
+                &Target::AnyTool,
+                (Some(fault), Expect::Death),
+                evidence,
+                &killed(),
+            )
+        };
+        let mut after_result = Evidence::default();
+        after_result.see(&EventKind::Message {
+            stream: 2,
+            dir: Direction::ServerToClient,
+            body: json!({"jsonrpc": "2.0", "id": 1, "result": {}}),
+        });
+        after_result.see(&fired("reset after 1 events", "reset"));
+        let j = judged("reset after 1 events", &after_result);
+        assert_eq!(j.outcome, Outcome::Skipped);
+        assert_eq!(j.verdict, "skipped: the fault hit after the result");
+        assert_eq!((j.defect, j.reaction_ms), (None, None));
+
+        let mut on_sse = Evidence::default();
+        on_sse.see(&EventKind::ResponseHead {
+            stream: 2,
+            status: 200,
+            headers: vec![("content-type".into(), "text/event-stream".into())],
+        });
+        on_sse.see(&fired("json-reset", "json-reset"));
+        let j = judged("json-reset", &on_sse);
+        assert_eq!(j.verdict, "skipped: upstream answered with SSE");
+
+        let j = judged("reset after 1 events", &Evidence::default());
+        assert_eq!(j.verdict, "skipped: the fault never fired");
+
+        let mut before_result = Evidence::default();
+        before_result.see(&fired("reset after 1 events", "reset"));
+        let j = judged("reset after 1 events", &before_result);
+        assert_eq!(j.defect.as_deref(), Some("hangs on stream death"));
     }
 
     /// A deliberate close with `retry: 1500`, then a resumption `after_ms` later.
@@ -518,7 +736,13 @@ mod tests {
     #[test]
     fn resuming_before_the_retry_hint_is_a_defect_and_after_it_is_correct() {
         let early = retry_hint_then_resumption(200);
-        let j = judge(&early, &Target::AnyTool, Expect::Death, &killed());
+        let j = judge(
+            &early,
+            &Target::AnyTool,
+            (None, Expect::Death),
+            &Evidence::default(),
+            &killed(),
+        );
         assert_eq!(j.outcome, Outcome::Resumed);
         assert!(
             j.defect
@@ -527,7 +751,13 @@ mod tests {
             "{j:?}"
         );
         let patient = retry_hint_then_resumption(1600);
-        let j = judge(&patient, &Target::AnyTool, Expect::Death, &killed());
+        let j = judge(
+            &patient,
+            &Target::AnyTool,
+            (None, Expect::Death),
+            &Evidence::default(),
+            &killed(),
+        );
         assert_eq!((j.outcome, j.defect), (Outcome::Resumed, None));
     }
 
@@ -537,7 +767,8 @@ mod tests {
         let j = judge(
             &model,
             &Target::Tool("slow".into()),
-            Expect::Answer,
+            (None, Expect::Answer),
+            &Evidence::default(),
             &killed(),
         );
         assert_eq!(j.defect.as_deref(), Some("never sent the call"));

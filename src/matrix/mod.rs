@@ -4,6 +4,7 @@
 pub mod cases;
 pub mod cell;
 pub mod client;
+pub mod evidence;
 pub mod host;
 pub mod judge;
 pub mod report;

@@ -56,13 +56,26 @@ pub fn table(cells: &[CellResult]) -> String {
         .iter()
         .filter(|c| c.judgement.defect.is_some())
         .count();
-    let _ = writeln!(
+    let skipped = skipped(cells);
+    let _ = write!(
         out,
         "{} cells, {} correct, {defects} with a defect",
         cells.len(),
-        cells.len() - defects
+        cells.len() - defects - skipped
     );
+    if skipped > 0 {
+        let _ = write!(out, ", {skipped} skipped (not judged)");
+    }
+    out.push('\n');
     out
+}
+
+/// Cells not judged (what their case describes did not happen).
+fn skipped(cells: &[CellResult]) -> usize {
+    cells
+        .iter()
+        .filter(|c| c.judgement.skipped.is_some())
+        .count()
 }
 
 /// The JSON object of one cell.
@@ -75,6 +88,7 @@ pub fn json(cell: &CellResult) -> Value {
         "reaction_ms": j.reaction_ms,
         "verdict": j.verdict,
         "defect": j.defect,
+        "skipped": j.skipped,
         "expected": j.expected,
         "double_execution": j.double_execution,
         "provoked": j.provoked,
@@ -109,8 +123,9 @@ pub fn junit(cells: &[CellResult], command: &str) -> String {
         .iter()
         .filter(|c| c.judgement.defect.is_some())
         .count();
+    let skipped = skipped(cells);
     let mut out = format!(
-        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"mcpscope matrix\" tests=\"{}\" failures=\"{failures}\">\n  <testsuite name=\"{}\" tests=\"{}\" failures=\"{failures}\">\n",
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"mcpscope matrix\" tests=\"{}\" failures=\"{failures}\" skipped=\"{skipped}\">\n  <testsuite name=\"{}\" tests=\"{}\" failures=\"{failures}\" skipped=\"{skipped}\">\n",
         cells.len(),
         escape(command),
         cells.len()
@@ -123,8 +138,15 @@ pub fn junit(cells: &[CellResult], command: &str) -> String {
             "    <testcase name=\"{}\" classname=\"mcpscope.matrix\" time=\"{seconds:.3}\"",
             escape(cell.case.name)
         );
-        match &j.defect {
-            Some(defect) => {
+        match (&j.defect, &j.skipped) {
+            (None, Some(reason)) => {
+                let _ = write!(
+                    out,
+                    ">\n      <skipped message=\"{}\"/>\n    </testcase>\n",
+                    escape(reason)
+                );
+            }
+            (Some(defect), _) => {
                 let _ = write!(
                     out,
                     ">\n      <failure message=\"{}\" type=\"{}\">{}: {}; expected: {}; reaction: {}\n{}</failure>\n    </testcase>\n",
@@ -137,7 +159,7 @@ pub fn junit(cells: &[CellResult], command: &str) -> String {
                     escape(&cell.client.last_lines(LAST_LINES).join("\n"))
                 );
             }
-            None => out.push_str("/>\n"),
+            (None, None) => out.push_str("/>\n"),
         }
     }
     out.push_str("  </testsuite>\n</testsuites>\n");
@@ -167,7 +189,7 @@ pub fn markdown(cells: &[CellResult], command: &str) -> String {
             md_cell(&j.expected),
             match &j.defect {
                 Some(d) => format!("**{}**", md_cell(d)),
-                None => "correct".into(),
+                None => md_cell(&j.verdict),
             }
         );
     }

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""retry_client.py URL — a deliberately broken MCP client (standard library only): it calls `poke`
+"""retry_client.py URL [TOOL] — a deliberately broken MCP client (standard library only): it calls `poke`
 (a tool that changes state and is not safe to retry) and, when the stream dies before the answer,
 sends the very same request again at once. `mcpscope matrix` must flag the double execution.
+TOOL (default `poke`) names another tool to call the same way.
 Prints `result: …` (exit 0) or `error: …` (exit 1).
 """
 
@@ -10,6 +11,7 @@ import sys
 import urllib.request
 
 URL = sys.argv[1]
+TOOL = sys.argv[2] if len(sys.argv) > 2 else "poke"
 HEADERS = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
 
 
@@ -39,7 +41,7 @@ def main():
     req = urllib.request.Request(URL, data=json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}).encode(),
                                  headers={**HEADERS, "Mcp-Session-Id": sid, "MCP-Protocol-Version": "2025-06-18"}, method="POST")
     urllib.request.urlopen(req, timeout=5).read()
-    call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "poke", "arguments": {}}}
+    call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": TOOL, "arguments": {}}}
     for attempt in range(2):
         try:
             _, msg = post(call, sid)

@@ -8,6 +8,7 @@ pub mod fault;
 pub mod model;
 pub mod record;
 pub mod redact;
+pub mod revision;
 pub mod wire;
 
 /// A usage error: reported in one line with exit code 2.

@@ -26,6 +26,7 @@ fn kinds(notices: &[Notice]) -> Vec<&'static str> {
         .iter()
         .map(|n| match n.what {
             What::SessionStarted { .. } => "session_started",
+            What::SessionRevision { .. } => "session_revision",
             What::SessionEnded { .. } => "session_ended",
             What::CallStarted { .. } => "call_started",
             What::StreamEnded { .. } => "stream_ended",
@@ -877,4 +878,64 @@ fn auth_challenges_are_not_failures_and_the_request_sent_again_is_not_a_retry() 
     for false_verdict in ["call_failed", "client_retry", "call_orphaned"] {
         assert!(!kinds.contains(&false_verdict), "{kinds:?}");
     }
+}
+
+/// A `server/discover` probe (2026-07-28) answered with a session id names the probe's revision;
+/// the `initialize` that follows negotiates 2025-11-25, and the model, its notices and the calls
+/// after it say so.
+#[test]
+fn the_negotiated_revision_corrects_the_probes_guess() {
+    let mut s = Script::ticking();
+    s.post(
+        1,
+        &[("mcp-protocol-version", "2026-07-28")],
+        json!({"jsonrpc": "2.0", "id": 0, "method": "server/discover", "params": {}}),
+    )
+    .respond(1, 200, "application/json", S1)
+    .json_body(1, json!({"jsonrpc": "2.0", "id": 0, "result": {}}))
+    .finish(1, EndHow::Eof, Leg::Upstream)
+    .post(
+        2,
+        S1,
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-11-25", "clientInfo": {"name": "c", "version": "1"}}}),
+    )
+    .respond(2, 200, "application/json", S1)
+    .json_body(
+        2,
+        json!({"jsonrpc": "2.0", "id": 1, "result": {"protocolVersion": "2025-11-25", "serverInfo": {"name": "srv", "version": "2"}}}),
+    )
+    .finish(2, EndHow::Eof, Leg::Upstream);
+    let (model, notices) = s.fold();
+    let revisions: Vec<(Option<&str>, &str)> = notices
+        .iter()
+        .filter_map(|n| match &n.what {
+            What::SessionStarted { revision, .. } => Some((revision.as_deref(), "started")),
+            What::SessionRevision { revision, was, .. } => {
+                assert_eq!(was.as_deref(), Some("2026-07-28"));
+                Some((Some(revision.as_str()), "corrected"))
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        revisions,
+        [
+            (Some("2026-07-28"), "started"),
+            (Some("2025-11-25"), "corrected")
+        ],
+        "{:?}",
+        kinds(&notices)
+    );
+    let session = model
+        .sessions
+        .iter()
+        .find(|s| s.id.as_deref() == Some("s1"))
+        .expect("session");
+    assert_eq!(session.revision.as_deref(), Some("2025-11-25"));
+    let text: Vec<String> = notices.iter().map(Notice::line).collect();
+    assert!(
+        text.iter()
+            .any(|t| t.contains("revision=2025-11-25 (was 2026-07-28)")),
+        "{text:?}"
+    );
 }

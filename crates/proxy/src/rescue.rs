@@ -18,9 +18,6 @@ use serde_json::{Value, json};
 /// failure it stands for.
 pub const RESCUE_CODE: i64 = -32000;
 
-/// The revision whose calls can never be resumed.
-const SESSIONLESS: &str = "2026-07-28";
-
 /// Parked rescues kept at most (the oldest is forgotten first).
 const MAX_PARKED: usize = 256;
 
@@ -208,7 +205,7 @@ impl Rescue {
             last_event_id: None,
             earlier: None,
             event_id_seen: false,
-            sessionless: revision == Some(SESSIONLESS),
+            sessionless: revision.is_some_and(mcpscope_engine::revision::is_sessionless),
             last_event: Instant::now(),
             any_event: false,
             json: false,
@@ -373,8 +370,13 @@ mod tests {
         ));
         assert!(answered.take(1, EndHow::Eof, &parking).is_none());
 
-        let mut sessionless =
-            Rescue::for_request(Some(&req), &[], Some(SESSIONLESS), None).expect("request");
+        let mut sessionless = Rescue::for_request(
+            Some(&req),
+            &[],
+            Some(mcpscope_engine::revision::FIRST_SESSIONLESS),
+            None,
+        )
+        .expect("request");
         sessionless.passed(&seen(Some("s1/0"), None));
         assert!(sessionless.take(1, EndHow::Reset, &parking).is_some());
 

@@ -135,6 +135,15 @@ impl Shared {
         }
     }
 
+    /// Records a note of the tool's own (shown, never interpreted), e.g. that what follows is
+    /// the tool's doing and not a peer's.
+    pub fn note(&self, stream: Option<StreamId>, text: impl Into<String>) {
+        self.sink.emit(EventKind::Note {
+            stream,
+            text: text.into(),
+        });
+    }
+
     /// Whether requests are refused now (an injected server death).
     pub(crate) fn is_down(&self) -> bool {
         lock(&self.down_until, "server-down window", &self.sink)

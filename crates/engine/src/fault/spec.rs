@@ -95,12 +95,10 @@ fn parse_status(code: &str) -> Result<Fault, String> {
     }
 }
 
-/// Parses a duration: `500ms`, `5s`, `1.5s`, `2m` (a bare `0` is zero).
+/// Parses a duration: `500ms`, `5s`, `1.5s`, `2m`, or plain seconds (`8` is `8s`, `0` is zero).
+/// Every duration flag and the fault grammar read durations with it.
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
-    let bad = || format!("{text:?} is not a duration (e.g. 500ms, 5s, 1.5s, 2m)");
-    if text == "0" {
-        return Ok(Duration::ZERO);
-    }
+    let bad = || format!("{text:?} is not a duration (e.g. 500ms, 5s, 1.5s, 2m, or 8 for seconds)");
     let (number, scale) = if let Some(n) = text.strip_suffix("ms") {
         (n, 0.001)
     } else if let Some(n) = text.strip_suffix('s') {
@@ -108,8 +106,16 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
     } else if let Some(n) = text.strip_suffix('m') {
         (n, 60.0)
     } else {
-        return Err(bad());
+        (text, 1.0)
     };
+    // Digits and at most one point only: no signs, exponents, `inf` or `nan`.
+    if number.is_empty()
+        || !number.bytes().all(|b| b.is_ascii_digit() || b == b'.')
+        || number.bytes().filter(|b| *b == b'.').count() > 1
+        || number == "."
+    {
+        return Err(bad());
+    }
     let value: f64 = number.parse().map_err(|_| bad())?;
     if !value.is_finite() || value < 0.0 || value * scale > 86_400.0 {
         return Err(bad());

@@ -11,9 +11,6 @@ use crate::event::{Direction, EndHow, Event, EventKind, Header, Leg, StreamId, h
 use crate::wire::ContentKind;
 use crate::wire::jsonrpc::{Kind, canonical, classify, id_text, messages};
 
-/// The first revision without sessions, GET streams or resumption.
-const STATELESS_REVISION: &str = "2026-07-28";
-
 /// How many earlier identical calls a new call is compared with when looking for the one it
 /// retries.
 const RETRY_LOOKBACK: usize = 64;
@@ -26,7 +23,7 @@ const PROBE_GRACE_MS: i64 = 5_000;
 const NOT_RETRIES: &[&str] = &["initialize", "ping", "server/discover"];
 
 fn is_stateless(revision: Option<&str>) -> bool {
-    revision.is_some_and(|r| r >= STATELESS_REVISION)
+    revision.is_some_and(crate::revision::is_sessionless)
 }
 
 pub(super) fn retry_key(method: &str, params: &Value) -> String {
@@ -1120,7 +1117,18 @@ impl Model {
                     if let Some(v) = result.get("protocolVersion").and_then(Value::as_str)
                         && !self.is_legacy_session(session)
                     {
-                        self.sessions[session].revision = Some(v.to_string());
+                        let was = self.sessions[session].revision.replace(v.to_string());
+                        // Named already (a probe got the session id first): correct it.
+                        if self.sessions[session].announced && was.as_deref() != Some(v) {
+                            out.push(Notice {
+                                t,
+                                what: What::SessionRevision {
+                                    session: self.sessions[session].id.clone(),
+                                    revision: v.to_string(),
+                                    was,
+                                },
+                            });
+                        }
                     }
                     if let Some(info) = result.get("serverInfo") {
                         let name = info.get("name").and_then(Value::as_str).unwrap_or("?");

@@ -45,6 +45,17 @@ pub enum What {
         /// Protocol revision, if known.
         revision: Option<String>,
     },
+    /// A session's revision turned out other than `session_started` named: the one client and
+    /// server negotiated at `initialize` (a `server/discover` probe that got a session id first
+    /// named the probe's revision).
+    SessionRevision {
+        /// Session id.
+        session: Option<String>,
+        /// The negotiated revision.
+        revision: String,
+        /// What was named before.
+        was: Option<String>,
+    },
     /// A session ended (404 or DELETE).
     SessionEnded {
         /// Session id.
@@ -298,6 +309,15 @@ impl Notice {
                 "session started   {} revision={}",
                 session.as_deref().unwrap_or("-"),
                 revision.as_deref().unwrap_or("?")
+            ),
+            What::SessionRevision {
+                session,
+                revision,
+                was,
+            } => format!(
+                "session revision  {} revision={revision} (was {})",
+                session.as_deref().unwrap_or("-"),
+                was.as_deref().unwrap_or("?")
             ),
             What::SessionEnded { session, how } => {
                 format!("session {how}   {}", session.as_deref().unwrap_or("-"))

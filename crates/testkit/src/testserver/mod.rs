@@ -40,7 +40,7 @@ use tools::{Ctx, Emit};
 /// Protocol revisions spoken, oldest first.
 pub const SUPPORTED_VERSIONS: [&str; 4] = ["2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28"];
 /// The session-less revision.
-pub const SESSIONLESS_VERSION: &str = "2026-07-28";
+pub const SESSIONLESS_VERSION: &str = mcpscope_engine::revision::FIRST_SESSIONLESS;
 /// Revision chosen when the client asks for one we do not speak.
 pub const LATEST_SESSION_VERSION: &str = "2025-11-25";
 /// Interval of `: keep-alive` comments on idle streams.
