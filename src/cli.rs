@@ -485,6 +485,7 @@ mod tests {
         assert_eq!(cli.proxy.idle_timeout, Some(Duration::from_millis(500)));
         assert_eq!(cli.proxy.connect_timeout, Some(Duration::from_secs(2)));
         assert!(Cli::try_parse_from(["mcpscope", "--idle-timeout", "0"]).is_err());
-        assert!(Cli::try_parse_from(["mcpscope", "--idle-timeout", "10"]).is_err());
+        let plain = Cli::try_parse_from(["mcpscope", "--idle-timeout", "10"]).expect("parse");
+        assert_eq!(plain.proxy.idle_timeout, Some(Duration::from_secs(10)));
     }
 }
