@@ -8,5 +8,5 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 scripts/setup-peers.sh
 # Every target with the libtest harness, ignored tests included. Criterion's bench harness
 # rejects `--include-ignored`, so the benches (built as tests: one quick pass each) run apart.
-cargo test --workspace --lib --bins --tests --examples "$@" -- --include-ignored
+cargo test --workspace --lib --bins --tests --examples --no-fail-fast "$@" -- --include-ignored
 cargo test --workspace --bench '*' "$@"

@@ -260,11 +260,12 @@ fn check_table(client: &[&str], expected: &Table, exit: i32) {
     assert_eq!(out.status.code(), Some(exit));
 }
 
-/// The clients that wait for their own timeout when a stream dies without an event id.
+/// The clients that wait for their own timeout when a stream dies without an event id (a reset
+/// right after the head is such a death: the client saw the stream open).
 const HANGS_WITHOUT_EVENT_IDS: &Table = &[
     ("healthy", "ok", None),
     ("reset-after-event", "hung", Some("hangs on stream death")),
-    ("reset-after-headers", "failed", None),
+    ("reset-after-headers", "hung", Some("hangs on stream death")),
     ("eof-before-result", "hung", Some("hangs on stream death")),
     ("server-dies", "hung", Some("hangs on stream death")),
     (
@@ -361,7 +362,16 @@ fn python_sdk_2_with_a_session_resumes_where_it_can() {
 fn python_sdk_1_hangs_on_deaths_without_event_ids() {
     let py = venv1_python().display().to_string();
     let client = py_client();
-    check_table(&[&py, &client, "{url}"], HANGS_WITHOUT_EVENT_IDS, 1);
+    // A JSON answer reset halfway: the SDK's reader task raises (`httpx.ReadError`, printed) but
+    // the call is never failed: the process waits until it is killed.
+    let expected: Vec<(&str, &str, Option<&str>)> = HANGS_WITHOUT_EVENT_IDS
+        .iter()
+        .map(|&(case, outcome, defect)| match case {
+            "json-reset" => (case, "hung", Some("hangs on stream death")),
+            _ => (case, outcome, defect),
+        })
+        .collect();
+    check_table(&[&py, &client, "{url}"], &expected, 1);
 }
 
 #[test]
