@@ -332,3 +332,39 @@ fn a_host_with_an_upstream_is_refused() {
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("--host cannot use --upstream"), "{err}");
 }
+
+/// A host named by a relative path is found although each cell runs it in a throwaway directory:
+/// the path is taken from where `mcpscope` was started.
+#[test]
+fn a_host_named_by_a_relative_path_runs() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().expect("temp");
+    let script = dir.path().join("host.sh");
+    std::fs::write(&script, "#!/bin/sh\necho relative-host-ran\n").expect("write");
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let out = Command::new(env!("CARGO_BIN_EXE_mcpscope"))
+        .args([
+            "matrix",
+            "--cases",
+            "healthy",
+            "--timeout",
+            "2",
+            "--json",
+            "--host",
+            "custom",
+            "--model-api",
+            "anthropic",
+            "--",
+            "./host.sh",
+        ])
+        .current_dir(dir.path())
+        .stdin(Stdio::null())
+        .output()
+        .expect("mcpscope runs");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("relative-host-ran"),
+        "{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

@@ -91,6 +91,9 @@ fn list_and_usage_errors() {
         &["matrix"][..],
         &["matrix", "--tool", "a", "--method", "b", "--", "true"][..],
         &["matrix", "--timeout", "0", "--", "true"][..],
+        // A client that cannot start is refused up front, not judged in every cell.
+        &["matrix", "--", "/nonexistent/client", "{url}"][..],
+        &["matrix", "--", "no-such-client-on-path", "{url}"][..],
     ] {
         let (out, _) = mcpscope(args, Duration::from_secs(10));
         assert_eq!(out.status.code(), Some(2), "{args:?}: {out:?}");

@@ -136,6 +136,29 @@ pub async fn run_in(
     out
 }
 
+/// Whether `program` names an executable file: a path (with a `/`) as it is, a bare name on
+/// PATH. A client command that cannot start is no cell's verdict: the matrix refuses it up front.
+pub fn can_run(program: &str) -> bool {
+    let executable = |path: &std::path::Path| {
+        std::fs::metadata(path).is_ok_and(|m| {
+            #[cfg(unix)]
+            let runs = {
+                use std::os::unix::fs::PermissionsExt;
+                m.permissions().mode() & 0o111 != 0
+            };
+            #[cfg(not(unix))]
+            let runs = true;
+            m.is_file() && runs
+        })
+    };
+    if program.contains('/') {
+        return executable(std::path::Path::new(program));
+    }
+    std::env::var_os("PATH").is_some_and(|paths| {
+        std::env::split_paths(&paths).any(|dir| executable(&dir.join(program)))
+    })
+}
+
 async fn kill_group(child: &mut tokio::process::Child) {
     #[cfg(unix)]
     if let Some(pid) = child.id().and_then(|p| i32::try_from(p).ok()) {

@@ -52,7 +52,11 @@ impl HostPlan {
             let api = args.model_api.as_deref().ok_or_else(|| {
                 UsageError("--host custom needs --model-api (anthropic, openai-responses, openai-chat or gemini)".into())
             })?;
-            Host::custom(api, args.command.clone()).map_err(UsageError)?
+            let mut command = args.command.clone();
+            if let Some(program) = command.first_mut() {
+                *program = absolute_bin(program)?;
+            }
+            Host::custom(api, command).map_err(UsageError)?
         } else {
             if !args.command.is_empty() {
                 return Err(UsageError(format!(
@@ -63,7 +67,7 @@ impl HostPlan {
             Host::parse(name).map_err(UsageError)?
         };
         let bin = match (&args.host_bin, &host) {
-            (Some(bin), _) => bin.clone(),
+            (Some(bin), _) => absolute_bin(bin)?,
             (None, host) => host.default_bin().unwrap_or_default().to_string(),
         };
         let tool = args.tool.clone().unwrap_or_else(|| DEFAULT_TOOL.into());
@@ -118,6 +122,17 @@ impl HostPlan {
             None => self.host.name().to_string(),
         }
     }
+}
+
+/// A `--host-bin` that names a path (it has a `/`) made absolute against the working directory:
+/// each cell's host runs in a throwaway directory of its own, where a relative path names
+/// nothing. A bare name is left to be found on PATH.
+fn absolute_bin(bin: &str) -> anyhow::Result<String> {
+    if !bin.contains('/') {
+        return Ok(bin.to_string());
+    }
+    let path = std::path::absolute(bin).with_context(|| format!("--host-bin {bin:?}"))?;
+    Ok(path.display().to_string())
 }
 
 fn runs(bin: &str) -> bool {
