@@ -63,15 +63,13 @@ pub async fn run(args: &MatrixArgs) -> anyhow::Result<()> {
             UsageError("matrix needs a client command after `--`, or --host".into()).into(),
         );
     }
-    if args.host.is_none() {
-        if let Some(program) = args.command.first() {
-            if !client::can_run(program) {
-                return Err(UsageError(format!(
-                    "cannot run the client command {program:?}: not found, or not executable"
-                ))
-                .into());
-            }
-        }
+    if let (None, Some(program)) = (&args.host, args.command.first())
+        && !client::can_run(program)
+    {
+        return Err(UsageError(format!(
+            "cannot run the client command {program:?}: not found, or not executable"
+        ))
+        .into());
     }
     let host = host::HostPlan::from_args(args).await?;
     let selected = cases::select(args.cases.as_deref()).map_err(UsageError)?;
