@@ -617,18 +617,8 @@ mod anthropic {
             })
             .unwrap_or_default();
         let mut results = Vec::new();
-        for message in request
-            .get("messages")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-        {
-            for block in message
-                .get("content")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-            {
+        for message in items(request, "messages") {
+            for block in items(message, "content") {
                 if block.get("type").and_then(Value::as_str) != Some("tool_result") {
                     continue;
                 }
@@ -806,11 +796,7 @@ mod openai {
     }
 
     pub(super) fn chat_turn(shared: &Shared, at: DateTime<Utc>, request: &Value) -> Turn {
-        let results = request
-            .get("messages")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
+        let results = items(request, "messages")
             .filter(|m| m.get("role").and_then(Value::as_str) == Some("tool"))
             .filter_map(|m| {
                 let id = m.get("tool_call_id").and_then(Value::as_str)?;
@@ -828,11 +814,7 @@ mod openai {
     }
 
     pub(super) fn responses_turn(shared: &Shared, at: DateTime<Utc>, request: &Value) -> Turn {
-        let results = request
-            .get("input")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
+        let results = items(request, "input")
             .filter(|i| i.get("type").and_then(Value::as_str) == Some("function_call_output"))
             .filter_map(|i| {
                 let id = i.get("call_id").and_then(Value::as_str)?;
@@ -980,11 +962,7 @@ mod gemini {
     use super::*;
 
     pub(super) fn turn(shared: &Shared, at: DateTime<Utc>, request: &Value, path: &str) -> Turn {
-        let tools = request
-            .get("tools")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
+        let tools = items(request, "tools")
             .flat_map(|t| {
                 t.get("functionDeclarations")
                     .or_else(|| t.get("function_declarations"))
@@ -997,18 +975,8 @@ mod gemini {
         // Gemini's function responses carry no call id: the n-th response answers the n-th call.
         let mut n = 0;
         let mut results = Vec::new();
-        for content in request
-            .get("contents")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-        {
-            for part in content
-                .get("parts")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-            {
+        for content in items(request, "contents") {
+            for part in items(content, "parts") {
                 let Some(response) = part
                     .get("functionResponse")
                     .or_else(|| part.get("function_response"))
@@ -1052,4 +1020,13 @@ mod gemini {
             json_reply(StatusCode::OK, &body)
         }
     }
+}
+
+/// The members of `value`'s array `key` (none when it is missing or no array).
+fn items<'a>(value: &'a Value, key: &str) -> impl Iterator<Item = &'a Value> {
+    value
+        .get(key)
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
 }
