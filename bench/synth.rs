@@ -49,6 +49,7 @@ pub fn events(target: usize, sessions: usize) -> Vec<Event> {
                         "application/json, text/event-stream".into(),
                     ),
                 ],
+                origin: None,
             },
         ));
         out.push(Event::at(
@@ -111,6 +112,7 @@ pub fn events(target: usize, sessions: usize) -> Vec<Event> {
                     ("mcp-session-id".into(), sid),
                     ("mcp-protocol-version".into(), "2025-06-18".into()),
                 ],
+                origin: None,
             },
         ));
         out.push(Event::at(

@@ -8,7 +8,8 @@
 //! spreads; ratios are what compare across machines. Writes Markdown to `--out`.
 //!
 //! Usage: bench_e2e --mcpscope PATH [--socat PATH] [--mitmdump PATH] [--py-python PATH
-//!        --py-server PATH] [--out FILE] [--work DIR] [--quick]
+//!        --py-server PATH] [--out FILE] [--work DIR] [--quick] [--only round-trip|throughput]
+//!        [--compare OTHER_MCPSCOPE]
 
 use std::convert::Infallible;
 use std::fmt::Write as _;
@@ -349,6 +350,59 @@ async fn serve_death(listener: TcpListener, sockets: mpsc::UnboundedSender<TcpSt
 }
 
 // ------------------------------------------------------------------------------------------
+// The floor: a minimal hyper reverse proxy (run as a child process of this harness)
+
+/// Serves a minimal hyper reverse proxy to `127.0.0.1:upstream` on a current-thread runtime and
+/// prints `READY <port>`: per client connection one upstream `http1` handshake, each request
+/// forwarded with its body unchanged and the answer's `Incoming` body handed back as it comes,
+/// `TCP_NODELAY` on both sockets. No parsing, no events: what any HTTP proxy must pay.
+fn serve_minimal_proxy(upstream: u16) -> anyhow::Result<()> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    rt.block_on(async move {
+        let listener = TcpListener::bind("127.0.0.1:0").await?;
+        println!("READY {}", listener.local_addr()?.port());
+        loop {
+            let Ok((client, _)) = listener.accept().await else {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+                continue;
+            };
+            tokio::spawn(async move {
+                if let Err(e) = minimal_connection(client, upstream).await {
+                    eprintln!("minimal proxy: {e}");
+                }
+            });
+        }
+    })
+}
+
+async fn minimal_connection(client: TcpStream, upstream: u16) -> anyhow::Result<()> {
+    client.set_nodelay(true)?;
+    let up = TcpStream::connect(("127.0.0.1", upstream)).await?;
+    up.set_nodelay(true)?;
+    let (send, conn) =
+        hyper::client::conn::http1::handshake::<_, Incoming>(TokioIo::new(up)).await?;
+    tokio::spawn(async move {
+        let _ = conn.await;
+    });
+    // One request at a time per HTTP/1.1 connection: the lock is never contended.
+    let send = std::sync::Arc::new(tokio::sync::Mutex::new(send));
+    let service = hyper::service::service_fn(move |req: Request<Incoming>| {
+        let send = std::sync::Arc::clone(&send);
+        async move {
+            let mut send = send.lock().await;
+            send.ready().await?;
+            send.send_request(req).await
+        }
+    });
+    hyper::server::conn::http1::Builder::new()
+        .serve_connection(TokioIo::new(client), service)
+        .await?;
+    Ok(())
+}
+
+// ------------------------------------------------------------------------------------------
 // Client
 
 struct Client {
@@ -503,6 +557,31 @@ impl Tools {
         Ok(Some((p, port)))
     }
 
+    /// The minimal hyper reverse proxy ([`serve_minimal_proxy`]): this harness again, as a child.
+    async fn minimal_proxy(&self, upstream: u16) -> anyhow::Result<(Proc, u16)> {
+        let mut child = Command::new(std::env::current_exe()?)
+            .arg("--serve-minimal-proxy")
+            .arg(upstream.to_string())
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .context("minimal proxy")?;
+        let stdout = child.stdout.take().ok_or_else(|| anyhow!("no stdout"))?;
+        let p = Proc {
+            name: "minimal hyper proxy".into(),
+            child,
+        };
+        let mut line = String::new();
+        BufReader::new(stdout).read_line(&mut line)?;
+        let port: u16 = line
+            .trim()
+            .strip_prefix("READY ")
+            .and_then(|p| p.parse().ok())
+            .ok_or_else(|| anyhow!("minimal proxy said {line:?}"))?;
+        Ok((p, port))
+    }
+
     /// mcpscope with recording on and the headless JSON view (stdout to /dev/null or a pipe).
     async fn mcpscope(
         &self,
@@ -522,7 +601,8 @@ impl Tools {
         if record.as_os_str().is_empty() {
             cmd.arg("--no-record");
         } else {
-            cmd.arg("--record").arg(record);
+            // The harness's own work file: a run before this one may have left it.
+            cmd.arg("--record").arg(record).arg("--overwrite");
         }
         let child = cmd
             .stdin(Stdio::null())
@@ -716,6 +796,17 @@ fn rt_table(md: &mut String, title: &str, results: &[RtResult]) -> Vec<(String, 
         rows.push((r.name.to_string(), s));
     }
     rows
+}
+
+/// The name of the minimal hyper reverse proxy's row (the floor mcpscope is measured against).
+const MINIMAL: &str = "minimal hyper proxy";
+
+/// What a path adds to direct at p50 and at p99.
+fn added_p50_p99(rows: &[(String, Stats)], name: &str) -> Option<(f64, f64)> {
+    let direct = rows.first()?.1;
+    rows.iter()
+        .find(|(n, _)| n == name)
+        .map(|(_, s)| (s.p50 - direct.p50, s.p99 - direct.p99))
 }
 
 fn added(rows: &[(String, Stats)], name: &str) -> Option<(f64, f64)> {
@@ -960,7 +1051,19 @@ async fn held(
 
 // ------------------------------------------------------------------------------------------
 
+/// One section alone (`--only`), for trying a change without the whole run.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Only {
+    /// The fast upstream's round trips.
+    RoundTrip,
+    /// SSE throughput.
+    Throughput,
+}
+
 struct Args {
+    only: Option<Only>,
+    /// Another mcpscope binary measured beside the first (a build before a change).
+    compare: Option<PathBuf>,
     tools: Tools,
     py: Option<(PathBuf, PathBuf)>,
     out: PathBuf,
@@ -977,6 +1080,8 @@ fn parse_args() -> anyhow::Result<Args> {
     let mut work = PathBuf::from("bench-out");
     let mut addon = PathBuf::from("bench/mitm_stream.py");
     let mut quick = false;
+    let mut only = None;
+    let mut compare = None;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         let mut val = || args.next().ok_or_else(|| anyhow!("{a} needs a value"));
@@ -990,6 +1095,14 @@ fn parse_args() -> anyhow::Result<Args> {
             "--out" => out = PathBuf::from(val()?),
             "--work" => work = PathBuf::from(val()?),
             "--quick" => quick = true,
+            "--compare" => compare = Some(PathBuf::from(val()?)),
+            "--only" => {
+                only = Some(match val()?.as_str() {
+                    "round-trip" => Only::RoundTrip,
+                    "throughput" => Only::Throughput,
+                    other => bail!("--only takes round-trip or throughput, not {other}"),
+                })
+            }
             other => bail!("unknown argument {other}"),
         }
     }
@@ -999,6 +1112,8 @@ fn parse_args() -> anyhow::Result<Args> {
         _ => None,
     };
     Ok(Args {
+        only,
+        compare,
         tools: Tools {
             mcpscope,
             socat,
@@ -1014,6 +1129,14 @@ fn parse_args() -> anyhow::Result<Args> {
 
 fn main() -> anyhow::Result<()> {
     BASE.get_or_init(Instant::now);
+    let mut argv = std::env::args().skip(1);
+    if argv.next().as_deref() == Some("--serve-minimal-proxy") {
+        let upstream = argv
+            .next()
+            .and_then(|p| p.parse().ok())
+            .ok_or_else(|| anyhow!("--serve-minimal-proxy needs the upstream port"))?;
+        return serve_minimal_proxy(upstream);
+    }
     let args = parse_args()?;
     std::fs::create_dir_all(&args.tools.work)?;
     // The upstreams run on their own one-thread runtime; the clients on this thread.
@@ -1133,6 +1256,12 @@ async fn run(
             port,
         });
     }
+    let (p, minimal_port) = t.minimal_proxy(fast_port).await?;
+    procs.push(p);
+    fast_paths.push(PathSpec {
+        name: MINIMAL,
+        port: minimal_port,
+    });
     let (p, mcp_fast) = t
         .mcpscope(fast_port, "/mcp", &t.work.join("rt-fast.jsonl"), false)
         .await?;
@@ -1141,6 +1270,23 @@ async fn run(
         name: "mcpscope",
         port: mcp_fast,
     });
+    if let Some(other) = &args.compare {
+        let other_tools = Tools {
+            mcpscope: other.clone(),
+            socat: None,
+            mitmdump: None,
+            addon: t.addon.clone(),
+            work: t.work.clone(),
+        };
+        let (p, port) = other_tools
+            .mcpscope(fast_port, "/mcp", &t.work.join("rt-compare.jsonl"), false)
+            .await?;
+        procs.push(p);
+        fast_paths.push(PathSpec {
+            name: "mcpscope (--compare build)",
+            port,
+        });
+    }
     let (p, mcp_norec) = t.mcpscope(fast_port, "/mcp", Path::new(""), false).await?;
     procs.push(p);
     fast_paths.push(PathSpec {
@@ -1172,7 +1318,10 @@ async fn run(
     let _ = writeln!(
         md,
         "Paths interleaved per iteration (rotating order). *direct*: client → upstream; *socat*: \
-         bare TCP relay; *mcpscope*: the release binary, recording on, headless `--json` view \
+         bare TCP relay; *minimal hyper proxy*: the floor for an HTTP proxy — a hyper reverse \
+         proxy with one upstream `http1` connection per client connection, bodies passed \
+         through unchanged, `TCP_NODELAY`, a current-thread runtime, in a process of its own; \
+         *mcpscope*: the release binary, recording on, headless `--json` view \
          folding the model; *mcpscope --no-record*: the same with recording off (what the \
          recorder costs; fast upstream only); *proxy only*: the library's proxy in the harness \
          process, events discarded (no hub, no view: the floor); *proxy + model polled 1 ms*: \
@@ -1182,18 +1331,23 @@ async fn run(
          (`flow.response.stream = True`). Added = path − direct."
     );
     section("fast paths ready");
-    let (iters, warm) = if q { (300, 30) } else { (2000, 100) };
+    let (iters, warm) = if q { (300, 30) } else { (1000, 100) };
     let mut fast_rows = Vec::new();
-    for (kind, title) in [
-        (
-            Rt::FastJson,
-            "Fast in-process hyper upstream — answered as JSON",
-        ),
-        (
-            Rt::FastSse,
-            "Fast in-process hyper upstream — answered as SSE (3 progress events + result)",
-        ),
-    ] {
+    let round_trip_kinds = if args.only == Some(Only::Throughput) {
+        vec![]
+    } else {
+        vec![
+            (
+                Rt::FastJson,
+                "Fast in-process hyper upstream — answered as JSON",
+            ),
+            (
+                Rt::FastSse,
+                "Fast in-process hyper upstream — answered as SSE (3 progress events + result)",
+            ),
+        ]
+    };
+    for (kind, title) in round_trip_kinds {
         let results = round_trip(&fast_paths, kind, iters, warm).await?;
         fast_rows.push((title, rt_table(&mut md, title, &results)));
     }
@@ -1202,6 +1356,27 @@ async fn run(
         let socat = added(rows, "socat");
         let mcp = added(rows, "mcpscope");
         let mitm = added(rows, "mitmdump");
+        if let (Some((f50, f99)), Some((m50, m99))) = (
+            added_p50_p99(rows, MINIMAL),
+            added_p50_p99(rows, "mcpscope"),
+        ) {
+            for (at, m, f, bound) in [("p50", m50, f50, 1.25), ("p99", m99, f99, 1.5)] {
+                let ok = m <= bound * f;
+                let _ = writeln!(
+                    rt_summary,
+                    "| {title}: mcpscope added {at} ≤ {bound} × minimal hyper proxy added {at} | {} vs {} = {} | {} |",
+                    us(m),
+                    us(f),
+                    ratio(m, f),
+                    verdict(ok)
+                );
+                targets.push((
+                    format!("{title}: mcpscope added {at} ≤ {bound}× minimal hyper proxy added"),
+                    ratio(m, f),
+                    ok,
+                ));
+            }
+        }
         if let (Some((s, _)), Some((m, _))) = (socat, mcp) {
             let ok = m <= 1.5 * s;
             let _ = writeln!(
@@ -1238,6 +1413,9 @@ async fn run(
 
     // ---------------------------------------------------------------- round trips, SDK server
     let mut py_proc = None;
+    if args.only == Some(Only::RoundTrip) {
+        return Ok(with_targets(&targets, &md));
+    }
     if let Some((python, server)) = &args.py {
         section("round trip (Python SDK server)");
         let mut child = Command::new(python)
@@ -1353,6 +1531,7 @@ async fn run(
     if let Some(p) = socat_port {
         tp_paths.push(("socat", p));
     }
+    tp_paths.push((MINIMAL, minimal_port));
     tp_paths.push(("mcpscope", tp_port));
     tp_paths.push(("mcpscope --no-record", mcp_norec));
     tp_paths.push(("proxy only (in-process, events discarded)", inproc.0));
@@ -1477,6 +1656,9 @@ async fn run(
         format!("{mcp_one:.0}/s"),
         mcp_one >= 50_000.0,
     ));
+    if args.only == Some(Only::Throughput) {
+        return Ok(with_targets(&targets, &md));
+    }
 
     // ---------------------------------------------------------------- per-event latency
     section("per-event latency");
@@ -1600,14 +1782,18 @@ async fn run(
     ));
     drop(held_proc);
     drop(procs);
+    Ok(with_targets(&targets, &md))
+}
 
+/// The report: the targets' table, then the sections.
+fn with_targets(targets: &[(String, String, bool)], md: &str) -> String {
     let mut head = String::from(
         "## Targets (end to end)\n\n| target | measured | verdict |\n|---|---:|---|\n",
     );
-    for (what, value, ok) in &targets {
+    for (what, value, ok) in targets {
         let _ = writeln!(head, "| {what} | {value} | {} |", verdict(*ok));
     }
-    Ok(format!("{head}\n{md}"))
+    format!("{head}\n{md}")
 }
 
 fn count_sse_events(path: &Path) -> anyhow::Result<u64> {

@@ -16,8 +16,9 @@ use mcpscope_engine::event::Event;
 use mcpscope_engine::record::{self, Create, Recorder};
 use mcpscope_engine::redact::Redactor;
 use mcpscope_proxy::Config;
-use mcpscope_testkit::client::McpClient;
-use mcpscope_testkit::{testserver, wirecount};
+use mcpscope_testkit::wirecount;
+use mcpscope_testserver as testserver;
+use mcpscope_testserver::client::McpClient;
 
 struct Args {
     events: usize,

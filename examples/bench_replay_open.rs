@@ -11,7 +11,9 @@
 //! the events after it) and `]` again (the end, indexed); the process's peak RSS (VmHWM). The
 //! viewer is then started again on the same file (its saved index written by the first one, in
 //! a cache directory of the benchmark's own): `]` and `,` again, and its peak RSS. The file and
-//! the cache are deleted afterwards (kept with `BENCH_KEEP_FILES=1`).
+//! the cache are deleted afterwards (kept with `BENCH_KEEP_FILES=1`). The recording is written
+//! with the live index the proxy runs beside its recorder, so the first opening starts from its
+//! sidecar index.
 //!
 //! Usage: bench_replay_open --mcpscope PATH [--events N[,N…]] [--work DIR] [--out FILE]
 
@@ -25,8 +27,10 @@ use chrono::{DateTime, TimeDelta, TimeZone, Utc};
 use serde_json::json;
 
 use mcpscope_engine::event::{Direction, EndHow, Event, EventKind, Leg};
+use mcpscope_engine::model::Retention;
 use mcpscope_engine::record::{Create, Recorder};
 use mcpscope_engine::wire::observe;
+use mcpscope_timeline::liveindex::LiveIndex;
 
 /// How long any one wait may last.
 const PATIENCE: Duration = Duration::from_secs(900);
@@ -34,6 +38,9 @@ const PATIENCE: Duration = Duration::from_secs(900);
 /// Writes a recording of exactly `target` events; returns its size in bytes.
 fn write_recording(path: &Path, target: u64) -> anyhow::Result<u64> {
     let mut recorder = Recorder::create(path, Create::Replace, true)?;
+    // The live index the proxy runs beside its recorder (a sidecar index written as the
+    // recording is written).
+    let live = LiveIndex::start(path, Retention::window(Retention::DEFAULT_KEEP_CALLS));
     let base: DateTime<Utc> = Utc
         .with_ymd_and_hms(2026, 1, 1, 0, 0, 0)
         .single()
@@ -66,6 +73,7 @@ fn write_recording(path: &Path, target: u64) -> anyhow::Result<u64> {
             method: "GET".into(),
             path: "/mcp".into(),
             headers: headers(&[("accept", "text/event-stream"), session]),
+            origin: None,
         },
     )?;
     write(
@@ -122,6 +130,7 @@ fn write_recording(path: &Path, target: u64) -> anyhow::Result<u64> {
                     ("accept", "application/json, text/event-stream"),
                     session,
                 ]),
+                origin: None,
             },
             EventKind::Message {
                 stream,
@@ -175,6 +184,18 @@ fn write_recording(path: &Path, target: u64) -> anyhow::Result<u64> {
         }
     }
     recorder.flush()?;
+    drop(recorder);
+    // This flood is written far faster than any session: let the index catch up (as it does
+    // live, where it reads behind the traffic) before its last save.
+    let report = live.finish(PATIENCE);
+    eprintln!(
+        "live index: {} of {written} events saved in {}",
+        report.saved,
+        report
+            .sidecar
+            .as_ref()
+            .map_or_else(|| "no sidecar".to_string(), |p| p.display().to_string())
+    );
     Ok(std::fs::metadata(path)?.len())
 }
 
@@ -402,6 +423,7 @@ fn measure(mcpscope: &Path, work: &Path, events: u64) -> anyhow::Result<Run> {
     let index_up_to_date = t.elapsed();
     if std::env::var_os("BENCH_KEEP_FILES").is_none() {
         std::fs::remove_file(&path)?;
+        let _ = std::fs::remove_file(mcpscope_timeline::savedindex::sidecar_for(&path));
         let _ = std::fs::remove_dir_all(&cache);
         let _ = std::fs::remove_dir(&dir);
     }

@@ -23,7 +23,8 @@ use chrono::{Offset, Utc};
 
 use mcpscope_engine::model::Model;
 use mcpscope_engine::record::{Recorder, read_file};
-use mcpscope_tui::{App, Info, ReplayCursor, Theme, render_to_buffer};
+use mcpscope_timeline::ReplayCursor;
+use mcpscope_tui::{App, Info, Theme, render_to_buffer};
 use ratatui::layout::Rect;
 
 /// Counts live heap bytes (and their peak) so the model's own memory is measured exactly.

@@ -100,3 +100,5 @@ python3 "$ROOT/bench/report.py" --out "$REPORT" --e2e "$OUT/e2e.md" --scale "$OU
     --mitm "$MITM_VERSION" --socat "$( ($SOCAT -V 2>/dev/null || true) | grep -m1 'socat version' || echo '?')" \
     --command "scripts/bench.sh${QUICK:+ --quick}"
 say "wrote $REPORT"
+# Each target, met or missed, as measured in this run.
+grep -E '^\| .* \| \*\*(met|MISSED)\*\* \|$' "$REPORT" | sed -e 's/\*\*//g' -e 's/^| /bench: /' -e 's/ |$//' >&2 || true

@@ -1,17 +1,18 @@
 //! Wiring: the proxy, the hub (recorder) and a view, started from parsed arguments.
 
-use std::io::IsTerminal;
 use std::sync::Arc;
 
 use anyhow::{Context, bail};
 use http::Uri;
 
-use crate::cli::{Listen, ProxyArgs, ServeTestArgs};
-use crate::headless::{self, Style};
+use crate::cli::{Listen, ProxyArgs, RecordArgs, ServeTestArgs};
+use crate::headless::{self, View};
 use crate::signals::Shutdown;
+use mcpscope_engine::model::Retention;
 use mcpscope_engine::record::{Create, Recorder};
 use mcpscope_engine::redact::Redactor;
 use mcpscope_proxy::{Config, Timeouts};
+use mcpscope_timeline::liveindex::LiveIndex;
 
 pub use mcpscope_engine::UsageError;
 pub use mcpscope_proxy::running::{Running, start_proxy};
@@ -67,6 +68,8 @@ pub fn proxy_config(args: &ProxyArgs, upstream: Uri) -> Config {
         },
         rescue: args.rescue,
         pass_host: args.pass_host,
+        forward: None,
+        ca_roots: Vec::new(),
         limits: mcpscope_proxy::Limits {
             request_body: args.max_request_body,
             sse_event: args.max_sse_event,
@@ -85,29 +88,59 @@ pub fn redactor(args: &ProxyArgs) -> Redactor {
         .with_json_keys(&args.redact_json)
 }
 
+/// What happens when the default place for a recording (a new file in `recordings/`) cannot be
+/// written. A `--record PATH` that cannot be created always stops the run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DefaultPlace {
+    /// The run stops with the error (the proxy: the user is there to read it).
+    Required,
+    /// The run goes on unrecorded, with a warning on stderr (the stdio shim, which a host starts
+    /// as its server: refusing to start would break the host's server).
+    BestEffort,
+}
+
 /// Creates the recording the arguments ask for: the `--record` file (refused if it exists,
-/// unless `--overwrite`), a new uniquely named file in `recordings/`, or none.
-pub fn create_recording(args: &ProxyArgs, redacted: bool) -> anyhow::Result<Option<Recorder>> {
+/// unless `--overwrite`), a new uniquely named file in `recordings/` (its failure handled as
+/// `default` says), or none.
+pub fn create_recording(
+    args: &RecordArgs,
+    redacted: bool,
+    default: DefaultPlace,
+) -> anyhow::Result<Option<Recorder>> {
     if args.no_record {
         return Ok(None);
     }
-    let recorder = match &args.record {
-        Some(path) => {
-            let how = if args.overwrite {
-                Create::Replace
-            } else {
-                Create::New
-            };
-            Recorder::create(path, how, redacted)
-                .with_context(|| format!("cannot create the recording {}", path.display()))?
+    if let Some(path) = &args.record {
+        let how = if args.overwrite {
+            Create::Replace
+        } else {
+            Create::New
+        };
+        let recorder = Recorder::create(path, how, redacted)
+            .with_context(|| format!("cannot create the recording {}", path.display()))?;
+        return Ok(Some(with_live_index(recorder)));
+    }
+    let dir = Recorder::default_dir();
+    match Recorder::create_in(&dir, redacted) {
+        Ok(recorder) => Ok(Some(with_live_index(recorder))),
+        Err(e) if default == DefaultPlace::BestEffort => {
+            crate::say!(
+                "mcpscope: WARNING: cannot create a recording in {}: {e}; running unrecorded",
+                dir.display()
+            );
+            Ok(None)
         }
-        None => {
-            let dir = Recorder::default_dir();
-            Recorder::create_in(&dir, redacted)
-                .with_context(|| format!("cannot create a recording in {}", dir.display()))?
-        }
-    };
-    Ok(Some(recorder))
+        Err(e) => Err(e).with_context(|| format!("cannot create a recording in {}", dir.display())),
+    }
+}
+
+/// The recording with its live index: a sidecar index beside it, kept up to date as it is
+/// written, folded as `replay` folds by default, so that its first opening skips the pass.
+fn with_live_index(mut recorder: Recorder) -> Recorder {
+    let retention = Retention::window(Retention::DEFAULT_KEEP_CALLS);
+    let index = LiveIndex::start(recorder.path(), retention);
+    recorder.follow(Box::new(index));
+    recorder
 }
 
 /// How long the end of a run waits for the hub to write what it was sent.
@@ -132,15 +165,29 @@ async fn probe_upstream(upstream: &Uri) -> Result<(), String> {
 
 /// `mcpscope --listen … --upstream …`: runs until Ctrl-C (headless) or quit (TUI).
 pub async fn run_proxy(args: ProxyArgs) -> anyhow::Result<()> {
-    let Some(upstream) = args.upstream.as_deref() else {
-        bail!(UsageError(
-            "--upstream URL is required (or run `mcpscope demo`)".into()
-        ));
+    run_proxy_with(args, None).await.map(|_| ())
+}
+
+/// The proxy, and with `command` (`mcpscope run`) that command started through it (forward
+/// mode) with the terminal its own: the run ends when the command does, with its status.
+pub async fn run_proxy_with(
+    args: ProxyArgs,
+    command: Option<Vec<String>>,
+) -> anyhow::Result<Option<std::process::ExitStatus>> {
+    let forward = crate::forward::mode(&args)?;
+    let upstream = match args.upstream.as_deref() {
+        Some(upstream) => parse_upstream(upstream)?,
+        None if forward.is_some() => Uri::from_static("http://127.0.0.1/"),
+        None => bail!(UsageError(
+            "--upstream URL is required, or --forward (or run `mcpscope demo`)".into()
+        )),
     };
-    let upstream = parse_upstream(upstream)?;
     // Before anything listens: a signal during start-up still ends the run cleanly.
     let mut shutdown = Shutdown::install().context("cannot register signal handlers")?;
-    let upstream_shown = Redactor::disabled().url(&upstream.to_string());
+    let upstream_shown = match &forward {
+        Some(_) => mcpscope_proxy::forward_proxy::UPSTREAM_LABEL.to_string(),
+        None => Redactor::disabled().url(&upstream.to_string()),
+    };
     check_listen(args.listen, args.allow_remote)?;
     crate::pass_host::check(&args)?;
     if args.insecure {
@@ -159,7 +206,9 @@ pub async fn run_proxy(args: ProxyArgs) -> anyhow::Result<()> {
             }
         );
     }
-    let config = proxy_config(&args, upstream.clone());
+    let mut config = proxy_config(&args, upstream.clone());
+    config.ca_roots = crate::forward::ca_roots(&args.ca_files)?;
+    config.forward = forward.clone();
     // Bad rules or a bad theme fail before anything listens or a recording is created.
     let engine = Arc::new(mcpscope_engine::fault::load(
         &args.faults,
@@ -180,7 +229,7 @@ pub async fn run_proxy(args: ProxyArgs) -> anyhow::Result<()> {
             "mcpscope: WARNING: --no-redact: secrets are kept in the recording and shown on screen"
         );
     }
-    let recorder = create_recording(&args, redactor.enabled())?;
+    let recorder = create_recording(&args.recording, redactor.enabled(), DefaultPlace::Required)?;
     let mut running = start_proxy(config, recorder, redactor).await?;
     running.proxy.shared.set_planner(engine.clone());
     crate::pass_host::warn(&args);
@@ -192,10 +241,13 @@ pub async fn run_proxy(args: ProxyArgs) -> anyhow::Result<()> {
             "mcpscope: --rescue: calls whose stream dies unresumable are answered with a JSON-RPC error"
         );
     }
-    crate::say!(
-        "mcpscope: listening on http://{} (upstream {upstream_shown})",
-        running.proxy.addr
-    );
+    match &forward {
+        Some(mode) => crate::forward::say_listening(running.proxy.addr, mode),
+        None => crate::say!(
+            "mcpscope: listening on http://{} (upstream {upstream_shown})",
+            running.proxy.addr
+        ),
+    }
     if let Some(path) = &running.hub.recording {
         crate::say!("mcpscope: recording to {}", path.display());
     }
@@ -212,7 +264,11 @@ pub async fn run_proxy(args: ProxyArgs) -> anyhow::Result<()> {
     // The check runs beside the proxy: start-up (and a signal during it) does not wait on it.
     let probe = {
         let (upstream, shown) = (upstream.clone(), upstream_shown.clone());
+        let forwarding = forward.is_some();
         tokio::spawn(async move {
+            if forwarding {
+                return;
+            }
             if let Err(e) = probe_upstream(&upstream).await {
                 crate::say!(
                     "mcpscope: WARNING: the upstream {shown} cannot be reached now ({e}); \
@@ -236,11 +292,29 @@ pub async fn run_proxy(args: ProxyArgs) -> anyhow::Result<()> {
         &running.proxy,
         engine,
     ));
-    let headless = args.headless || args.json || !std::io::stdout().is_terminal();
-    if headless {
-        let style = if args.json { Style::Json } else { Style::Lines };
+    let view = View::chosen(args.headless, args.json);
+    let mut status = None;
+    if let Some(command) = command {
+        let mut child = crate::forward::spawn(&command, running.proxy.addr, forward.as_deref())?;
+        let shown = async {
+            if let (View::Headless(style), true) = (view, args.headless || args.json) {
+                // Stdout is the command's.
+                let pace = Some(taken(running.hub.pace_view()));
+                headless::run_to(feed, style, pace, &mut std::io::stderr()).await;
+            } else {
+                // The terminal is the command's: the session is watched with `mcpscope attach`.
+                crate::forward::drain(feed).await;
+            }
+            std::future::pending::<()>().await
+        };
         tokio::select! {
-            _ = headless::run(feed, style, Some(running.hub.pace_view())) => {}
+            ended = child.wait() => status = Some(ended.context("cannot wait for the command")?),
+            _ = shown => {}
+            signal = shutdown.wait() => tracing::info!("{signal}: shutting down"),
+        }
+    } else if let View::Headless(style) = view {
+        tokio::select! {
+            _ = headless::run(feed, style, Some(taken(running.hub.pace_view()))) => {}
             signal = shutdown.wait() => tracing::info!("{signal}: shutting down"),
         }
     } else {
@@ -253,7 +327,10 @@ pub async fn run_proxy(args: ProxyArgs) -> anyhow::Result<()> {
             theme: args.theme.clone(),
             speed: None,
             retention: mcpscope_engine::model::Retention::window(args.keep),
-            taken: Some(crate::demo::taken(running.hub.pace_view())),
+            taken: Some(taken(running.hub.pace_view())),
+            ca_cert: forward
+                .as_ref()
+                .map(|mode| mode.ca.cert_path().to_path_buf()),
             telemetry: crate::pass_host::status(
                 telemetry
                     .as_ref()
@@ -297,7 +374,7 @@ pub async fn run_proxy(args: ProxyArgs) -> anyhow::Result<()> {
     if let Some(published) = published {
         published.finish(std::time::Duration::from_secs(2)).await;
     }
-    Ok(())
+    Ok(status)
 }
 
 /// Checks `--otlp-endpoint`: an http:// URL with a host, used as given.
@@ -331,7 +408,7 @@ pub async fn shutdown_signal() {
 
 /// `mcpscope serve-test`: serves until a shutdown signal.
 pub async fn serve_test(args: &ServeTestArgs) -> anyhow::Result<()> {
-    let server = mcpscope_testkit::testserver::start(mcpscope_testkit::testserver::Options {
+    let server = mcpscope_testserver::start(mcpscope_testserver::Options {
         listen: args.listen.0,
         json_responses: args.json_responses,
         event_ids: !args.no_event_ids,
@@ -342,4 +419,22 @@ pub async fn serve_test(args: &ServeTestArgs) -> anyhow::Result<()> {
     shutdown_signal().await;
     server.shutdown().await;
     Ok(())
+}
+
+/// The live view's report of each event it takes, for the hub's pacing.
+pub(crate) fn taken(pace: mcpscope_proxy::hub::ViewPace) -> mcpscope_tui::Taken {
+    mcpscope_tui::Taken(std::sync::Arc::new(move |event| pace.release(event)))
+}
+
+/// `mcpscope run [OPTIONS] -- COMMAND…`: the forward proxy and the command; the command's exit
+/// status is ours.
+pub async fn run_command(args: &crate::cli::RunArgs) -> anyhow::Result<()> {
+    let mut proxy = args.proxy.clone();
+    proxy.forward = true;
+    let status = run_proxy_with(proxy, Some(args.command.clone())).await?;
+    match status.and_then(|s| s.code()) {
+        Some(0) | None if status.is_none_or(|s| s.success()) => Ok(()),
+        Some(code) => Err(crate::forward::CommandExit(u8::try_from(code).unwrap_or(1)).into()),
+        None => Err(crate::forward::CommandExit(1).into()),
+    }
 }

@@ -46,12 +46,32 @@ pub enum Command {
     Attach(AttachArgs),
     /// Run a stdio MCP server as a transparent shim: its stdin, stdout and stderr pass through
     /// unchanged, its traffic is recorded, its exit code is ours.
-    Stdio(crate::stdio::StdioArgs),
+    Stdio(StdioArgs),
     /// Save the index of recordings ahead of time, so that the viewer opens them at once.
-    Index(crate::index::IndexArgs),
+    Index(IndexArgs),
     /// Run the scripted model endpoint alone (for testing an agent host by hand): it calls the
     /// offered MCP tool once, then finishes, and prints every request it saw.
     ModelStub(ModelStubArgs),
+    /// Compare two recordings (or a baseline and a recording): tools, resources, prompts,
+    /// capabilities, revision, and per tool calls, errors, latency and context cost; with
+    /// --exit-code, exit 1 when the server's definitions drifted.
+    Diff(DiffArgs),
+    /// Print the local CA's certificate path and SHA-256 fingerprint (created on first use),
+    /// the CA that forward-proxy mode (`--forward`) issues its certificates with.
+    Ca(CaArgs),
+    /// Print the environment a shell needs to send its programs through `mcpscope --forward`
+    /// (`eval "$(mcpscope env)"`).
+    Env(EnvArgs),
+    /// Start the forward proxy and run a command through it (its proxy and CA environment set),
+    /// until the command ends; its exit code is ours.
+    Run(Box<RunArgs>),
+    /// Start each stdio MCP server of a host's configuration behind `mcpscope stdio --name
+    /// NAME --` (a backup is written first; HTTP servers are left alone); run again, it changes
+    /// nothing.
+    Wrap(WrapArgs),
+    /// Take out what `wrap` put in a host's configuration: the file is the backup again, byte for
+    /// byte, when nothing else changed since.
+    Unwrap(WrapArgs),
 }
 
 /// Where to listen: a port, or host:port.
@@ -117,15 +137,9 @@ pub struct ProxyArgs {
     /// Print one JSON object per line per notable change (implies --headless).
     #[arg(long)]
     pub json: bool,
-    /// Write the recording here (default: a new file in ./recordings/).
-    #[arg(long, value_name = "PATH", conflicts_with = "no_record")]
-    pub record: Option<PathBuf>,
-    /// Replace the file given to --record if it exists (it is never written through a link).
-    #[arg(long, requires = "record")]
-    pub overwrite: bool,
-    /// Do not record.
-    #[arg(long)]
-    pub no_record: bool,
+    /// Where the recording goes.
+    #[command(flatten)]
+    pub recording: RecordArgs,
     /// Calls the view holds in full in memory; older answered calls become compact rows whose
     /// detail is read back from the recording when opened (pending, orphaned and failed calls
     /// are always held).
@@ -215,6 +229,18 @@ pub struct ProxyArgs {
     /// stream cleanly, instead of passing the death on.
     #[arg(long)]
     pub rescue: bool,
+    /// Forward-proxy mode: be the HTTP(S) proxy of the client (`HTTPS_PROXY`; see `mcpscope
+    /// env`) instead of standing for one `--upstream`; every server keeps its own URL.
+    #[arg(long, conflicts_with_all = ["upstream", "pass_host"])]
+    pub forward: bool,
+    /// With --forward: intercept TLS to this host only, `name` or `name:port` (repeatable);
+    /// CONNECTs to other hosts are tunnelled blind and only counted [default: every host].
+    #[arg(long = "intercept", value_name = "HOST[:PORT]", requires = "forward")]
+    pub intercept: Vec<String>,
+    /// Trust the certificates of this PEM file for upstream TLS, besides the Web PKI roots
+    /// (repeatable).
+    #[arg(long = "ca-file", value_name = "FILE")]
+    pub ca_files: Vec<PathBuf>,
 }
 
 /// Options of `model-stub`.
@@ -318,10 +344,9 @@ pub struct CheckArgs {
     /// The recordings (JSON Lines).
     #[arg(required = true)]
     pub files: Vec<PathBuf>,
-    /// Comma-separated rules that fail a recording: orphaned, pending, resumable-never-resumed,
-    /// failed, tool-error, double-execution, non-idempotent-retry, invalid-message, http-error,
-    /// injected-fault.
-    #[arg(long, value_name = "LIST", default_value = mcpscope_export::check::DEFAULT_FAIL_ON)]
+    /// Comma-separated rules that fail a recording (every rule is named in the help).
+    #[arg(long, value_name = "LIST", default_value = mcpscope_export::check::DEFAULT_FAIL_ON,
+          help = mcpscope_export::check::Rule::fail_on_help())]
     pub fail_on: String,
     /// Also write JUnit XML here: a testsuite per recording, a testcase per call.
     #[arg(long, value_name = "FILE")]
@@ -329,6 +354,9 @@ pub struct CheckArgs {
     /// Print one JSON object per recording instead of text.
     #[arg(long)]
     pub json: bool,
+    /// Also write SARIF 2.1.0 here: a result per finding, located at its recording line.
+    #[arg(long, value_name = "FILE")]
+    pub sarif: Option<PathBuf>,
 }
 
 /// Options of `export`.
@@ -488,4 +516,122 @@ mod tests {
         let plain = Cli::try_parse_from(["mcpscope", "--idle-timeout", "10"]).expect("parse");
         assert_eq!(plain.proxy.idle_timeout, Some(Duration::from_secs(10)));
     }
+}
+
+/// Options of `diff`.
+#[derive(Debug, Clone, Args)]
+pub struct DiffArgs {
+    /// Two recordings (A then B), or one with --baseline or --save-baseline.
+    #[arg(required = true, num_args = 1..=2)]
+    pub files: Vec<PathBuf>,
+    /// Compare this baseline (written by --save-baseline) with the recording.
+    #[arg(long, value_name = "FILE", conflicts_with = "save_baseline")]
+    pub baseline: Option<PathBuf>,
+    /// Write the recording's tools, resources, prompts, capabilities and latency as a baseline
+    /// file instead of comparing.
+    #[arg(long, value_name = "FILE")]
+    pub save_baseline: Option<PathBuf>,
+    /// Print one JSON object instead of text.
+    #[arg(long, conflicts_with = "markdown")]
+    pub json: bool,
+    /// Print Markdown instead of text.
+    #[arg(long)]
+    pub markdown: bool,
+    /// Exit 1 when the definitions, capabilities or revision differ (0 otherwise).
+    #[arg(long)]
+    pub exit_code: bool,
+}
+
+/// Where a live run records (the proxy, `stdio`).
+#[derive(Debug, Clone, Args)]
+pub struct RecordArgs {
+    /// Write the recording here (JSON Lines, mode 0600; default: a new file in ./recordings/).
+    #[arg(long, value_name = "PATH", conflicts_with = "no_record")]
+    pub record: Option<PathBuf>,
+    /// Replace the file given to --record if it exists (it is never written through a link).
+    #[arg(long, requires = "record")]
+    pub overwrite: bool,
+    /// Do not record.
+    #[arg(long)]
+    pub no_record: bool,
+}
+
+/// Options of `stdio`.
+#[derive(Debug, Clone, Args)]
+pub struct StdioArgs {
+    /// Where the recording goes.
+    #[command(flatten)]
+    pub recording: RecordArgs,
+    /// A name for the session (default: the program's file name); the session is
+    /// `stdio:NAME:PID`.
+    #[arg(long, value_name = "NAME")]
+    pub name: Option<String>,
+    /// Write the notices (as `--json` does for the proxy) as JSON lines to stderr, mixed with
+    /// the server's own stderr. Never to stdout, which belongs to the server.
+    #[arg(long)]
+    pub json: bool,
+    /// Write the JSON notices to this file (mode 0600, replaced) instead of stderr.
+    #[arg(long, value_name = "PATH")]
+    pub json_file: Option<PathBuf>,
+    /// Keep secrets in the recording (they are hidden by default).
+    #[arg(long)]
+    pub no_redact: bool,
+    /// Do not publish this session for `mcpscope attach` (by default it listens on a socket in
+    /// the user's runtime directory that only this user can open).
+    #[arg(long)]
+    pub no_publish: bool,
+    /// The server's command and its arguments (after `--`).
+    #[arg(required = true, trailing_var_arg = true, value_name = "COMMAND")]
+    pub command: Vec<String>,
+}
+
+/// Options of `ca`.
+#[derive(Debug, Clone, Args)]
+pub struct CaArgs {
+    /// Make a new CA, replacing the old one (clients must trust the new certificate).
+    #[arg(long)]
+    pub regenerate: bool,
+}
+
+/// Options of `env`.
+#[derive(Debug, Clone, Args)]
+pub struct EnvArgs {
+    /// Where the forward proxy listens (as given to `mcpscope --forward --listen`).
+    #[arg(long, default_value = "9000")]
+    pub listen: Listen,
+}
+
+/// Options of `run`.
+#[derive(Debug, Clone, Args)]
+pub struct RunArgs {
+    /// The command and its arguments.
+    #[arg(last = true, required = true, value_name = "COMMAND")]
+    pub command: Vec<String>,
+    /// Proxy options (`--forward` is implied).
+    #[command(flatten)]
+    pub proxy: ProxyArgs,
+}
+
+/// Options of `wrap` and `unwrap`.
+#[derive(Debug, Clone, Args)]
+pub struct WrapArgs {
+    /// The host: claude-code, claude-desktop, cursor or vscode.
+    #[arg(long, value_name = "HOST")]
+    pub host: String,
+    /// The configuration file (default: the host's user-wide file, e.g. ~/.claude.json,
+    /// ~/.cursor/mcp.json); name a project's file here (.mcp.json, .cursor/mcp.json,
+    /// .vscode/mcp.json).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+}
+
+/// Options of `index`.
+#[derive(Debug, Clone, Args)]
+pub struct IndexArgs {
+    /// The recordings (JSON Lines).
+    #[arg(required = true)]
+    pub files: Vec<PathBuf>,
+    /// Calls the viewer holds in full (as `replay --keep`): the saved models are folded so.
+    #[arg(long, value_name = "N", default_value_t = mcpscope_engine::model::Retention::DEFAULT_KEEP_CALLS)]
+    pub keep: usize,
 }

@@ -1,7 +1,6 @@
 //! `mcpscope demo`: the built-in test server, the proxy with the seed report's fault rule, and a
 //! scripted client driven into an orphaned call — nothing else needed.
 
-use std::io::IsTerminal;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::time::Duration;
 
@@ -9,11 +8,11 @@ use anyhow::Context;
 
 use crate::app::{self, shutdown_signal};
 use crate::cli::DemoArgs;
-use crate::headless::{self, Style};
+use crate::headless::{self, View};
 use mcpscope_proxy::Config;
 use mcpscope_proxy::controller as fault;
-use mcpscope_testkit::democlient::{self, DemoStep};
-use mcpscope_testkit::testserver;
+use mcpscope_testserver as testserver;
+use mcpscope_testserver::democlient::{self, DemoStep};
 
 /// The rule the demo arms: the first `tools/call` of `poke` is reset mid-call. (`poke` answers
 /// after about 300 ms, so the reset comes at 150 ms, while the call is in flight.)
@@ -86,11 +85,9 @@ pub async fn run(args: &DemoArgs) -> anyhow::Result<()> {
             None => std::future::pending().await,
         }
     };
-    let headless = args.headless || args.json || !std::io::stdout().is_terminal();
-    let result = if headless {
-        let style = if args.json { Style::Json } else { Style::Lines };
+    let result = if let View::Headless(style) = View::chosen(args.headless, args.json) {
         tokio::select! {
-            _ = headless::run(feed, style, Some(running.hub.pace_view())) => Ok(()),
+            _ = headless::run(feed, style, Some(crate::app::taken(running.hub.pace_view()))) => Ok(()),
             _ = shutdown_signal() => Ok(()),
             _ = stop => Ok(()),
         }
@@ -103,7 +100,8 @@ pub async fn run(args: &DemoArgs) -> anyhow::Result<()> {
             speed: None,
             telemetry: None,
             retention: mcpscope_engine::model::Retention::window(args.keep),
-            taken: Some(taken(running.hub.pace_view())),
+            taken: Some(app::taken(running.hub.pace_view())),
+            ca_cert: None,
         };
         let control = fault::controller(&running.proxy, engine);
         tokio::select! {
@@ -128,9 +126,4 @@ async fn drive(url: String) {
         }
         tokio::time::sleep(IDLE_PERIOD).await;
     }
-}
-
-/// The live view's report of each event it takes, for the hub's pacing.
-pub(crate) fn taken(pace: mcpscope_proxy::hub::ViewPace) -> mcpscope_tui::Taken {
-    mcpscope_tui::Taken(std::sync::Arc::new(move |event| pace.release(event)))
 }

@@ -8,7 +8,8 @@ use tokio::sync::mpsc::UnboundedReceiver;
 
 use mcpscope_engine::event::Event;
 use mcpscope_engine::model::{Model, Notice, Retention};
-use mcpscope_proxy::hub::ViewPace;
+use mcpscope_engine::schema::Watch;
+use mcpscope_tui::Taken;
 
 /// Output style.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -19,40 +20,67 @@ pub enum Style {
     Json,
 }
 
-/// Formats one notice.
-pub fn format(notice: &Notice, style: Style) -> String {
+/// The view a run shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum View {
+    /// The TUI.
+    Tui,
+    /// Headless output in this style.
+    Headless(Style),
+}
+
+impl View {
+    /// The TUI on a terminal; headless when `--headless` or `--json` is given or stdout is not
+    /// a terminal (JSON with `--json`, readable lines otherwise).
+    pub fn chosen(headless: bool, json: bool) -> View {
+        use std::io::IsTerminal;
+        if json {
+            View::Headless(Style::Json)
+        } else if headless || !std::io::stdout().is_terminal() {
+            View::Headless(Style::Lines)
+        } else {
+            View::Tui
+        }
+    }
+}
+
+/// Formats one notice; a readable line names its server when `model` says lines do
+/// ([`Model::names_servers`]).
+pub fn format(notice: &Notice, style: Style, model: &Model) -> String {
     match style {
-        Style::Lines => notice.line(),
+        Style::Lines => notice.line_for(model.names_servers()),
         Style::Json => serde_json::to_string(notice)
             .unwrap_or_else(|e| format!("{{\"kind\":\"error\",\"error\":{:?}}}", e.to_string())),
     }
 }
 
 /// Folds events as they come and prints the notices until the feed closes; returns the model.
-/// With `pace`, each event taken is reported to the hub, which waits for a view that falls
-/// behind (a stdout nobody reads) instead of queueing without bound.
-pub async fn run(feed: UnboundedReceiver<Event>, style: Style, pace: Option<ViewPace>) -> Model {
-    run_to(feed, style, pace, &mut std::io::stdout()).await
+/// With `taken`, each event taken is reported to whoever feeds the view (the hub, an attached
+/// session's feed), which waits for a view that falls behind (a stdout nobody reads) instead
+/// of queueing without bound.
+pub async fn run(feed: UnboundedReceiver<Event>, style: Style, taken: Option<Taken>) -> Model {
+    run_to(feed, style, taken, &mut std::io::stdout()).await
 }
 
 /// [`run`], writing the notices to `out` (a file, stderr) instead of stdout.
 pub async fn run_to(
     mut feed: UnboundedReceiver<Event>,
     style: Style,
-    pace: Option<ViewPace>,
+    taken: Option<Taken>,
     out: &mut (dyn Write + Send),
 ) -> Model {
     // Each fact is printed as it happens: the model holds only what is still open.
     let mut model = Model::with_retention(Retention::none());
+    let mut schemas = Watch::new();
     let mut tick = tokio::time::interval(Duration::from_millis(250));
     loop {
         let notices = tokio::select! {
             event = feed.recv() => match event {
                 Some(event) => {
-                    if let Some(pace) = &pace {
-                        pace.release(&event);
+                    if let Some(taken) = &taken {
+                        (taken.0)(&event);
                     }
-                    model.apply(&event)
+                    model.apply_inspected(&event, &mut |m, n| schemas.notices(m, n))
                 }
                 None => break,
             },
@@ -62,7 +90,7 @@ pub async fn run_to(
             continue;
         }
         for notice in &notices {
-            if writeln!(out, "{}", format(notice, style)).is_err() {
+            if writeln!(out, "{}", format(notice, style, &model)).is_err() {
                 return model;
             }
         }

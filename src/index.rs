@@ -2,26 +2,15 @@
 //! time, so that the viewer opens them without its background pass.
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use clap::Args;
-
 use mcpscope_engine::model::Retention;
-use mcpscope_tui::indexer::{IndexConfig, Indexer, SavedState};
-use mcpscope_tui::savedindex::IndexCache;
+use mcpscope_timeline::indexer::{IndexConfig, Indexer, SavedState};
+use mcpscope_timeline::savedindex::IndexCache;
 
-/// Options of `index`.
-#[derive(Debug, Clone, Args)]
-pub struct IndexArgs {
-    /// The recordings (JSON Lines).
-    #[arg(required = true)]
-    pub files: Vec<PathBuf>,
-    /// Calls the viewer holds in full (as `replay --keep`): the saved models are folded so.
-    #[arg(long, value_name = "N", default_value_t = Retention::DEFAULT_KEEP_CALLS)]
-    pub keep: usize,
-}
+use crate::cli::IndexArgs;
 
 /// Indexes every file and prints one line each; exit 1 if any could not be read or saved.
 pub fn main(args: &IndexArgs) -> ExitCode {
@@ -65,6 +54,8 @@ fn index_one(file: &Path, cache: &IndexCache, retention: Retention) -> (String, 
     let took = started.elapsed().as_secs_f64();
     let state = indexer.state();
     let events = state.events;
+    // A bad line stops the pass there: the index covers only what came before it.
+    let whole = state.error.is_none();
     let problem = state
         .error
         .as_ref()
@@ -76,7 +67,7 @@ fn index_one(file: &Path, cache: &IndexCache, retention: Retention) -> (String, 
                 "{name}: {events} events, {took:.2} s, up to date: {}{problem}",
                 path.display()
             ),
-            true,
+            whole,
         ),
         SavedState::Written(path) => {
             let how = match state.loaded {
@@ -88,12 +79,12 @@ fn index_one(file: &Path, cache: &IndexCache, retention: Retention) -> (String, 
                     "{name}: {events} events, {took:.2} s, {how}: {}{problem}",
                     path.display()
                 ),
-                true,
+                whole,
             )
         }
         SavedState::Off => (
             format!("{name}: {events} events, {took:.2} s, too short to need an index{problem}"),
-            true,
+            whole,
         ),
         SavedState::Unwritten(reason) => (
             format!("{name}: {events} events, {took:.2} s, index not saved: {reason}"),

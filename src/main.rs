@@ -88,6 +88,9 @@ fn main() -> ExitCode {
         Some(Command::Export(args)) => return export(args),
         Some(Command::Convert(args)) => return convert(args),
         Some(Command::Index(args)) => return mcpscope::index::main(args),
+        Some(Command::Diff(args)) => return diff(args),
+        Some(Command::Wrap(args)) => return mcpscope::wrap::wrap(args),
+        Some(Command::Unwrap(args)) => return mcpscope::wrap::unwrap(args),
         _ => {}
     }
     init_tracing();
@@ -125,12 +128,19 @@ fn main() -> ExitCode {
             Some(Command::Attach(args)) => mcpscope::attach::run(&args).await,
             Some(Command::Check(_) | Command::Export(_) | Command::Convert(_)) => Ok(()),
             Some(Command::Stdio(_) | Command::Index(_)) => Ok(()),
+            Some(Command::Diff(_) | Command::Wrap(_) | Command::Unwrap(_)) => Ok(()),
+            Some(Command::Ca(args)) => mcpscope::forward::ca(&args),
+            Some(Command::Env(args)) => mcpscope::forward::env(&args),
+            Some(Command::Run(args)) => mcpscope::app::run_command(&args).await,
         }
     });
     runtime.shutdown_timeout(std::time::Duration::from_millis(200));
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) if e.chain().any(mcpscope::is_broken_pipe) => mcpscope::end_of_pipe(),
+        Err(ref e) if let Some(exit) = e.downcast_ref::<mcpscope::forward::CommandExit>() => {
+            ExitCode::from(exit.0)
+        }
         Err(e) if e.downcast_ref::<UsageError>().is_some() => {
             mcpscope::say!("mcpscope: {e}");
             ExitCode::from(2)
@@ -180,12 +190,14 @@ fn error_chain(e: &anyhow::Error) -> String {
 /// `mcpscope check`: 0 when every recording passes, 1 when one fails, 2 for bad arguments or an
 /// unreadable recording.
 fn check(args: &mcpscope::cli::CheckArgs) -> ExitCode {
-    use mcpscope_export::check::{Options, Rule, run};
+    use mcpscope_export::check::Rule;
+    use mcpscope_export::check_files::{Options, run};
     let outcome = Rule::parse_list(&args.fail_on).and_then(|rules| {
         let options = Options {
             rules,
             junit: args.junit.clone(),
             json: args.json,
+            sarif: args.sarif.clone(),
         };
         run(
             &args.files,
@@ -197,6 +209,27 @@ fn check(args: &mcpscope::cli::CheckArgs) -> ExitCode {
     match outcome {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => ExitCode::FAILURE,
+        Err(e) => export_error(&e),
+    }
+}
+
+/// `mcpscope diff`: 0 (or 1 with `--exit-code` when the server drifted), 2 for bad arguments
+/// or an unreadable recording or baseline.
+fn diff(args: &mcpscope::cli::DiffArgs) -> ExitCode {
+    let options = mcpscope_export::diff::Options {
+        files: args.files.clone(),
+        baseline: args.baseline.clone(),
+        save_baseline: args.save_baseline.clone(),
+        json: args.json,
+        markdown: args.markdown,
+    };
+    match mcpscope_export::diff::run(
+        &options,
+        &mut std::io::stdout().lock(),
+        &mut std::io::stderr(),
+    ) {
+        Ok(true) if args.exit_code => ExitCode::FAILURE,
+        Ok(_) => ExitCode::SUCCESS,
         Err(e) => export_error(&e),
     }
 }

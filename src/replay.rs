@@ -1,7 +1,7 @@
 //! Replays: a recording read back into the same events, folded by the same model (viewer or
 //! headless, with a time cursor), or served as a mock upstream that re-enacts the server side.
 
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::path::Path;
 use std::time::Duration;
 
@@ -12,10 +12,11 @@ pub use mcpscope_proxy::mock::{ServeHandle, serve};
 
 use crate::app::{UsageError, check_listen, shutdown_signal};
 use crate::cli::ReplayArgs;
-use crate::headless::{self, Style};
+use crate::headless::{self, Style, View};
 use mcpscope_engine::event::Event;
 use mcpscope_engine::model::{Model, Notice};
 use mcpscope_engine::record::{self, Recording};
+use mcpscope_engine::schema::Watch;
 
 /// Reads a recording, printing its warnings (a truncated last line) to stderr.
 pub fn load(path: &Path) -> anyhow::Result<Recording> {
@@ -47,6 +48,7 @@ pub fn fold(events: &[Event]) -> (Model, Vec<Notice>) {
 /// `speed` (0 = as fast as possible).
 pub async fn print_notices(events: &[Event], style: Style, speed: f64) -> anyhow::Result<Model> {
     let mut model = Model::new();
+    let mut schemas = Watch::new();
     let mut previous: Option<DateTime<Utc>> = None;
     let stdout = std::io::stdout();
     for event in events {
@@ -58,18 +60,24 @@ pub async fn print_notices(events: &[Event], style: Style, speed: f64) -> anyhow
             tokio::time::sleep(Duration::from_secs_f64(gap / 1e6 / speed)).await;
         }
         previous = Some(event.t);
-        write_notices(&stdout, &model.apply(event), style)?;
+        let notices = model.apply_inspected(event, &mut |m, n| schemas.notices(m, n));
+        write_notices(&stdout, &notices, style, &model)?;
     }
     Ok(model)
 }
 
-fn write_notices(stdout: &std::io::Stdout, notices: &[Notice], style: Style) -> anyhow::Result<()> {
+fn write_notices(
+    stdout: &std::io::Stdout,
+    notices: &[Notice],
+    style: Style,
+    model: &Model,
+) -> anyhow::Result<()> {
     if notices.is_empty() {
         return Ok(());
     }
     let mut out = stdout.lock();
     for notice in notices {
-        writeln!(out, "{}", headless::format(notice, style))?;
+        writeln!(out, "{}", headless::format(notice, style, model))?;
     }
     out.flush()?;
     Ok(())
@@ -110,29 +118,31 @@ pub async fn run(args: &ReplayArgs) -> anyhow::Result<()> {
         }
         return Ok(());
     }
-    let viewer = !args.headless && !args.json && std::io::stdout().is_terminal();
-    if viewer {
-        let info = mcpscope_tui::Info {
-            listen: None,
-            upstream: None,
-            recording: Some(args.file.clone()),
-            theme: args.theme.clone(),
-            speed: args.speed,
-            telemetry: None,
-            retention: mcpscope_engine::model::Retention::window(args.keep),
-            taken: None,
-        };
-        // The viewer reads the file as it needs it (first screen at once, index in the
-        // background): a recording of any length opens without being loaded.
-        let cache = (!args.no_index_cache)
-            .then(mcpscope_tui::savedindex::IndexCache::from_env)
-            .flatten();
-        return mcpscope_tui::run_replay_file_cached(&args.file, info, cache)
-            .await
-            .with_context(|| format!("replaying {}", args.file.display()));
-    }
+    let style = match View::chosen(args.headless, args.json) {
+        View::Headless(style) => style,
+        View::Tui => {
+            let info = mcpscope_tui::Info {
+                listen: None,
+                upstream: None,
+                recording: Some(args.file.clone()),
+                theme: args.theme.clone(),
+                speed: args.speed,
+                telemetry: None,
+                retention: mcpscope_engine::model::Retention::window(args.keep),
+                taken: None,
+                ca_cert: crate::forward::known_ca_cert(),
+            };
+            // The viewer reads the file as it needs it (first screen at once, index in the
+            // background): a recording of any length opens without being loaded.
+            let cache = (!args.no_index_cache)
+                .then(mcpscope_timeline::savedindex::IndexCache::from_env)
+                .flatten();
+            return mcpscope_tui::run_replay_file_cached(&args.file, info, cache)
+                .await
+                .with_context(|| format!("replaying {}", args.file.display()));
+        }
+    };
     let recording = load(&args.file)?;
-    let style = if args.json { Style::Json } else { Style::Lines };
     print_notices(&recording.events, style, args.speed.unwrap_or(0.0)).await?;
     Ok(())
 }

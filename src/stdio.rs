@@ -6,54 +6,19 @@
 //! child's (128 + the signal that killed it).
 
 use std::io::Write;
-use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Context;
-use clap::Args;
 
+use crate::app::DefaultPlace;
+use crate::cli::StdioArgs;
 use crate::headless::Style;
-use mcpscope_engine::record::{Create, Recorder, open_private};
+use mcpscope_engine::record::{Create, open_private};
 use mcpscope_engine::redact::Redactor;
 use mcpscope_proxy::hub::Hub;
 use mcpscope_proxy::sink::EventSink;
 use mcpscope_proxy::stdio::{Options, SpawnError};
-
-/// Options of `stdio`.
-#[derive(Debug, Clone, Args)]
-pub struct StdioArgs {
-    /// Record to this file (JSON Lines, mode 0600) instead of a new file in `recordings/`.
-    #[arg(long, value_name = "PATH", conflicts_with = "no_record")]
-    pub record: Option<PathBuf>,
-    /// With --record: replace the file if it exists.
-    #[arg(long, requires = "record")]
-    pub overwrite: bool,
-    /// Do not record.
-    #[arg(long)]
-    pub no_record: bool,
-    /// A name for the session (default: the program's file name); the session is
-    /// `stdio:NAME:PID`.
-    #[arg(long, value_name = "NAME")]
-    pub name: Option<String>,
-    /// Write the notices (as `--json` does for the proxy) as JSON lines to stderr, mixed with
-    /// the server's own stderr. Never to stdout, which belongs to the server.
-    #[arg(long)]
-    pub json: bool,
-    /// Write the JSON notices to this file (mode 0600, replaced) instead of stderr.
-    #[arg(long, value_name = "PATH")]
-    pub json_file: Option<PathBuf>,
-    /// Keep secrets in the recording (they are hidden by default).
-    #[arg(long)]
-    pub no_redact: bool,
-    /// Do not publish this session for `mcpscope attach` (by default it listens on a socket in
-    /// the user's runtime directory that only this user can open).
-    #[arg(long)]
-    pub no_publish: bool,
-    /// The server's command and its arguments (after `--`).
-    #[arg(required = true, trailing_var_arg = true, value_name = "COMMAND")]
-    pub command: Vec<String>,
-}
 
 /// How long the end of a run waits for the hub to write what it was sent.
 const FINISH_PATIENCE: Duration = Duration::from_secs(5);
@@ -84,35 +49,6 @@ pub fn main(args: &StdioArgs) -> ExitCode {
     ExitCode::from(u8::try_from(code).unwrap_or(1))
 }
 
-/// The recording: `--record PATH` (an error stops the run), or a new file in `recordings/`
-/// (if that fails the server still runs, unrecorded, and we say so).
-fn recording(args: &StdioArgs, redacted: bool) -> anyhow::Result<Option<Recorder>> {
-    if args.no_record {
-        return Ok(None);
-    }
-    if let Some(path) = &args.record {
-        let how = if args.overwrite {
-            Create::Replace
-        } else {
-            Create::New
-        };
-        let recorder = Recorder::create(path, how, redacted)
-            .with_context(|| format!("cannot create the recording {}", path.display()))?;
-        return Ok(Some(recorder));
-    }
-    let dir = Recorder::default_dir();
-    match Recorder::create_in(&dir, redacted) {
-        Ok(recorder) => Ok(Some(recorder)),
-        Err(e) => {
-            crate::say!(
-                "mcpscope: WARNING: cannot create a recording in {}: {e}; the server runs unrecorded",
-                dir.display()
-            );
-            Ok(None)
-        }
-    }
-}
-
 /// Where the JSON notices go.
 fn notice_output(args: &StdioArgs) -> anyhow::Result<Option<Box<dyn Write + Send>>> {
     if let Some(path) = &args.json_file {
@@ -133,7 +69,11 @@ async fn run(args: StdioArgs) -> anyhow::Result<i32> {
         Redactor::new()
     };
     let output = notice_output(&args)?;
-    let recorder = recording(&args, redactor.enabled())?;
+    let recorder = crate::app::create_recording(
+        &args.recording,
+        redactor.enabled(),
+        DefaultPlace::BestEffort,
+    )?;
     // The command line as viewers see it (hello, `attach --list`, status bar): redacted by the
     // rule the recording's `process_started` uses.
     let mut shown_command = args.command.clone();
@@ -151,7 +91,7 @@ async fn run(args: StdioArgs) -> anyhow::Result<i32> {
         .flatten();
     let notices = match (output, hub.take_output()) {
         (Some(mut out), Some(feed)) => {
-            let pace = Some(hub.pace_view());
+            let pace = Some(crate::app::taken(hub.pace_view()));
             Some(tokio::spawn(async move {
                 crate::headless::run_to(feed, Style::Json, pace, &mut *out).await;
             }))

@@ -2,8 +2,6 @@
 //! burst a bounded number of times, and serves again once connections close. The real binary
 //! runs under a lowered descriptor limit (`prlimit`).
 
-mod common;
-
 use std::net::SocketAddr;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -90,7 +88,8 @@ async fn accept_failures_back_off_and_the_proxy_recovers() {
     drop(held);
     let start = Instant::now();
     loop {
-        let reply = common::raw::exchange(addr, "GET", None, None, Duration::from_secs(2)).await;
+        let reply =
+            mcpscope_testkit::raw::exchange(addr, "GET", None, None, Duration::from_secs(2)).await;
         if reply.status != 0 {
             // The upstream is unreachable: the proxy itself answers.
             assert_eq!(reply.status, 502, "{}", reply.head);
@@ -114,7 +113,8 @@ async fn accept_failures_back_off_and_the_proxy_recovers() {
             accept_lines(&log)
         );
         tokio::time::sleep(Duration::from_millis(300)).await;
-        let reply = common::raw::exchange(addr, "GET", None, None, Duration::from_secs(2)).await;
+        let reply =
+            mcpscope_testkit::raw::exchange(addr, "GET", None, None, Duration::from_secs(2)).await;
         assert_eq!(reply.status, 502, "{}", reply.head);
     }
     let lines = accept_lines(&log);

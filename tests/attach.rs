@@ -9,8 +9,8 @@ use std::process::{Child, Command, Output, Stdio};
 use std::sync::mpsc::{Receiver, channel};
 use std::time::{Duration, Instant};
 
-use mcpscope_testkit::client::McpClient;
-use mcpscope_testkit::testserver::{self, TestServer};
+use mcpscope_testserver::client::McpClient;
+use mcpscope_testserver::{self as testserver, TestServer};
 use serde_json::{Value, json};
 
 const PATIENCE: Duration = Duration::from_secs(20);
@@ -543,12 +543,12 @@ impl Tmux {
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
-    fn wait_for(&self, what: &str, want: impl Fn(&str) -> bool) {
+    fn wait_for(&self, what: &str, want: impl Fn(&str) -> bool) -> String {
         let deadline = Instant::now() + PATIENCE;
         loop {
             let screen = self.screen();
             if want(&screen) {
-                return;
+                return screen;
             }
             assert!(
                 Instant::now() < deadline,
@@ -593,9 +593,14 @@ async fn attach_shows_the_tui_with_the_calls_and_stays_open_when_the_session_end
     });
     echo(&mut client, "live").await;
     tmux.wait_for("the call made while attached", |s| s.contains("echo"));
-    // A fault key needs the proxy itself: it says so, and nothing breaks.
+    // The proxy's commands need the proxy itself: a viewer neither offers nor takes them.
     tmux.keys(&["a"]);
-    tmux.wait_for("faults unavailable", |s| s.contains("unavailable"));
+    tmux.keys(&["?"]);
+    let help = tmux.wait_for("the help", |s| s.contains("mcpscope keys"));
+    assert!(!help.contains("arm a fault rule"), "{help}");
+    assert!(!help.contains("re-send"), "{help}");
+    assert!(!help.contains("arm fault rule:"), "a took a rule: {help}");
+    tmux.keys(&["Escape"]);
 
     proxy.stop();
     tmux.wait_for("the end of the session, the view still open", |s| {
@@ -642,6 +647,72 @@ async fn the_only_session_is_opened_several_are_listed_and_stale_sockets_removed
     echo(&mut client, "to the only one").await;
     only.until("the only session's call", 1, answered_call);
     one.stop();
+}
+
+fn hwm_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_late_viewer_that_does_not_keep_up_holds_a_bounded_feed_and_misses_nothing() {
+    let setup = Setup::new().await;
+    let proxy = setup.proxy(&["--record", "run.jsonl"]);
+    let mut client = McpClient::new(&proxy.url).expect("client");
+    client.handshake().await.expect("handshake");
+    // 400 calls of 192 KiB: each carries the text twice in the recording (the request, the
+    // SSE data; the response refers to the data), about 155 MiB, ten times what the feed may
+    // hold for its view.
+    let text = "x".repeat(192 << 10);
+    let calls = 400;
+    for _ in 0..calls {
+        tokio::time::timeout(Duration::from_secs(10), echo(&mut client, &text))
+            .await
+            .expect("the proxy answers");
+    }
+    let recorded = std::fs::metadata(setup.dir.path().join("run.jsonl"))
+        .expect("the recording")
+        .len();
+    assert!(recorded > 140 << 20, "{recorded} bytes recorded");
+
+    // A late viewer whose stdout nobody reads yet: its view stops taking events once the pipe
+    // is full, and the past read from the recording waits for it.
+    let mut child = setup
+        .mcpscope()
+        .args(["attach", "--json"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn attach");
+    let pid = child.id();
+    let deadline = Instant::now() + Duration::from_secs(4);
+    let mut peak = 0;
+    while Instant::now() < deadline {
+        peak = peak.max(hwm_kib(pid));
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    eprintln!("a late viewer not read from, over {recorded} bytes of past: VmHWM {peak} KiB");
+    assert!(
+        peak < 120 << 10,
+        "the stalled viewer's peak RSS is {peak} KiB over a {recorded}-byte past"
+    );
+    assert_eq!(child.try_wait().expect("try_wait"), None, "it waits, alive");
+
+    // Read now: every call of the past reaches the view.
+    let viewer = Viewer {
+        out: lines(child.stdout.take().expect("stdout")),
+        child,
+    };
+    viewer.until("every call of the past", calls, answered_call);
+    let peak = hwm_kib(pid);
+    assert!(peak < 120 << 10, "the viewer's peak RSS is {peak} KiB");
+    drop(viewer);
+    proxy.stop();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -994,4 +1065,84 @@ async fn a_stdio_servers_command_line_secrets_are_redacted_for_viewers() {
             "{text}"
         );
     }
+}
+
+/// Reads one line from a raw viewer connection (bounded).
+fn first_line(stream: &std::os::unix::net::UnixStream) -> Value {
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .expect("timeout");
+    let mut line = String::new();
+    BufReader::new(stream).read_line(&mut line).expect("a line");
+    serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line:?}"))
+}
+
+/// At most 32 viewers are connected at once: the 33rd is told why and disconnected (raw and
+/// through `mcpscope attach`), the session goes on, and a viewer that leaves frees its place.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn viewers_past_the_cap_are_refused_and_a_place_frees_when_one_leaves() {
+    let setup = Setup::new().await;
+    let proxy = setup.proxy(&["--record", "run.jsonl"]);
+    let socket = setup.sockets().join(format!("{}.sock", proxy.pid()));
+    // The proxy publishes its session a moment after it listens: the first viewer waits for it.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let first = loop {
+        match std::os::unix::net::UnixStream::connect(&socket) {
+            Ok(stream) => break stream,
+            Err(e) => {
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "{} never took a viewer: {e}",
+                    socket.display()
+                );
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+        }
+    };
+    let mut attached = vec![first];
+    attached.extend(
+        (1..32).map(|_| std::os::unix::net::UnixStream::connect(&socket).expect("connect")),
+    );
+    for (n, stream) in attached.iter().enumerate() {
+        let hello = first_line(stream);
+        assert_eq!(hello["mcpscope_attach"], 1, "viewer {n}: {hello}");
+    }
+
+    let extra = std::os::unix::net::UnixStream::connect(&socket).expect("connect");
+    let refused = first_line(&extra);
+    let why = refused["end"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{refused}"));
+    assert!(
+        why.contains("too many viewers") && why.contains("32"),
+        "{why}"
+    );
+    let mut rest = Vec::new();
+    (&extra).read_to_end(&mut rest).expect("closed");
+    assert!(rest.is_empty(), "nothing after the refusal");
+
+    let viewer = setup.run(&["attach", "--json"]);
+    assert_eq!(viewer.status.code(), Some(1), "{viewer:?}");
+    let said = String::from_utf8_lossy(&viewer.stderr);
+    assert!(said.contains("too many viewers"), "{said}");
+
+    // The session goes on.
+    let mut client = McpClient::new(&proxy.url).expect("client");
+    client.handshake().await.expect("handshake");
+    echo(&mut client, "still served").await;
+
+    // One leaves: a new viewer is taken.
+    drop(attached.pop());
+    let deadline = Instant::now() + PATIENCE;
+    loop {
+        let stream = std::os::unix::net::UnixStream::connect(&socket).expect("connect");
+        let line = first_line(&stream);
+        if line["mcpscope_attach"] == 1 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "no place freed: {line}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    drop(attached);
+    proxy.stop();
 }

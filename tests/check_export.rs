@@ -5,9 +5,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use mcpscope_engine::event::{EndHow, Event, Leg};
+use mcpscope_engine::fixtures::{Script, scenario};
 use mcpscope_export::Folded;
 use mcpscope_export::check::{FileCheck, Rule};
-use mcpscope_testkit::fixtures::{Script, scenario};
 use serde_json::{Value, json};
 
 fn recording(name: &str) -> PathBuf {
@@ -446,4 +446,80 @@ fn a_junit_report_is_never_written_through_a_planted_link() {
         .permissions()
         .mode();
     assert_eq!(mode & 0o777, 0o600);
+}
+
+/// A task-augmented `slow` (ttl `ttl` ms) whose `tasks/result` stream is reset, then `wait` ms.
+fn task_script(ttl: u64, wait: i64) -> Script {
+    let s1: &[(&str, &str)] = &[("mcp-session-id", "s1")];
+    let mut s = Script::ticking();
+    s.initialize("2025-11-25")
+        .post(
+            2,
+            s1,
+            json!({"jsonrpc":"2.0","id":1,"method":"tools/call",
+                   "params":{"name":"slow","arguments":{},"task":{"ttl":ttl}}}),
+        )
+        .respond(2, 200, "application/json", s1)
+        .json_body(
+            2,
+            json!({"jsonrpc":"2.0","id":1,"result":{"task":{"taskId":"t1","status":"working","ttl":ttl}}}),
+        )
+        .finish(2, EndHow::Eof, Leg::Upstream)
+        .post(
+            3,
+            s1,
+            json!({"jsonrpc":"2.0","id":2,"method":"tasks/result","params":{"taskId":"t1"}}),
+        )
+        .respond(3, 200, "text/event-stream", s1)
+        .finish(3, EndHow::Reset, Leg::Upstream)
+        .wait(wait)
+        .push(mcpscope_engine::event::EventKind::Note {
+            stream: None,
+            text: "end".into(),
+        });
+    s
+}
+
+#[test]
+fn check_names_a_lost_task_result_and_an_expired_task() {
+    let rules = [Rule::TaskExpired, Rule::TaskResultLost];
+    let words = |s: &Script| -> Vec<&'static str> {
+        let (model, _) = s.fold();
+        mcpscope_export::check::findings(&model, &rules)
+            .iter()
+            .map(|f| f.rule.word())
+            .collect()
+    };
+    // The wait died and the client never asked again: the result is lost, the task not expired.
+    assert_eq!(words(&task_script(60_000, 1_000)), ["task-result-lost"]);
+    // Past the ttl: expired too.
+    assert_eq!(
+        words(&task_script(500, 1_000)),
+        ["task-expired", "task-result-lost"]
+    );
+}
+
+/// A dead `tasks/result` wait is no orphaned call: the task lived, and the client asked again
+/// and got its result. The shipped recording (the TypeScript SDK's task client and server
+/// through the proxy, the first `tasks/result` stream reset) passes the default rules, and
+/// its requests about the task are counted under the operation, not as calls of their own.
+#[test]
+fn a_dead_task_result_wait_the_client_recovered_from_passes() {
+    let path = recording("tasks-reset.jsonl");
+    let out = mcpscope(&["check", "--json", path.to_str().expect("utf-8")]);
+    let report: Value = serde_json::from_str(text(&out.stdout).trim()).expect("one object");
+    assert!(out.status.success(), "{report:#}");
+    assert_eq!(report["ok"], true, "{report:#}");
+    assert_eq!(report["counts"].get("orphaned"), None, "{report:#}");
+    // initialize and the task-augmented tools/call stand alone; tasks/get and tasks/result
+    // belong to the operation.
+    assert_eq!(report["counts"]["answered"], report["calls"], "{report:#}");
+    // Asked again and answered: no result was lost either.
+    let out = mcpscope(&[
+        "check",
+        "--fail-on",
+        "task-result-lost,orphaned",
+        path.to_str().expect("utf-8"),
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stdout));
 }

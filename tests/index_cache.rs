@@ -4,8 +4,6 @@
 //! `mcpscope index` changes nothing that `replay --headless` or `check` print. Every test keeps
 //! its cache in a temporary directory.
 
-mod common;
-
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -16,11 +14,11 @@ use serde_json::json;
 use mcpscope_engine::event::Event;
 use mcpscope_engine::model::{Model, Retention};
 use mcpscope_engine::record::read_file;
-use mcpscope_tui::FileCursor;
-use mcpscope_tui::indexer::{IndexConfig, SavedState};
-use mcpscope_tui::savedindex::IndexCache;
+use mcpscope_timeline::FileCursor;
+use mcpscope_timeline::indexer::{IndexConfig, SavedState};
+use mcpscope_timeline::savedindex::IndexCache;
 
-use common::long_recording::{digest, fold_to, tight, write_recording};
+use mcpscope_testkit::long_recording::{digest, fold_to, tight, write_recording};
 
 const WAIT: Duration = Duration::from_secs(120);
 
@@ -685,7 +683,7 @@ fn the_viewer_saves_the_index_of_a_long_recording_and_no_index_cache_leaves_it_a
     let events = write_recording(&file, 24_000).len();
     let size = std::fs::metadata(&file).expect("file").len();
     assert!(
-        size >= mcpscope_tui::savedindex::AUTO_SAVE_FROM,
+        size >= mcpscope_timeline::savedindex::AUTO_SAVE_FROM,
         "{size} bytes: long enough to be saved"
     );
     let xdg = dir.path().join("xdg");

@@ -13,7 +13,7 @@ use std::thread;
 use std::time::Duration;
 
 use common::peers::{Proxy, temp_dir};
-use common::raw::decode_chunked;
+use mcpscope_testkit::raw::decode_chunked;
 use serde_json::{Value, json};
 
 const TOKEN: &str = "tok-SECRET-123";
@@ -375,6 +375,13 @@ fn oauth_discovery_passes_against_the_proxy_address() {
         assert!(!text.contains(secret), "{secret} is in the recording");
     }
     assert_eq!(text.matches(r#""kind":"rewritten""#).count(), 2, "{text}");
+    // Said once: tokens will be asked for the proxy's URL, and --forward keeps audiences.
+    assert_eq!(
+        text.matches("`mcpscope --forward` keeps every URL and audience intact")
+            .count(),
+        1,
+        "{text}"
+    );
 }
 
 #[test]

@@ -16,8 +16,8 @@ use hyper::{Request, Response};
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use mcpscope_proxy::controller as fault;
 use mcpscope_proxy::{self as proxy, Config, sink::EventSink};
-use mcpscope_testkit::client::McpClient;
-use mcpscope_testkit::testserver;
+use mcpscope_testserver as testserver;
+use mcpscope_testserver::client::McpClient;
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use opentelemetry_proto::tonic::common::v1::any_value;
 use opentelemetry_proto::tonic::trace::v1::Span;
@@ -295,7 +295,7 @@ async fn flooding_collector() -> (SocketAddr, mpsc::UnboundedReceiver<String>) {
             };
             let tx = tx.clone();
             tokio::spawn(async move {
-                let Some((head, _)) = common::raw::read_head(&mut sock).await else {
+                let Some((head, _)) = mcpscope_testkit::raw::read_head(&mut sock).await else {
                     return;
                 };
                 let _ = tx.send(head);
@@ -331,7 +331,7 @@ async fn a_collector_flooding_its_answer_is_read_a_few_kib_and_userinfo_is_basic
     let before = rss_kib();
     let mut peak = before;
     // A finished call, so that a span is sent.
-    for event in mcpscope_testkit::fixtures::scenario() {
+    for event in mcpscope_engine::fixtures::scenario() {
         tx.send(event).expect("send");
     }
     let head = tokio::time::timeout(WAIT, heads.recv())
@@ -370,7 +370,7 @@ async fn the_batch_in_flight_at_shutdown_is_counted_dropped() {
     options.timeout = Duration::from_secs(30);
     let (mut view, telemetry) = mcpscope_telemetry::start(rx, options);
     tokio::spawn(async move { while view.recv().await.is_some() {} });
-    for event in mcpscope_testkit::fixtures::scenario() {
+    for event in mcpscope_engine::fixtures::scenario() {
         tx.send(event).expect("send");
     }
     tokio::time::timeout(WAIT, received.recv())
@@ -385,4 +385,114 @@ async fn the_batch_in_flight_at_shutdown_is_counted_dropped() {
         dropped >= 1,
         "the span in flight is counted dropped: {dropped}"
     );
+}
+
+/// A task operation goes out when it ends: while the task works, its `tasks/get` span is held
+/// (the exporter ticks every 100 ms); once `tasks/result` answers, the operation's span arrives
+/// with the task id and its last reported status, and the create, `tasks/get` and `tasks/result`
+/// spans are its children.
+#[tokio::test]
+async fn a_task_operation_is_sent_as_one_span_over_its_requests_when_it_ends() {
+    let server = testserver::start(testserver::Options::default())
+        .await
+        .expect("test server");
+    let (tx, rx) = mpsc::unbounded_channel();
+    let config = Config {
+        listen: "127.0.0.1:0".parse().expect("addr"),
+        upstream: server.url().parse().expect("uri"),
+        ..Default::default()
+    };
+    let proxy = proxy::start(config, EventSink::new(tx))
+        .await
+        .expect("proxy");
+    let (collector, mut received) = collector(true).await;
+    let mut options = mcpscope_telemetry::Options::new(
+        format!("http://{collector}/v1/traces")
+            .parse()
+            .expect("uri"),
+    );
+    options.interval = Duration::from_millis(100);
+    let (mut view, telemetry) = mcpscope_telemetry::start(rx, options);
+    let viewed = tokio::spawn(async move { while view.recv().await.is_some() {} });
+
+    let mut client = McpClient::new(&format!("http://{}/mcp", proxy.addr))
+        .expect("client")
+        .speaking("2025-11-25");
+    client.handshake().await.expect("handshake");
+    let created = client
+        .request(
+            "tools/call",
+            json!({"name": "slow_task", "arguments": {"ms": 1000}, "task": {"ttl": 30000}}),
+        )
+        .await
+        .expect("create");
+    let task_id = created.result().expect("CreateTaskResult")["task"]["taskId"]
+        .as_str()
+        .expect("taskId")
+        .to_string();
+    let polled = client
+        .request("tasks/get", json!({"taskId": task_id}))
+        .await
+        .expect("tasks/get");
+    assert_eq!(polled.result().expect("task")["status"], "working");
+    // Several ticks pass while the task works: nothing of the operation goes out.
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let mut spans: Vec<Span> = Vec::new();
+    while let Ok((_, batch)) = received.try_recv() {
+        spans.extend(batch);
+    }
+    assert!(
+        spans.iter().all(|s| attr(s, "mcp.task.id").is_none()),
+        "sent before the operation ended: {:?}",
+        spans.iter().map(|s| &s.name).collect::<Vec<_>>()
+    );
+    let done = client
+        .request("tasks/result", json!({"taskId": task_id}))
+        .await
+        .expect("tasks/result");
+    assert_eq!(done.text(), Some("done after 1000 ms"), "{done:?}");
+
+    let deadline = Instant::now() + WAIT;
+    while !spans.iter().any(|s| s.name == "tools/call slow_task task") {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let (_, batch) = tokio::time::timeout(left, received.recv())
+            .await
+            .expect("the operation's span within the bound")
+            .expect("collector open");
+        spans.extend(batch);
+    }
+    telemetry.finish_within(WAIT).await;
+    while let Ok((_, batch)) = received.try_recv() {
+        spans.extend(batch);
+    }
+    let op = spans
+        .iter()
+        .find(|s| s.name == "tools/call slow_task task")
+        .expect("operation span");
+    assert_eq!(attr(op, "mcp.task.id").as_deref(), Some(task_id.as_str()));
+    // The poll said `working`; the tasks/result answer that ended the operation completes it.
+    assert_eq!(attr(op, "mcp.task.status").as_deref(), Some("completed"));
+    assert_eq!(attr(op, "mcpscope.task.polls").as_deref(), Some("1"));
+    assert_eq!(attr(op, "mcpscope.verdict").as_deref(), Some("answered"));
+    assert!(op.end_time_unix_nano - op.start_time_unix_nano >= 1_000_000_000 - 50_000_000);
+    let mut children: Vec<&Span> = spans
+        .iter()
+        .filter(|s| s.parent_span_id == op.span_id)
+        .collect();
+    children.sort_by_key(|s| s.start_time_unix_nano);
+    let methods: Vec<String> = children
+        .iter()
+        .filter_map(|s| attr(s, "mcp.method.name"))
+        .collect();
+    assert_eq!(methods, ["tools/call", "tasks/get", "tasks/result"]);
+    for child in &children {
+        assert_eq!(child.trace_id, op.trace_id);
+        assert_eq!(
+            attr(child, "mcp.task.id").as_deref(),
+            Some(task_id.as_str())
+        );
+    }
+    drop(proxy);
+    drop(client);
+    let _ = tokio::time::timeout(Duration::from_secs(2), viewed).await;
 }

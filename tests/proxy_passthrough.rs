@@ -1,16 +1,14 @@
 //! The proxy is transparent: bytes, headers, timing and the client's departure pass through.
 
-mod common;
-
 use std::future::Future;
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::raw::{observe, proxy_to, read_head};
 use mcpscope_engine::event::{Direction, EndHow, Event, EventKind, Leg};
 use mcpscope_engine::model::{Model, Verdict};
+use mcpscope_testkit::raw::{observe, proxy_to, read_head};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
@@ -298,7 +296,7 @@ async fn on_http2_a_reset_kills_only_its_own_stream() {
                 let sse = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n";
                 let _ = sock.write_all(sse.as_bytes()).await;
                 tokio::time::sleep(Duration::from_millis(100)).await;
-                common::raw::reset(sock);
+                mcpscope_testkit::raw::reset(sock);
             } else {
                 let body = r#"{"jsonrpc":"2.0","id":2,"result":{}}"#;
                 let resp = format!(

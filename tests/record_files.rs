@@ -218,8 +218,8 @@ fn a_password_in_the_upstream_url_is_never_printed_or_recorded() {
 /// once the proxy has been idle for a moment (the hub flushes after every burst of 0.5 ms).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kill_9_loses_nothing_the_client_had_seen_once_idle() {
-    use mcpscope_testkit::client::McpClient;
-    use mcpscope_testkit::testserver;
+    use mcpscope_testserver as testserver;
+    use mcpscope_testserver::client::McpClient;
 
     let dir = tempfile::tempdir().expect("tempdir");
     let server = testserver::start(testserver::Options::default())
@@ -285,8 +285,8 @@ async fn kill_9_loses_nothing_the_client_had_seen_once_idle() {
 /// event it saw, and the binary says so on stderr.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigterm_ends_every_open_exchange_and_completes_the_recording() {
-    use mcpscope_testkit::client::McpClient;
-    use mcpscope_testkit::testserver;
+    use mcpscope_testserver as testserver;
+    use mcpscope_testserver::client::McpClient;
     use tokio::io::AsyncWriteExt;
 
     let dir = tempfile::tempdir().expect("tempdir");

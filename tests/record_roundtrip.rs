@@ -10,11 +10,11 @@ use mcpscope_engine::model::{Model, Notice};
 use mcpscope_engine::record::{self, Create, Recorder};
 use mcpscope_engine::redact::Redactor;
 use mcpscope_proxy::Config;
-use mcpscope_testkit::client::McpClient;
-use mcpscope_testkit::democlient::{self, DemoStep};
-use mcpscope_testkit::testserver;
+use mcpscope_testserver as testserver;
+use mcpscope_testserver::client::McpClient;
+use mcpscope_testserver::democlient::{self, DemoStep};
 
-/// Resets the stream of the first `tools/call poke`, 300 ms in.
+/// Resets the stream of the first `tools/call poke`, 100 ms in (the tool answers at 300 ms).
 struct KillPoke(std::sync::atomic::AtomicBool);
 
 impl Planner for KillPoke {
@@ -23,7 +23,7 @@ impl Planner for KillPoke {
         let is_poke = body["method"] == "tools/call" && body["params"]["name"] == "poke";
         (is_poke && !self.0.swap(true, std::sync::atomic::Ordering::SeqCst)).then(|| Plan {
             fault: Fault::Reset,
-            trigger: Trigger::After(Duration::from_millis(300)),
+            trigger: Trigger::After(Duration::from_millis(100)),
             origin: "test".into(),
         })
     }

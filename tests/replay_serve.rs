@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use mcpscope_engine::event::EndHow;
 use mcpscope_engine::record;
 use mcpscope_proxy::mock::{ServeHandle, serve};
-use mcpscope_testkit::client::{Answer, McpClient, Outcome};
+use mcpscope_testserver::client::{Answer, McpClient, Outcome};
 
 const BOUND: Duration = Duration::from_secs(30);
 
@@ -121,7 +121,7 @@ async fn healthy_session(url: &str) -> Vec<(String, String)> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn healthy_served_gives_the_same_tool_results_as_live() {
     bounded(async {
-        let server = mcpscope_testkit::testserver::start(mcpscope_testkit::testserver::Options {
+        let server = mcpscope_testserver::start(mcpscope_testserver::Options {
             event_ids: false,
             ..Default::default()
         })
@@ -343,7 +343,7 @@ async fn python_sdk_client_sees_the_same_failure_live_and_from_the_mock() {
     let python = venv_python();
     tokio::time::timeout(Duration::from_secs(90), async {
         // Live: the test server behind the proxy, the server dying on the first poke.
-        let server = mcpscope_testkit::testserver::start(mcpscope_testkit::testserver::Options {
+        let server = mcpscope_testserver::start(mcpscope_testserver::Options {
             event_ids: false,
             ..Default::default()
         })

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
 use common::peers::{Proxy, root, ts};
-use mcpscope_testkit::testserver;
+use mcpscope_testserver as testserver;
 
 /// The fault: the first tools/call's stream is reset after its first event (no event ids).
 const FAULT: &str = "reset after 1 events when method=tools/call";
@@ -253,12 +253,12 @@ async fn json_head_then_reset() -> std::net::SocketAddr {
         let Ok((mut sock, _)) = listener.accept().await else {
             return;
         };
-        let _ = common::raw::read_head(&mut sock).await;
+        let _ = mcpscope_testkit::raw::read_head(&mut sock).await;
         let head = "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n";
         let _ = sock.write_all(head.as_bytes()).await;
         let _ = sock.flush().await;
         tokio::time::sleep(Duration::from_millis(50)).await;
-        common::raw::reset(sock);
+        mcpscope_testkit::raw::reset(sock);
     });
     addr
 }
@@ -283,7 +283,7 @@ async fn a_json_body_that_dies_before_its_first_byte_is_the_rescue() {
         .expect("proxy");
         let mut feed = running.hub.take_output().expect("feed");
         let url = format!("http://{}/mcp", running.proxy.addr);
-        let mut client = mcpscope_testkit::client::McpClient::new(&url).expect("client");
+        let mut client = mcpscope_testserver::client::McpClient::new(&url).expect("client");
         let call = serde_json::json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call",
             "params": {"name": "poke", "arguments": {}}});
         let answer = tokio::time::timeout(Duration::from_secs(10), async {

@@ -6,9 +6,9 @@ use chrono::{DateTime, Duration, Utc};
 use serde_json::json;
 
 use mcpscope_engine::event::{EndHow, Event, EventKind, Leg};
+use mcpscope_engine::fixtures::{Script, scenario};
 use mcpscope_engine::model::{Model, Notice, RESUME_GRACE_MS};
-use mcpscope_testkit::fixtures::{Script, scenario};
-use mcpscope_tui::{FileCursor, ReplayCursor};
+use mcpscope_timeline::{FileCursor, ReplayCursor};
 
 /// Everything a view shows of the calls: verdict (with its death), end time and owner.
 fn digest(model: &Model) -> Vec<String> {
@@ -141,7 +141,7 @@ fn assert_agree(name: &str, events: &[Event]) {
 /// The viewer's file cursor (read as needed, indexed densely in the background) reaches the same
 /// state as the fold at every cursor, stepping and seeking through checkpoints.
 fn assert_file_agrees(path: &std::path::Path, events: &[Event]) {
-    let config = mcpscope_tui::indexer::IndexConfig {
+    let config = mcpscope_timeline::indexer::IndexConfig {
         every: 3,
         checkpoint_every: 6,
         max_checkpoints: 2,
@@ -225,7 +225,7 @@ fn resumption_script(resume_after_ms: i64, retry_ms: Option<u64>) -> Vec<Event> 
 }
 
 fn fixtures_at(ms: i64) -> DateTime<Utc> {
-    mcpscope_testkit::fixtures::at(ms)
+    mcpscope_engine::fixtures::at(ms)
 }
 
 fn verdict_of_slow(model: &Model) -> &'static str {

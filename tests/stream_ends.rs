@@ -8,10 +8,10 @@ mod common;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use common::raw::{Close, read_head, read_reply};
 use mcpscope_engine::event::{Direction, EndHow, Event, EventKind, Leg};
 use mcpscope_engine::wire::observe::{NOT_UTF8, TRUNCATED};
 use mcpscope_proxy::{self as proxy, Config, Limits, Proxy, sink::EventSink};
+use mcpscope_testkit::raw::{Close, read_head, read_reply};
 use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
@@ -118,7 +118,7 @@ async fn a_client_that_gives_up_before_the_response_head_is_ended_cancelled() {
         let sock = post_raw(proxy.addr, &post(proxy.addr, PING)).await;
         tokio::time::sleep(Duration::from_millis(20)).await;
         if n % 2 == 0 {
-            common::raw::reset(sock);
+            mcpscope_testkit::raw::reset(sock);
         } else {
             drop(sock);
         }
@@ -354,7 +354,7 @@ async fn head_then_reset_upstream() -> SocketAddr {
                 }
                 let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nmcp-session-id: s1\r\n\r\n";
                 let _ = sock.write_all(head.as_bytes()).await;
-                common::raw::reset(sock);
+                mcpscope_testkit::raw::reset(sock);
             });
         }
     });
@@ -370,7 +370,7 @@ async fn a_reset_right_after_the_response_head_still_delivers_the_head_every_tim
     let mut lost = Vec::new();
     const RUNS: usize = 60;
     for run in 0..RUNS {
-        let sock = common::raw::send(proxy.addr, "POST", Some("s1"), Some(&call)).await;
+        let sock = mcpscope_testkit::raw::send(proxy.addr, "POST", Some("s1"), Some(&call)).await;
         let reply = read_reply(sock, Instant::now(), WAIT).await;
         if reply.status != 200 || reply.end != Close::Reset {
             lost.push((run, reply.status, reply.end));
@@ -471,7 +471,7 @@ async fn sigterm_ends_the_proxy_within_a_second_while_a_client_holds_an_open_cal
     let call =
         serde_json::json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"poke"}});
     // The client holds its connection open, waiting on the answer.
-    let mut held = common::raw::send(addr, "POST", Some("s1"), Some(&call)).await;
+    let mut held = mcpscope_testkit::raw::send(addr, "POST", Some("s1"), Some(&call)).await;
     let mut first = [0u8; 64];
     let n = tokio::time::timeout(WAIT, tokio::io::AsyncReadExt::read(&mut held, &mut first))
         .await

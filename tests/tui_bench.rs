@@ -3,8 +3,8 @@
 use std::time::Instant;
 
 use chrono::{Offset, Utc};
+use mcpscope_engine::fixtures::{at, many_calls};
 use mcpscope_engine::model::Model;
-use mcpscope_testkit::fixtures::{at, many_calls};
 use mcpscope_tui::{App, Info, Theme, render_to_buffer};
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;

@@ -6,7 +6,7 @@ use std::net::TcpListener;
 use std::time::Duration;
 
 use chrono::{Offset, Utc};
-use mcpscope_testkit::fixtures::Script;
+use mcpscope_engine::fixtures::Script;
 use mcpscope_tui::app::{App, Effect};
 use mcpscope_tui::{Info, Theme};
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};

@@ -1,8 +1,8 @@
 //! `e` on a selected call: the effect, then the file with its diagram and row.
 
 use chrono::{Offset, Utc};
+use mcpscope_engine::fixtures::{scenario, scenario_now};
 use mcpscope_engine::model::Retention;
-use mcpscope_testkit::fixtures::{scenario, scenario_now};
 use mcpscope_tui::app::{App, Effect};
 use mcpscope_tui::run::{self, Flow, LiveSource, Source};
 use mcpscope_tui::{Info, Theme, render_to_buffer};

@@ -6,8 +6,8 @@ mod common;
 use chrono::{DateTime, Duration, Utc};
 use common::screen::text;
 use mcpscope_engine::event::{EndHow, EventKind, Leg};
+use mcpscope_engine::fixtures::{Script, last_call};
 use mcpscope_engine::model::{Model, RESUME_GRACE_MS, Verdict};
-use mcpscope_testkit::fixtures::{Script, last_call};
 use mcpscope_tui::app::App;
 use mcpscope_tui::render_to_buffer;
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
@@ -247,7 +247,7 @@ fn the_fault_menu_fits_its_columns_and_enter_reports_at_160_columns() {
 
 #[test]
 fn replay_starts_with_a_hint_and_the_start_is_one_place() {
-    use mcpscope_testkit::fixtures::scenario;
+    use mcpscope_engine::fixtures::scenario;
     use mcpscope_tui::run::{ReplaySource, Source};
     let mut app = app();
     let mut source = ReplaySource::new(scenario());

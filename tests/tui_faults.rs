@@ -5,8 +5,8 @@ use std::sync::{Arc, Mutex};
 use chrono::{Offset, Utc};
 use mcpscope_engine::event::StreamId;
 use mcpscope_engine::fault::{FaultChoice, FaultControl, RuleId};
+use mcpscope_engine::fixtures::{scenario, scenario_now};
 use mcpscope_engine::model::Model;
-use mcpscope_testkit::fixtures::{scenario, scenario_now};
 use mcpscope_tui::app::App;
 use mcpscope_tui::run::{self, Flow, LiveSource};
 use mcpscope_tui::{Info, Theme, render_to_buffer};
@@ -127,18 +127,48 @@ fn a_arms_a_typed_rule_shown_in_the_status_bar() {
     assert!(s.contains("armed: tool:poke reset"), "{s}");
 }
 
+/// The proxy's commands (faults, re-send, intercept) are offered only by a view that holds its
+/// control handle: `attach` and a replay neither bind nor list them, a live proxy does both.
 #[test]
-fn without_faults_x_explains() {
+fn the_proxys_commands_are_offered_only_with_its_control_handle() {
     let model = Model::from_events(&scenario()).0;
-    let mut app = App::new(Info::default(), Theme::dark(), Utc.fix());
-    app.sync(&model);
-    press(&mut app, &model, KeyCode::Char('x'));
-    assert!(app.fault_menu.is_none());
-    assert!(
-        app.flash
-            .as_deref()
-            .is_some_and(|f| f.contains("unavailable"))
-    );
+    let commands = ['x', 'a', 'D', 'r', 'i', 'I'];
+    let listed = [
+        "fault menu",
+        "arm a fault rule",
+        "re-send",
+        "intercept",
+        "held requests",
+    ];
+
+    let mut attached = App::new(Info::default(), Theme::dark(), Utc.fix());
+    attached.sync(&model);
+    for c in commands {
+        let key = KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE);
+        assert_eq!(attached.action_for(&key), None, "{c} bound without a proxy");
+    }
+    press(&mut attached, &model, KeyCode::Char('?'));
+    let help = screen(&mut attached, &model);
+    assert!(help.contains("pause the live view"), "{help}");
+    for what in listed {
+        assert!(
+            !help.contains(what),
+            "{what} offered without a proxy:\n{help}"
+        );
+    }
+
+    let mut live = App::new(Info::default(), Theme::dark(), Utc.fix());
+    live.faults = Some(Arc::new(Fake::default()));
+    live.sync(&model);
+    for c in commands {
+        let key = KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE);
+        assert!(live.action_for(&key).is_some(), "{c} unbound with a proxy");
+    }
+    press(&mut live, &model, KeyCode::Char('?'));
+    let help = screen(&mut live, &model);
+    for what in listed {
+        assert!(help.contains(what), "{what} missing with a proxy:\n{help}");
+    }
 }
 
 #[test]

@@ -2,14 +2,12 @@
 //! `i` sets the filter, the status bar counts what is held, `I` lists it, `a` forwards, `E`
 //! answers with an error, `e` asks for the editor, and quitting releases what is still held.
 
-mod common;
-
 use std::time::{Duration, Instant};
 
 use chrono::{Offset, Utc};
 use mcpscope_engine::model::Model;
 use mcpscope_proxy::controller as fault;
-use mcpscope_testkit::client::{Answer, McpClient, Outcome};
+use mcpscope_testserver::client::{Answer, McpClient, Outcome};
 use mcpscope_tui::app::{App, Effect};
 use mcpscope_tui::run::{self, LiveSource};
 use mcpscope_tui::{Info, Theme, render_to_buffer};
@@ -78,13 +76,13 @@ fn screen(app: &mut App, model: &Model) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn i_holds_i_lists_a_forwards_e_refuses_and_quitting_releases() {
     let run = async {
-        let common::live::Live {
+        let mcpscope_testkit::live::Live {
             server,
             proxy,
             engine,
             events: _rx,
             url,
-        } = common::live::start().await;
+        } = mcpscope_testkit::live::start().await;
         let model = Model::new();
         let info = Info {
             listen: Some(proxy.addr.to_string()),

@@ -6,8 +6,8 @@ mod common;
 use chrono::Duration;
 use common::screen::text;
 use mcpscope_engine::event::{Direction, EventKind};
+use mcpscope_engine::fixtures::Script;
 use mcpscope_engine::model::Model;
-use mcpscope_testkit::fixtures::Script;
 use mcpscope_tui::app::Pane;
 use mcpscope_tui::render_to_buffer;
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
@@ -24,6 +24,7 @@ fn legacy_model() -> Model {
         method: "GET".into(),
         path: "/sse".into(),
         headers: vec![("accept".into(), "text/event-stream".into())],
+        origin: None,
     });
     s.push(EventKind::ResponseHead {
         stream: 1,
@@ -51,6 +52,7 @@ fn legacy_model() -> Model {
         method: "POST".into(),
         path: "/messages/?session_id=5e55".into(),
         headers: vec![("content-type".into(), "application/json".into())],
+        origin: None,
     });
     s.push(EventKind::Message {
         stream: 2,

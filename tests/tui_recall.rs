@@ -8,9 +8,9 @@ use common::screen::text;
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::layout::Rect;
 
+use mcpscope_engine::fixtures::many_calls;
 use mcpscope_engine::model::{Retention, Verdict};
 use mcpscope_engine::record::{Create, Recorder};
-use mcpscope_testkit::fixtures::many_calls;
 use mcpscope_tui::app::{App, Effect, Selected};
 use mcpscope_tui::run::{self, LiveSource, Source};
 use mcpscope_tui::{Info, Theme, render_to_buffer};

@@ -1,9 +1,9 @@
 //! The replay cursor: the model as of any event, seeking, steps and stream-death jumps.
 
 use mcpscope_engine::event::{EndHow, EventKind};
+use mcpscope_engine::fixtures::{at, many_calls, scenario};
 use mcpscope_engine::model::Verdict;
-use mcpscope_testkit::fixtures::{at, many_calls, scenario};
-use mcpscope_tui::ReplayCursor;
+use mcpscope_timeline::ReplayCursor;
 
 fn poke_verdict(cursor: &ReplayCursor) -> Option<&'static str> {
     cursor
@@ -154,7 +154,7 @@ fn source_len() -> usize {
 
 #[test]
 fn speed_flag_maps_to_the_nearest_playback_speed() {
-    use mcpscope_tui::replay::Speed;
+    use mcpscope_timeline::Speed;
     assert_eq!(Speed::nearest(0.0), Speed::Max);
     assert_eq!(Speed::nearest(1.0), Speed::X1);
     assert_eq!(Speed::nearest(10.0), Speed::X10);

@@ -1,15 +1,13 @@
 //! `r` sends the selected call's request again through the live proxy: on real sockets (the test
 //! server behind the proxy), the answer arrives as a new exchange marked re-sent by mcpscope.
 
-mod common;
-
 use std::time::{Duration, Instant};
 
 use chrono::{Offset, Utc};
 use mcpscope_engine::event::Event;
 use mcpscope_engine::model::{Model, Verdict};
 use mcpscope_proxy::controller as fault;
-use mcpscope_testkit::client::McpClient;
+use mcpscope_testserver::client::McpClient;
 use mcpscope_tui::app::App;
 use mcpscope_tui::run::{self, LiveSource};
 use mcpscope_tui::{Info, Theme, render_to_buffer};
@@ -20,13 +18,13 @@ use tokio::sync::mpsc;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn r_resends_the_request_and_its_answer_is_a_new_marked_exchange() {
-    let common::live::Live {
+    let mcpscope_testkit::live::Live {
         server,
         proxy,
         engine,
         events: mut rx,
         url,
-    } = common::live::start().await;
+    } = mcpscope_testkit::live::start().await;
     let mut client = McpClient::new(&url).expect("client");
     client.handshake().await.expect("initialize");
     let echo = client
@@ -119,5 +117,82 @@ async fn r_resends_the_request_and_its_answer_is_a_new_marked_exchange() {
         )),
         "{screen}"
     );
+    server.shutdown().await;
+}
+
+/// `c` copies the selected call as a `curl` command aimed at the proxy; run by the shell, it is
+/// answered through the proxy like the call was, and the copy shows as a new exchange.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn c_copies_a_curl_command_that_the_proxy_answers() {
+    let mcpscope_testkit::live::Live {
+        server,
+        proxy,
+        engine: _engine,
+        events: mut rx,
+        url,
+    } = mcpscope_testkit::live::start().await;
+    let mut client = McpClient::new(&url).expect("client");
+    client.handshake().await.expect("initialize");
+    let echo = client
+        .call("echo", json!({"text": "as curl"}), false)
+        .await
+        .expect("echo");
+    assert!(echo.result().is_some(), "{echo:?}");
+    let mut events = Vec::new();
+    let mut collect = |rx: &mut mpsc::UnboundedReceiver<Event>| {
+        while let Ok(e) = rx.try_recv() {
+            events.push(e);
+        }
+        Model::from_events(events.iter()).0
+    };
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let model = collect(&mut rx);
+    let info = Info {
+        listen: Some(proxy.addr.to_string()),
+        ..Info::default()
+    };
+    let mut app = App::new(info, Theme::dark(), Utc.fix());
+    app.sync(&model);
+    let echo_index = model
+        .calls
+        .iter()
+        .find(|c| c.tool.as_deref() == Some("echo"))
+        .map(|c| c.index)
+        .expect("echo call");
+    let row = app.rows.iter().position(|&c| c == echo_index).expect("row");
+    app.select_row(&model, row);
+    let command = app.curl_of_selection(&model).expect("a curl command");
+    assert!(
+        command.contains(&format!("'http://{}/mcp'", proxy.addr)),
+        "{command}"
+    );
+    assert!(!command.contains("--proxy"), "{command}");
+    let out = tokio::task::spawn_blocking(move || {
+        std::process::Command::new("timeout")
+            .args(["20", "sh", "-c", &command])
+            .output()
+            .expect("run the copied command")
+    })
+    .await
+    .expect("the copied command");
+    assert!(out.status.success(), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("as curl"),
+        "{out:?}"
+    );
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let model = collect(&mut rx);
+        let echoes = model
+            .calls
+            .iter()
+            .filter(|c| c.tool.as_deref() == Some("echo") && c.verdict == Verdict::Answered)
+            .count();
+        if echoes == 2 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the copy was not seen answered");
+    }
     server.shutdown().await;
 }

@@ -4,8 +4,8 @@ mod common;
 
 use chrono::{DateTime, Utc};
 use common::screen::text;
+use mcpscope_engine::fixtures::{at, scenario, scenario_now};
 use mcpscope_engine::model::Model;
-use mcpscope_testkit::fixtures::{at, scenario, scenario_now};
 use mcpscope_tui::app::{App, Pane};
 use mcpscope_tui::render_to_buffer;
 use ratatui::buffer::Buffer;
@@ -155,9 +155,13 @@ fn help_overlay_lists_every_key() {
     key(&mut app, &model, KeyCode::Char('?'));
     let s = screen(&mut app, &model, scenario_now());
     for k in [
-        "Tab", "PgUp", "filter", "follow", "pause", "theme", "OSC 52", "fault", "seek",
+        "Tab", "PgUp", "filter", "session:", "follow", "pause", "theme", "OSC 52", "stats",
     ] {
         assert!(s.contains(k), "{k} missing from help:\n{s}");
+    }
+    // A view without the proxy's control handle offers none of its commands.
+    for k in ["fault", "re-send", "intercept", "seek"] {
+        assert!(!s.contains(k), "{k} offered:\n{s}");
     }
     insta::assert_snapshot!("help", s);
     key(&mut app, &model, KeyCode::Char('x'));
@@ -333,4 +337,27 @@ fn narrow_screens_give_an_orphans_cause_and_age_first() {
         }
         insta::assert_snapshot!(name, s);
     }
+}
+
+/// At 80 × 24 the Sessions pane names the selected stream's session even when the tree has
+/// scrolled past the session's own row (a call on a late stream selected).
+#[test]
+fn narrow_sessions_pane_keeps_the_session_row() {
+    let model = model();
+    let now = scenario_now();
+    let mut app = app();
+    frame(&mut app, &model, now, 80, 24);
+    key(&mut app, &model, KeyCode::Down);
+    key(&mut app, &model, KeyCode::Down);
+    let s = text(&frame(&mut app, &model, now, 80, 24));
+    let tree: Vec<&str> = s
+        .lines()
+        .skip_while(|l| !l.contains("Sessions") && !l.contains("· streams"))
+        .take(7)
+        .collect();
+    assert!(
+        tree.iter()
+            .any(|l| l.chars().take(32).collect::<String>().contains("s1")),
+        "the session's row is gone:\n{s}"
+    );
 }

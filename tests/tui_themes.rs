@@ -2,8 +2,8 @@
 //! naming the file, the key and what is wrong.
 
 use chrono::{Offset, Utc};
+use mcpscope_engine::fixtures::{scenario, scenario_now};
 use mcpscope_engine::model::Model;
-use mcpscope_testkit::fixtures::{scenario, scenario_now};
 use mcpscope_tui::app::App;
 use mcpscope_tui::theme::BUILTIN;
 use mcpscope_tui::{Info, Theme, render_to_buffer};

@@ -2,12 +2,10 @@
 //! call appears within a second of its stream's death, `?` shows the help, `q` quits and leaves
 //! the shell usable.
 
-mod common;
-
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::raw::{observe, read_head, reset};
+use mcpscope_testkit::raw::{observe, read_head, reset};
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpListener;
 
@@ -141,7 +139,7 @@ async fn the_orphan_shows_within_a_second_help_opens_and_q_restores_the_terminal
     let seen = client.await.expect("client");
     assert_eq!(
         seen.end,
-        common::raw::End::Reset,
+        mcpscope_testkit::raw::End::Reset,
         "the client saw the reset"
     );
     let screen = tmux.screen();
@@ -239,10 +237,10 @@ fn every_signal_restores_the_terminal() {
 #[tokio::test(flavor = "multi_thread")]
 #[ignore = "needs tmux: install it (CI does, in .ci/run), then run scripts/test.sh"]
 async fn the_intercept_holds_edits_in_the_editor_and_quitting_releases() {
-    use mcpscope_testkit::client::McpClient;
+    use mcpscope_testserver::client::McpClient;
     use serde_json::json;
 
-    let server = mcpscope_testkit::testserver::start(Default::default())
+    let server = mcpscope_testserver::start(Default::default())
         .await
         .expect("test server");
     let port = {
@@ -403,7 +401,7 @@ async fn q_exits_within_a_second_while_a_client_waits_on_an_open_call() {
     let proxy: std::net::SocketAddr = format!("127.0.0.1:{port}").parse().expect("addr");
     let call = serde_json::json!({"jsonrpc":"2.0","id":42,"method":"tools/call","params":{"name":"poke","arguments":{}}});
     // The client holds its connection, waiting on the answer.
-    let held = common::raw::send(proxy, "POST", Some("s1"), Some(&call)).await;
+    let held = mcpscope_testkit::raw::send(proxy, "POST", Some("s1"), Some(&call)).await;
     tmux.wait_for("the waiting call", Duration::from_secs(5), |s| {
         s.lines().any(|l| l.contains("poke"))
     });

@@ -2,7 +2,9 @@
 //! then the live lines, in order, each event once.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
@@ -22,12 +24,63 @@ pub struct Status {
     pub past_missing: Option<String>,
 }
 
+/// Bytes of events ([`EventKind::weight`](mcpscope_engine::event::EventKind::weight)) the feed
+/// may hold for its view, and again for the live lines while the past is read: past it, reading
+/// the recording (or the session's lines) waits for the view to take what it holds. The
+/// session cuts off a viewer that falls too far behind, and says so; nothing is dropped
+/// silently.
+pub(crate) const FEED_BYTES: usize = 16 << 20;
+
+/// How often a feed that holds its budget looks again whether its taker made room.
+const ROOM_POLL: Duration = Duration::from_millis(1);
+
+/// Bytes of events sent on a channel and not yet taken from it, bounded: the sender waits for
+/// room, the taker releases what it takes.
+#[derive(Debug, Clone, Default)]
+struct Budget(Arc<AtomicUsize>);
+
+impl Budget {
+    fn full(&self) -> bool {
+        self.0.load(Ordering::Relaxed) > FEED_BYTES
+    }
+
+    /// Waits (asleep) until the channel holds at most [`FEED_BYTES`] or `closed` says its taker
+    /// is gone, then counts `event` as held.
+    async fn hold(&self, event: &Event, closed: impl Fn() -> bool) {
+        while self.full() && !closed() {
+            tokio::time::sleep(ROOM_POLL).await;
+        }
+        self.0.fetch_add(event.kind.weight(), Ordering::Relaxed);
+    }
+
+    /// [`Budget::hold`] for a blocking thread.
+    fn hold_blocking(&self, event: &Event, closed: impl Fn() -> bool) {
+        while self.full() && !closed() {
+            std::thread::sleep(ROOM_POLL);
+        }
+        self.0.fetch_add(event.kind.weight(), Ordering::Relaxed);
+    }
+
+    /// Counts an event taken.
+    fn release(&self, event: &Event) {
+        let weight = event.kind.weight();
+        let _ = self
+            .0
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| {
+                Some(n.saturating_sub(weight))
+            });
+    }
+}
+
 /// An attached session.
 pub struct Attached {
     /// What the session said when this viewer joined.
     pub hello: Hello,
-    /// Its events: the past from the recording, then live.
+    /// Its events: the past from the recording, then live. The view tells [`Attached::taken`]
+    /// of each event it takes: the feed holds at most [`FEED_BYTES`] of them.
     pub events: UnboundedReceiver<Event>,
+    /// Told of each event the view takes from `events`.
+    pub taken: mcpscope_tui::Taken,
     /// How the feed stands.
     pub status: Arc<Mutex<Status>>,
 }
@@ -47,24 +100,55 @@ pub async fn open(path: &Path) -> anyhow::Result<Attached> {
     let (tx, events) = unbounded_channel();
     let (live_tx, live_rx) = unbounded_channel();
     let status = Arc::new(Mutex::new(Status::default()));
-    tokio::spawn(read_live(reader, hello.live_from, live_tx, status.clone()));
+    let live = Paced {
+        tx: live_tx,
+        budget: Budget::default(),
+    };
+    let view = Paced {
+        tx,
+        budget: Budget::default(),
+    };
+    let live_budget = live.budget.clone();
+    let released = view.budget.clone();
+    tokio::spawn(read_live(reader, hello.live_from, live, status.clone()));
     let past = match (&hello.session.recording, hello.live_from) {
         (Some(recording), from) if from > 0 => Some((recording.clone(), from)),
         _ => None,
     };
-    tokio::spawn(feed(past, live_rx, tx, status.clone()));
+    tokio::spawn(feed(past, (live_rx, live_budget), view, status.clone()));
     Ok(Attached {
         hello,
         events,
+        taken: mcpscope_tui::Taken(Arc::new(move |event| released.release(event))),
         status,
     })
+}
+
+/// A channel of events bounded in bytes by its [`Budget`].
+struct Paced {
+    tx: UnboundedSender<Event>,
+    budget: Budget,
+}
+
+impl Paced {
+    /// Sends `event` once there is room; false when the taker is gone.
+    async fn send(&self, event: Event) -> bool {
+        self.budget.hold(&event, || self.tx.is_closed()).await;
+        self.tx.send(event).is_ok()
+    }
+
+    /// [`Paced::send`] for a blocking thread.
+    fn send_blocking(&self, event: Event) -> bool {
+        self.budget.hold_blocking(&event, || self.tx.is_closed());
+        self.tx.send(event).is_ok()
+    }
 }
 
 /// Reads the live lines into `live` until the end line or the connection closes.
 async fn read_live(
     mut reader: BufReader<tokio::net::UnixStream>,
     live_from: u64,
-    live: UnboundedSender<Event>,
+    live: Paced,
     status: Arc<Mutex<Status>>,
 ) {
     let mut line = String::new();
@@ -77,7 +161,9 @@ async fn read_live(
         }
         match serde_json::from_str::<Line>(&line) {
             Ok(Line::Event { seq, event }) if seq >= live_from => {
-                let _ = live.send(event);
+                // While the view is behind, the session's lines wait in its socket and its
+                // queue for this viewer (which cuts the viewer off when full, and says so).
+                live.send(event).await;
             }
             Ok(Line::Event { .. }) => {}
             Ok(Line::End { end }) => break end,
@@ -90,12 +176,13 @@ async fn read_live(
 /// Sends the past (the recording's first `from` events), then every live event.
 async fn feed(
     past: Option<(PathBuf, u64)>,
-    mut live: UnboundedReceiver<Event>,
-    tx: UnboundedSender<Event>,
+    (mut live, live_budget): (UnboundedReceiver<Event>, Budget),
+    view: Paced,
     status: Arc<Mutex<Status>>,
 ) {
+    let view = Arc::new(view);
     if let Some((recording, from)) = past {
-        let sender = tx.clone();
+        let sender = view.clone();
         let read = tokio::task::spawn_blocking(move || read_past(&recording, from, &sender)).await;
         let problem = match read {
             Ok(Ok(())) => None,
@@ -107,19 +194,20 @@ async fn feed(
         }
     }
     while let Some(event) = live.recv().await {
-        if tx.send(event).is_err() {
+        live_budget.release(&event);
+        if !view.send(event).await {
             return;
         }
     }
 }
 
-/// Sends the first `count` events of the recording.
-fn read_past(recording: &Path, count: u64, tx: &UnboundedSender<Event>) -> Result<(), String> {
+/// Sends the first `count` events of the recording, as the view makes room for them.
+fn read_past(recording: &Path, count: u64, view: &Paced) -> Result<(), String> {
     let events = Events::open(recording).map_err(|e| e.to_string())?;
     let mut sent = 0;
     for event in events.take(usize::try_from(count).unwrap_or(usize::MAX)) {
         let event = event.map_err(|e| e.to_string())?;
-        if tx.send(event).is_err() {
+        if !view.send_blocking(event) {
             return Ok(());
         }
         sent += 1;

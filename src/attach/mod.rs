@@ -4,14 +4,13 @@
 pub mod feed;
 pub mod sessions;
 
-use std::io::IsTerminal;
 use std::sync::Arc;
 
 use anyhow::bail;
 use chrono::{SecondsFormat, Utc};
 
 use crate::cli::AttachArgs;
-use crate::headless::{self, Style};
+use crate::headless::{self, View};
 use mcpscope_engine::UsageError;
 use mcpscope_engine::model::Retention;
 use mcpscope_proxy::hub::Hub;
@@ -111,8 +110,7 @@ pub async fn run(args: &AttachArgs) -> anyhow::Result<()> {
     let attached = feed::open(&chosen.path).await?;
     let hello = attached.hello.clone();
     let unrecorded = hello.session.recording.is_none() && hello.live_from > 0;
-    let headless = args.headless || args.json || !std::io::stdout().is_terminal();
-    if headless {
+    if let View::Headless(style) = View::chosen(args.headless, args.json) {
         if unrecorded {
             crate::say!(
                 "mcpscope: session {} is not recorded: events from now on only ({} before are not shown)",
@@ -120,8 +118,7 @@ pub async fn run(args: &AttachArgs) -> anyhow::Result<()> {
                 hello.live_from
             );
         }
-        let style = if args.json { Style::Json } else { Style::Lines };
-        headless::run(attached.events, style, None).await;
+        headless::run(attached.events, style, Some(attached.taken.clone())).await;
         let status = attached
             .status
             .lock()
@@ -166,7 +163,8 @@ pub async fn run(args: &AttachArgs) -> anyhow::Result<()> {
         theme: args.theme.clone(),
         speed: None,
         retention: Retention::window(hello.session.keep_calls),
-        taken: None,
+        taken: Some(attached.taken.clone()),
+        ca_cert: crate::forward::known_ca_cert(),
         // The status bar's extra item: how this view stands toward the session.
         telemetry: Some(mcpscope_tui::StatusText(Arc::new(line))),
     };

@@ -1,6 +1,6 @@
 //! The matrix's cases: one stream death (or control) each, with the test server set up for it.
 
-use mcpscope_testkit::testserver::GetRefusal;
+use mcpscope_testserver::GetRefusal;
 
 /// What a correct client does when the case's fault hits its call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -13,6 +13,9 @@ pub enum Expect {
     HttpError(&'static str),
     /// The result never comes on a live stream: waiting is no defect (it looks like a slow tool).
     Stall,
+    /// A task's `tasks/result` wait dies; the task lives: ask `tasks/result` again. Only for
+    /// clients that make task-augmented calls (2025-11-25 tasks); the fault hits `tasks/result`.
+    TaskWait,
 }
 
 /// How the built-in test server is set up for a case.
@@ -181,6 +184,14 @@ pub const CASES: &[Case] = &[
         expect: Expect::Stall,
     },
     Case {
+        name: "task-result-reset",
+        about: "a task's tasks/result stream is reset before the result (the task lives; 2025-11-25 tasks)",
+        fault: Some("reset"),
+        server: NO_IDS,
+        needs_server: None,
+        expect: Expect::TaskWait,
+    },
+    Case {
         name: "session-expired",
         about: "the call is answered 404 Session not found",
         fault: Some("404"),
@@ -222,6 +233,20 @@ pub fn select(list: Option<&str>) -> Result<Vec<&'static Case>, String> {
         return Err("--cases names no case".into());
     }
     Ok(out)
+}
+
+/// The method a task case's fault hits, whatever the target: the task's result wait.
+pub const TASK_WAIT_METHOD: &str = "tasks/result";
+
+impl Case {
+    /// The matchers of its rule: the target's (`--tool`, `--method`, any `tools/call`), or the
+    /// result wait for a task case.
+    pub fn matchers(&self, target: &str) -> String {
+        match self.expect {
+            Expect::TaskWait => format!("method={TASK_WAIT_METHOD}"),
+            _ => target.to_string(),
+        }
+    }
 }
 
 /// The rule armed for a case: its fault, hitting the first request the target matches.

@@ -12,7 +12,7 @@ use mcpscope_engine::record::{Create, Recorder};
 use mcpscope_engine::redact::Redactor;
 use mcpscope_proxy::Config;
 use mcpscope_proxy::running::start_proxy;
-use mcpscope_testkit::testserver;
+use mcpscope_testserver as testserver;
 
 use super::cases::{self, Case, Expect};
 use super::client::{self, ClientRun};
@@ -182,9 +182,11 @@ pub async fn run(case: &'static Case, plan: &Plan) -> anyhow::Result<CellResult>
     };
     let mut running = start_proxy(config, recorder, Redactor::new()).await?;
     if let Some(fault) = case.fault {
-        let rule =
-            mcpscope_engine::fault::spec::parse_rule(&cases::rule(fault, &plan.target.matchers()))
-                .map_err(|e| mcpscope_engine::UsageError(format!("--tool/--method: {e}")))?;
+        let rule = mcpscope_engine::fault::spec::parse_rule(&cases::rule(
+            fault,
+            &case.matchers(&plan.target.matchers()),
+        ))
+        .map_err(|e| mcpscope_engine::UsageError(format!("--tool/--method: {e}")))?;
         let engine = mcpscope_engine::fault::RuleEngine::new();
         engine.add(rule);
         running.proxy.shared.set_planner(Arc::new(engine));

@@ -2,7 +2,7 @@
 
 use chrono::{DateTime, Utc};
 use mcpscope_engine::event::{Direction, Leg};
-use mcpscope_engine::model::{Call, Model, Verdict};
+use mcpscope_engine::model::{Call, Model, StepKind, Verdict};
 use mcpscope_export::check::{may_have_executed, non_idempotent};
 
 use mcpscope_engine::wire::ContentKind;
@@ -302,6 +302,9 @@ pub fn judge(
     evidence: &Evidence,
     run: &ClientRun,
 ) -> Judgement {
+    if expect == Expect::TaskWait {
+        return judge_task_wait(model, target, fault, evidence, run);
+    }
     let Some(call) = first_target(model, target) else {
         return no_call(expect, run);
     };
@@ -397,6 +400,107 @@ fn expected_text(expect: Expect, resumable: bool) -> &'static str {
         Expect::Death => "fails at once (no event id to resume from)",
         Expect::HttpError(_) => "fails at once or starts over",
         Expect::Stall => "waits or gives up (a stall looks like a slow tool)",
+        Expect::TaskWait => "asks tasks/result again and gets the result (the task lives)",
+    }
+}
+
+/// The defect of a client that leaves a live task's result behind after its wait died.
+pub const NO_REASK: &str = "does not ask tasks/result again";
+
+/// The defect of a client that cancels the task instead of asking for its result again.
+pub const CANCELS_LIVE_TASK: &str = "cancels a live task instead of asking tasks/result again";
+
+/// The case's task operation: the first whose result wait died (else the first), of the
+/// target's tool when `--tool` names one.
+fn task_operation<'a>(model: &'a Model, target: &Target) -> Option<&'a Call> {
+    let mut ops = model.calls.iter().filter(|c| {
+        c.task().is_some()
+            && match target {
+                Target::Tool(tool) => c.tool.as_deref() == Some(tool.as_str()),
+                _ => true,
+            }
+    });
+    let first = ops.clone().next();
+    ops.find(|c| c.task().is_some_and(|t| t.waits_lost > 0))
+        .or(first)
+}
+
+/// Judges a task case: the fault resets a `tasks/result` stream; the task lives, and a correct
+/// client asks `tasks/result` again (the model counts it as `reasked`) and gets the result. A
+/// client that makes no task-augmented call is skipped: the case is not about it.
+fn judge_task_wait(
+    model: &Model,
+    target: &Target,
+    fault: Option<&str>,
+    evidence: &Evidence,
+    run: &ClientRun,
+) -> Judgement {
+    let expect = Expect::TaskWait;
+    let Some(op) = task_operation(model, target) else {
+        if run.spawn_error.is_some() {
+            return no_call(expect, run);
+        }
+        return Judgement::skipped(
+            expect,
+            "the client made no task-augmented call (it does not use tasks)",
+            None,
+        );
+    };
+    let Some(task) = op.task() else {
+        return no_call(expect, run);
+    };
+    if fault.is_some() && evidence.fired.is_none() {
+        return Judgement::skipped(expect, "the client never asked tasks/result", Some(op));
+    }
+    if evidence.response_before_fault {
+        return Judgement::skipped(expect, "the fault hit after the result", Some(op));
+    }
+    if task.waits_lost == 0 {
+        return Judgement::skipped(expect, "no tasks/result wait died", Some(op));
+    }
+    let died_at = task.steps.iter().find_map(|s| match s.what {
+        StepKind::WaitDied { .. } => Some(s.at),
+        _ => None,
+    });
+    let reasked_at = died_at.and_then(|died| {
+        task.steps.iter().find_map(|s| match &s.what {
+            StepKind::Asked { method, .. } if method == "tasks/result" && s.at >= died => {
+                Some(s.at)
+            }
+            _ => None,
+        })
+    });
+    let cancelled_at = task.steps.iter().find_map(|s| match &s.what {
+        StepKind::Asked { method, .. } if method == "tasks/cancel" => Some(s.at),
+        _ => None,
+    });
+    let own = |t: &DateTime<Utc>| run.killed_at.is_none_or(|k| *t < k);
+    let since = |t: DateTime<Utc>| died_at.map(|d| ms_between(d, t));
+    let (outcome, reaction_ms, defect) = match (reasked_at.filter(own), cancelled_at.filter(own)) {
+        (Some(at), _) if task.reasked > 0 => (Outcome::Retried, since(at), None),
+        (_, Some(at)) => (Outcome::Failed, since(at), Some(CANCELS_LIVE_TASK)),
+        _ => {
+            let gave_up = run
+                .exited_at
+                .filter(own)
+                .filter(|t| died_at.is_none_or(|d| *t >= d));
+            match gave_up {
+                Some(at) => (Outcome::Failed, since(at), Some(NO_REASK)),
+                None => (Outcome::Hung, None, Some(NO_REASK)),
+            }
+        }
+    };
+    let defect = defect.map(str::to_string);
+    Judgement {
+        outcome,
+        reaction_ms,
+        verdict: defect.clone().unwrap_or_else(|| "correct".into()),
+        defect,
+        expected: expected_text(expect, false).into(),
+        double_execution: false,
+        call_verdict: Some(op.verdict.name().to_string()),
+        provoked: evidence.fired.is_some(),
+        skipped: None,
     }
 }
 
@@ -424,7 +528,7 @@ fn verdict(
         (Expect::Answer, Outcome::Ok) => None,
         (Expect::Answer, Outcome::Hung) => Some("hangs on a healthy call"),
         (Expect::Answer, _) => Some("fails a healthy call"),
-        (Expect::Stall, _) => None,
+        (Expect::Stall | Expect::TaskWait, _) => None,
         (Expect::HttpError(_), Outcome::Failed | Outcome::Retried) => None,
         (Expect::HttpError("session expiry"), _) => Some("hangs on session expiry"),
         (Expect::HttpError(_), _) => Some("hangs on HTTP error"),
@@ -446,7 +550,7 @@ fn verdict(
 mod tests {
     use super::*;
     use mcpscope_engine::event::{EndHow, Leg};
-    use mcpscope_testkit::fixtures::{Script, last_call};
+    use mcpscope_engine::fixtures::{Script, last_call};
     use serde_json::json;
 
     const S1: &[(&str, &str)] = &[("mcp-session-id", "s1")];
@@ -548,6 +652,33 @@ mod tests {
         assert_eq!(j.outcome, Outcome::Failed);
         assert_eq!(j.defect.as_deref(), Some("no resumption despite event id"));
         assert!(j.expected.contains("Last-Event-ID"), "{}", j.expected);
+    }
+
+    /// A session-less revision has no resumption, later ones included: giving up on a stream
+    /// with an event id is then no defect.
+    #[test]
+    fn a_later_revision_is_session_less_in_the_judgement_too() {
+        for revision in ["2026-07-28", "2027-03-01"] {
+            let model = death(revision, Some("s1-1"));
+            let at = died_at(&model);
+            let j = judge(
+                &model,
+                &Target::AnyTool,
+                (None, Expect::Death),
+                &Evidence::default(),
+                &exited(at + ms(5), 1, "error: reset"),
+            );
+            assert_ne!(
+                j.defect.as_deref(),
+                Some("no resumption despite event id"),
+                "{revision}: {j:?}"
+            );
+            assert!(
+                !j.expected.contains("Last-Event-ID"),
+                "{revision}: {}",
+                j.expected
+            );
+        }
     }
 
     #[test]
@@ -759,6 +890,111 @@ mod tests {
             &killed(),
         );
         assert_eq!((j.outcome, j.defect), (Outcome::Resumed, None));
+    }
+
+    /// A task-augmented `slow_task` (stream 2) whose `tasks/result` stream (3) is reset; then,
+    /// when `reask` is given, a second `tasks/result` (stream 4) `reask` ms later brings the result.
+    fn task_wait_reset(reask: Option<i64>) -> Model {
+        let task = json!({"taskId": "t1", "status": "working", "ttl": 60000});
+        let about = |id: i64| json!({"jsonrpc": "2.0", "id": id, "method": "tasks/result", "params": {"taskId": "t1"}});
+        let mut s = Script::ticking();
+        s.initialize("2025-11-25")
+            .post(
+                2,
+                S1,
+                json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                       "params": {"name": "slow_task", "arguments": {}, "task": {"ttl": 60000}}}),
+            )
+            .respond(2, 200, "application/json", S1)
+            .json_body(
+                2,
+                json!({"jsonrpc": "2.0", "id": 1, "result": {"task": task}}),
+            )
+            .finish(2, EndHow::Eof, Leg::Upstream)
+            .post(3, S1, about(2))
+            .respond(3, 200, "text/event-stream", S1)
+            .finish(3, EndHow::Reset, Leg::Upstream);
+        if let Some(after) = reask {
+            s.wait(after)
+                .post(4, S1, about(3))
+                .respond(4, 200, "application/json", S1)
+                .json_body(
+                    4,
+                    json!({"jsonrpc": "2.0", "id": 3, "result": {"content": [{"type": "text", "text": "done"}]}}),
+                )
+                .finish(4, EndHow::Eof, Leg::Upstream);
+        }
+        s.fold().0
+    }
+
+    fn fired_on(stream: u64) -> Evidence {
+        let mut e = Evidence::default();
+        e.see(&mcpscope_engine::event::EventKind::FaultInjected {
+            stream,
+            fault: "reset".into(),
+            rule: Some("reset when method=tasks/result nth=1 once".into()),
+        });
+        e
+    }
+
+    /// Asking `tasks/result` again after its wait died is correct (retried, the reaction timed
+    /// from the death); a client that exits or hangs instead has the defect named plainly; a
+    /// client that uses no tasks is skipped.
+    #[test]
+    fn a_task_wait_reset_is_correct_only_when_the_client_asks_again() {
+        let judged = |model: &Model, run: &ClientRun| {
+            judge(
+                model,
+                &Target::AnyTool,
+                (Some("reset"), Expect::TaskWait),
+                &fired_on(3),
+                run,
+            )
+        };
+        let reasked = task_wait_reset(Some(400));
+        let j = judged(&reasked, &killed());
+        assert_eq!(
+            (j.outcome, j.defect.as_deref()),
+            (Outcome::Retried, None),
+            "{j:?}"
+        );
+        assert_eq!(j.verdict, "correct");
+        assert_eq!(j.call_verdict.as_deref(), Some("answered"));
+        assert!(j.reaction_ms.is_some_and(|ms| ms >= 400), "{j:?}");
+
+        let left = task_wait_reset(None);
+        let died = left
+            .calls
+            .iter()
+            .find(|c| c.method == "tasks/result")
+            .and_then(|c| c.ended_at)
+            .expect("the wait died");
+        let j = judged(&left, &exited(died + ms(30), 1, "error"));
+        assert_eq!(
+            (j.outcome, j.defect.as_deref()),
+            (Outcome::Failed, Some(NO_REASK)),
+            "{j:?}"
+        );
+        let j = judged(&left, &killed());
+        assert_eq!(
+            (j.outcome, j.defect.as_deref()),
+            (Outcome::Hung, Some(NO_REASK)),
+            "{j:?}"
+        );
+
+        let plain = death("2025-11-25", None);
+        let j = judge(
+            &plain,
+            &Target::AnyTool,
+            (Some("reset"), Expect::TaskWait),
+            &Evidence::default(),
+            &exited(died_at(&plain) + ms(5), 0, "done"),
+        );
+        assert_eq!(j.outcome, Outcome::Skipped, "{j:?}");
+        assert_eq!(
+            j.skipped.as_deref(),
+            Some("the client made no task-augmented call (it does not use tasks)")
+        );
     }
 
     #[test]

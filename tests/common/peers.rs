@@ -451,6 +451,17 @@ pub struct ServeTest {
 }
 
 impl ServeTest {
+    /// The server's socket address (from its URL).
+    pub fn addr(&self) -> std::net::SocketAddr {
+        self.url
+            .trim_start_matches("http://")
+            .split('/')
+            .next()
+            .unwrap_or("")
+            .parse()
+            .expect("serve-test address")
+    }
+
     /// Starts `mcpscope serve-test --listen 127.0.0.1:0` plus `extra` arguments.
     pub fn start(extra: &[&str]) -> ServeTest {
         let mut child = Command::new(env!("CARGO_BIN_EXE_mcpscope"))

@@ -65,6 +65,7 @@ async def every_tool(client: Client, out: dict[str, Any]) -> None:
         "test_sampling": {"prompt": "say something"},
         "test_elicitation": {"message": "your name?"},
         "json_schema_2020_12_tool": {"name": "n", "address": {"city": "c"}},
+        "measure": {"value": 1},
     }
     for name in out["tools"]:
         if name in ("peek", "poke", "test_reconnection"):

@@ -57,6 +57,7 @@ impl Feed {
             method: "POST".into(),
             path: "/mcp".into(),
             headers: vec![("mcp-session-id".into(), "s1".into())],
+            origin: None,
         });
     }
     fn head(&mut self, stream: StreamId, content_type: &str) {

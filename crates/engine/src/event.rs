@@ -123,6 +123,10 @@ pub enum EventKind {
         path: String,
         /// Request headers (credentials redacted in recordings).
         headers: Vec<Header>,
+        /// The server the exchange goes to (`scheme://host[:port]`), when the proxy serves
+        /// several (forward-proxy mode); absent when it is the one upstream of `proxy_started`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        origin: Option<String>,
     },
     /// The response head was sent toward the client.
     ResponseHead {
@@ -272,13 +276,36 @@ pub enum EventKind {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         signal: Option<i32>,
     },
+    /// An exchange through the forward proxy that is not MCP (a model API, telemetry, a
+    /// download), or a CONNECT tunnelled blind: forwarded unchanged and only counted here,
+    /// never its headers or bodies.
+    Unobserved {
+        /// Client connection number.
+        conn: u64,
+        /// The host (and port, when not the scheme's default) it went to.
+        host: String,
+        /// HTTP method (`CONNECT` for a blind tunnel).
+        method: String,
+        /// The path without its query (empty for a tunnel).
+        path: String,
+        /// The response status, when one came.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        status: Option<u16>,
+        /// Request body bytes (client to server; a tunnel's bytes that way).
+        bytes_up: u64,
+        /// Response body bytes (server to client; a tunnel's bytes that way).
+        bytes_down: u64,
+        /// Why the exchange ended other than cleanly, if it did.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        detail: Option<String>,
+    },
 }
 
 /// Matches the `stream` field of every kind once, for both `stream` and `stream_mut`.
 macro_rules! stream_field {
     ($kind:expr, |$s:ident| $exchange:expr, |$n:ident| $note:expr) => {
         match $kind {
-            EventKind::ProxyStarted { .. } => None,
+            EventKind::ProxyStarted { .. } | EventKind::Unobserved { .. } => None,
             EventKind::Note { stream: $n, .. } => $note,
             EventKind::StreamOpened { stream: $s, .. }
             | EventKind::ResponseHead { stream: $s, .. }
@@ -307,6 +334,39 @@ impl EventKind {
     pub fn stream_mut(&mut self) -> Option<&mut StreamId> {
         stream_field!(self, |s| Some(s), |n| n.as_mut())
     }
+
+    /// Roughly the bytes the fact holds: a fixed part, plus its SSE data, an invalid
+    /// message's raw text, or a message's body (its strings and a few bytes a value). The
+    /// measure of every queue of events bounded in bytes.
+    pub fn weight(&self) -> usize {
+        256 + match self {
+            EventKind::SseEvent { data, .. } => data.len(),
+            EventKind::InvalidMessage { raw, .. } => raw.len(),
+            EventKind::Message { body, .. } => value_weight(body),
+            _ => 0,
+        }
+    }
+}
+
+/// Roughly the bytes a JSON value holds: its strings and keys, and 16 a value.
+fn value_weight(value: &Value) -> usize {
+    let mut total = 0;
+    let mut pending = vec![value];
+    while let Some(value) = pending.pop() {
+        total += 16;
+        match value {
+            Value::String(text) => total += text.len(),
+            Value::Array(items) => pending.extend(items),
+            Value::Object(members) => {
+                for (key, member) in members {
+                    total += key.len();
+                    pending.push(member);
+                }
+            }
+            Value::Null | Value::Bool(_) | Value::Number(_) => {}
+        }
+    }
+    total
 }
 
 /// Case-insensitive lookup of a header value.

@@ -5,10 +5,13 @@
 
 pub mod event;
 pub mod fault;
+#[cfg(feature = "test-util")]
+pub mod fixtures;
 pub mod model;
 pub mod record;
 pub mod redact;
 pub mod revision;
+pub mod schema;
 pub mod wire;
 
 /// A usage error: reported in one line with exit code 2.

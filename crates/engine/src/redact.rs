@@ -968,6 +968,7 @@ mod known_values {
             method: "POST".into(),
             path: "/mcp".into(),
             headers: vec![("Authorization".into(), "Bearer tok-123456789".into())],
+            origin: None,
         };
         r.observe(&mut head);
         let mut answer = EventKind::InvalidMessage {

@@ -4,9 +4,9 @@
 use serde_json::{Value, json};
 
 use mcpscope_engine::event::{Direction, EndHow, EventKind, Leg, StreamId};
+use mcpscope_engine::fixtures::{Script, last_call};
 use mcpscope_engine::model::legacy::LEGACY_REVISION;
 use mcpscope_engine::model::*;
-use mcpscope_testkit::fixtures::{Script, last_call};
 
 const ENDPOINT: &str = "/messages/?session_id=abc";
 
@@ -17,6 +17,7 @@ fn open(s: &mut Script, stream: StreamId, method: &str, path: &str) {
         method: method.into(),
         path: path.into(),
         headers: vec![("accept".into(), "text/event-stream".into())],
+        origin: None,
     });
 }
 

@@ -1,8 +1,8 @@
 //! `subscriptions/listen` streams in the model: what each listens to, and its death.
 
 use mcpscope_engine::event::{EndHow, Leg};
+use mcpscope_engine::fixtures::Script;
 use mcpscope_engine::model::SubscriptionState;
-use mcpscope_testkit::fixtures::Script;
 use serde_json::{Value, json};
 
 fn listen(id: i64, notifications: Value) -> Value {

@@ -4,8 +4,8 @@ use chrono::Duration;
 use serde_json::{Value, json};
 
 use mcpscope_engine::event::{Direction, EndHow, EventKind, Leg};
+use mcpscope_engine::fixtures::{Script, last_call};
 use mcpscope_engine::model::*;
-use mcpscope_testkit::fixtures::{Script, last_call};
 
 fn call(name: &str, id: i64) -> Value {
     json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":{"name":name,"arguments":{}}})
@@ -51,6 +51,10 @@ fn kinds(notices: &[Notice]) -> Vec<&'static str> {
             What::ProcessStarted { .. } => "process_started",
             What::ProcessExited { .. } => "process_exited",
             What::StdinClosed { .. } => "stdin_closed",
+            What::TaskCreated { .. } => "task_created",
+            What::TaskStatus { .. } => "task_status",
+            What::TaskResultWaitDied { .. } => "task_result_wait_died",
+            What::SchemaViolation { .. } => "schema_violation",
         })
         .collect()
 }
@@ -319,7 +323,15 @@ fn cancellation_notification_cancels() {
 
 #[test]
 fn r2026_07_28_client_closing_is_cancellation_and_ids_do_not_make_it_resumable() {
-    let h: &[(&str, &str)] = &[("mcp-protocol-version", "2026-07-28")];
+    for revision in ["2026-07-28", "2027-03-01"] {
+        session_less_closing_and_death(revision);
+    }
+}
+
+/// What [`r2026_07_28_client_closing_is_cancellation_and_ids_do_not_make_it_resumable`] pins, at
+/// `revision` (a later revision than any this build knows is session-less too).
+fn session_less_closing_and_death(revision: &str) {
+    let h: &[(&str, &str)] = &[("mcp-protocol-version", revision)];
     let mut s = Script::ticking();
     s.post(1, h, call("slow", 1))
         .respond(1, 200, "text/event-stream", &[])

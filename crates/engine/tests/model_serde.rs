@@ -5,9 +5,9 @@
 use std::path::Path;
 
 use mcpscope_engine::event::Event;
+use mcpscope_engine::fixtures::{many_calls, scenario};
 use mcpscope_engine::model::{Model, Notice, Retention};
 use mcpscope_engine::record::read_file;
-use mcpscope_testkit::fixtures::{many_calls, scenario};
 
 /// A small window, so that eviction has happened before and after the cut.
 fn tight() -> Retention {
@@ -16,6 +16,8 @@ fn tight() -> Retention {
         keep_bytes: 16 << 10,
         max_rows: 120,
         stream_detail: 32,
+        stream_detail_bytes: 4 << 10,
+        streams_detail_bytes: 16 << 10,
         max_notes: 8,
     }
 }

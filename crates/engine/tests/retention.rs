@@ -5,8 +5,8 @@ use chrono::{DateTime, Duration, Utc};
 use serde_json::{Value, json};
 
 use mcpscope_engine::event::{Direction, EndHow, Event, EventKind, Leg, StreamId};
+use mcpscope_engine::fixtures::t0;
 use mcpscope_engine::model::{Model, Retention, Verdict};
-use mcpscope_testkit::fixtures::t0;
 
 /// Feeds events to a model as they are made, so that a million calls need no event list.
 struct Feed {
@@ -43,6 +43,7 @@ impl Feed {
                     "application/json, text/event-stream".into(),
                 ),
             ],
+            origin: None,
         });
     }
 
@@ -242,6 +243,7 @@ fn a_long_sse_stream_keeps_its_newest_events_and_its_pending_call() {
             ("mcp-session-id".into(), "s1".into()),
             ("last-event-id".into(), "199999".into()),
         ],
+        origin: None,
     });
     let call = feed.model.calls.iter().next().expect("the call");
     assert_eq!(call.owner, 2, "resumed on the GET");
@@ -273,4 +275,173 @@ fn unbounded_retention_evicts_nothing() {
     }
     assert_eq!(feed.model.calls.len(), 5_000);
     assert_eq!(feed.model.evicted().compacted, 0);
+}
+
+/// One open stream flooded with SSE events of one size, under one policy: what it must keep.
+struct DetailCase {
+    name: &'static str,
+    retention: Retention,
+    streams: u64,
+    events: u64,
+    /// Bytes of padding in each event's message.
+    pad: usize,
+    /// Bytes of bodies a stream may hold, at most, and must hold, at least, once flooded.
+    stream_max: usize,
+    stream_min: usize,
+    /// Messages a stream must hold, at least (the newest ones).
+    messages_min: usize,
+    /// Bytes of bodies all streams together may hold, at most.
+    total_max: usize,
+}
+
+/// A policy with only the stream detail limits of interest.
+fn detail(count: usize, stream_bytes: usize, all_bytes: usize) -> Retention {
+    Retention {
+        stream_detail: count,
+        stream_detail_bytes: stream_bytes,
+        streams_detail_bytes: all_bytes,
+        keep_bytes: all_bytes,
+        ..Retention::window(100)
+    }
+}
+
+#[test]
+fn an_open_stream_keeps_its_newest_events_within_both_the_count_and_the_bytes() {
+    const KIB: usize = 1 << 10;
+    const MIB: usize = 1 << 20;
+    let cases = [
+        DetailCase {
+            name: "small events: the count binds",
+            retention: detail(64, MIB, 64 * MIB),
+            streams: 1,
+            events: 10_000,
+            pad: 100,
+            stream_max: 128 * 300,
+            stream_min: 64 * 100,
+            messages_min: 64,
+            total_max: 128 * 300,
+        },
+        DetailCase {
+            name: "200 KB events under the viewer's defaults: the bytes bind",
+            retention: Retention::window(1_000),
+            streams: 1,
+            events: 500,
+            pad: 200 * KIB,
+            stream_max: 8 * MIB,
+            stream_min: 4 * MIB - 201 * KIB,
+            messages_min: 19,
+            total_max: 8 * MIB,
+        },
+        DetailCase {
+            name: "every event past the budget: the newest alone stays",
+            retention: detail(2_048, 64 * KIB, 64 * MIB),
+            streams: 1,
+            events: 50,
+            pad: 200 * KIB,
+            stream_max: 201 * KIB,
+            stream_min: 200 * KIB,
+            messages_min: 1,
+            total_max: 201 * KIB,
+        },
+        DetailCase {
+            name: "four streams over the cap of all streams share it",
+            retention: detail(2_048, MIB, MIB),
+            streams: 4,
+            events: 200,
+            pad: 20 * KIB,
+            stream_max: 2 * MIB,
+            stream_min: 20 * KIB,
+            messages_min: 1,
+            total_max: MIB + MIB / 8 + 21 * KIB,
+        },
+        DetailCase {
+            name: "unbounded: everything stays",
+            retention: Retention::unbounded(),
+            streams: 2,
+            events: 300,
+            pad: 10 * KIB,
+            stream_max: 300 * 11 * KIB,
+            stream_min: 300 * 10 * KIB,
+            messages_min: 300,
+            total_max: 2 * 300 * 11 * KIB,
+        },
+    ];
+    for case in cases {
+        let name = case.name;
+        let mut feed = Feed::new(case.retention);
+        let streams: Vec<StreamId> = (1..=case.streams).collect();
+        for &stream in &streams {
+            feed.open(stream, "GET");
+            feed.head(stream, "text/event-stream");
+        }
+        let pad = "p".repeat(case.pad);
+        for n in 0..case.events {
+            for &stream in &streams {
+                feed.sse(
+                    stream,
+                    n,
+                    json!({"jsonrpc":"2.0","method":"notifications/message",
+                        "params":{"level":"info","data":{"n":n,"pad":pad}}}),
+                );
+            }
+        }
+        let model = &feed.model;
+        let mut total = 0;
+        for &stream in &streams {
+            let s = model.stream(stream).expect("open stream kept");
+            let held: usize = s
+                .messages
+                .iter()
+                .map(|&m| model.messages.get(m).expect("listed message held").size)
+                .sum();
+            assert_eq!(
+                s.detail_bytes, held,
+                "{name}: stream {stream} counts its bytes"
+            );
+            assert!(
+                held <= case.stream_max && held >= case.stream_min,
+                "{name}: stream {stream} holds {held} bytes in {} messages",
+                s.messages.len()
+            );
+            assert!(
+                s.messages.len() >= case.messages_min,
+                "{name}: stream {stream} holds {} messages",
+                s.messages.len()
+            );
+            // What is held is the newest: the last event and its message, then back in order.
+            let last = s.marks.last().expect("the newest event");
+            assert_eq!(last.id, Some((case.events - 1).to_string()), "{name}");
+            let newest = model
+                .messages
+                .get(last.message.expect("carried"))
+                .expect("held");
+            assert!(
+                newest
+                    .body
+                    .text()
+                    .contains(&format!("\"n\":{}", case.events - 1))
+            );
+            // Every event is held or counted as dropped; every mark held carries a held message.
+            assert_eq!(
+                s.marks.len() as u64 + s.dropped_marks,
+                case.events,
+                "{name}"
+            );
+            assert!(
+                s.marks
+                    .iter()
+                    .all(|m| m.message.is_some_and(|m| model.messages.contains(m))),
+                "{name}: a held event lost its message"
+            );
+            total += held;
+        }
+        assert_eq!(model.detail_bytes(), total, "{name}: the model's count");
+        assert!(total <= case.total_max, "{name}: {total} bytes held");
+        let pushed = (case.events * case.streams) as usize;
+        assert_eq!(
+            model.messages.len() + model.evicted().messages,
+            pushed,
+            "{name}: every message held or counted"
+        );
+    }
 }

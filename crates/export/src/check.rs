@@ -2,14 +2,13 @@
 //! text, JSON or JUnit XML, with a pass/fail answer for CI.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::Write;
-use std::path::{Path, PathBuf};
 
 use mcpscope_engine::event::StreamId;
 use mcpscope_engine::model::{Call, Model, OrphanCause, ToolInfo, Verdict};
+use mcpscope_engine::schema::{Checker, Side, Violation};
 use serde_json::{Value, json};
 
-use crate::{Error, Folded, describe, junit};
+use crate::{Error, Folded, describe};
 
 /// The rules `--fail-on` takes when none are given.
 pub const DEFAULT_FAIL_ON: &str = "orphaned,pending,double-execution,invalid-message";
@@ -37,11 +36,20 @@ pub enum Rule {
     HttpError,
     /// A fault the proxy injected.
     InjectedFault,
+    /// A `tools/call` whose arguments break its tool's `inputSchema`.
+    SchemaInput,
+    /// A `tools/call` result whose `structuredContent` breaks (or lacks) its tool's
+    /// `outputSchema`, or an accepted elicitation whose content breaks its `requestedSchema`.
+    SchemaOutput,
+    /// A task's ttl ran out before its result was fetched.
+    TaskExpired,
+    /// A `tasks/result` wait died and the client never got the task's result.
+    TaskResultLost,
 }
 
 impl Rule {
     /// Every rule, in the order reports list them.
-    pub const ALL: [Rule; 10] = [
+    pub const ALL: [Rule; 14] = [
         Rule::Orphaned,
         Rule::Pending,
         Rule::ResumableNeverResumed,
@@ -52,7 +60,19 @@ impl Rule {
         Rule::InvalidMessage,
         Rule::HttpError,
         Rule::InjectedFault,
+        Rule::SchemaInput,
+        Rule::SchemaOutput,
+        Rule::TaskExpired,
+        Rule::TaskResultLost,
     ];
+
+    /// The help of `--fail-on`: what it takes, every rule named.
+    pub fn fail_on_help() -> String {
+        format!(
+            "Comma-separated rules that fail a recording: {}",
+            Rule::ALL.map(Rule::word).join(", ")
+        )
+    }
 
     /// The word `--fail-on` takes.
     pub fn word(self) -> &'static str {
@@ -67,6 +87,39 @@ impl Rule {
             Rule::InvalidMessage => "invalid-message",
             Rule::HttpError => "http-error",
             Rule::InjectedFault => "injected-fault",
+            Rule::SchemaInput => "schema-input",
+            Rule::SchemaOutput => "schema-output",
+            Rule::TaskExpired => "task-expired",
+            Rule::TaskResultLost => "task-result-lost",
+        }
+    }
+
+    /// What the rule means, in one line (SARIF's rule descriptions).
+    pub fn description(self) -> &'static str {
+        match self {
+            Rule::Orphaned => "A call's owning stream died before its result.",
+            Rule::Pending => "A call was still waiting for its response at the end.",
+            Rule::ResumableNeverResumed => {
+                "A call was left resumable and no resumption picked its stream up."
+            }
+            Rule::Failed => "A call was answered with a JSON-RPC error.",
+            Rule::ToolError => "A tools/call result had isError: true.",
+            Rule::DoubleExecution => {
+                "A tool not annotated read-only or idempotent may have run twice."
+            }
+            Rule::NonIdempotentRetry => "A tool not annotated read-only or idempotent was retried.",
+            Rule::InvalidMessage => "Bytes that should have been a JSON-RPC message were not.",
+            Rule::HttpError => "An HTTP status of 400 or more, or an unreachable upstream.",
+            Rule::InjectedFault => "A fault the proxy injected.",
+            Rule::SchemaInput => "A tools/call's arguments break the tool's inputSchema.",
+            Rule::SchemaOutput => {
+                "A result's structuredContent breaks (or lacks) the tool's outputSchema, or an \
+                 accepted elicitation's content breaks its requestedSchema."
+            }
+            Rule::TaskExpired => "A task's ttl ran out before its result was fetched.",
+            Rule::TaskResultLost => {
+                "A tasks/result wait died and the client never got the task's result."
+            }
         }
     }
 
@@ -107,6 +160,8 @@ pub struct Finding {
     pub stream: Option<StreamId>,
     /// What happened, in words.
     pub detail: String,
+    /// For `schema-input` and `schema-output`: what broke which schema.
+    pub schema: Option<Violation>,
 }
 
 /// Whether running the call's tool twice is unsafe: a tool not annotated read-only or
@@ -131,7 +186,26 @@ pub fn may_have_executed(model: &Model, call: &Call) -> bool {
 pub fn findings(model: &Model, rules: &[Rule]) -> Vec<Finding> {
     let mut out = Vec::new();
     let has = |rule| rules.contains(&rule);
+    let mut schemas = Checker::new();
+    let check_schemas = has(Rule::SchemaInput) || has(Rule::SchemaOutput);
     for call in &model.calls {
+        if check_schemas {
+            for violation in schemas.check(model, call) {
+                let rule = match violation.side {
+                    Side::Input => Rule::SchemaInput,
+                    Side::Output | Side::Elicitation => Rule::SchemaOutput,
+                };
+                if has(rule) {
+                    out.push(Finding {
+                        rule,
+                        call: Some(call.index),
+                        stream: None,
+                        detail: violation.text(),
+                        schema: Some(violation),
+                    });
+                }
+            }
+        }
         let mut hit = |rule: Rule, detail: String| {
             if has(rule) {
                 out.push(Finding {
@@ -139,10 +213,15 @@ pub fn findings(model: &Model, rules: &[Rule]) -> Vec<Finding> {
                     call: Some(call.index),
                     stream: None,
                     detail,
+                    schema: None,
                 });
             }
         };
         let cause = describe::cause(call).unwrap_or_default();
+        if !call.stands_alone() {
+            // Judged on its task's operation (task-result-lost, task-expired, its verdict).
+            continue;
+        }
         match &call.verdict {
             Verdict::Orphaned { cause: why, death } => {
                 hit(Rule::Orphaned, cause.clone());
@@ -161,6 +240,28 @@ pub fn findings(model: &Model, rules: &[Rule]) -> Vec<Finding> {
         }
         if describe::tool_error(call) {
             hit(Rule::ToolError, cause.clone());
+        }
+        if matches!(
+            call.verdict,
+            Verdict::Orphaned {
+                cause: OrphanCause::TaskExpired,
+                ..
+            }
+        ) {
+            hit(Rule::TaskExpired, cause.clone());
+        }
+        if let Some(task) = call.task()
+            && task.waits_lost > 0
+            && call.verdict != Verdict::Answered
+            && !matches!(call.verdict, Verdict::Error { .. })
+        {
+            hit(
+                Rule::TaskResultLost,
+                format!(
+                    "task {}: {} tasks/result wait(s) died, the client asked again ×{}; no result reached it",
+                    task.id, task.waits_lost, task.reasked
+                ),
+            );
         }
         if let Some(prev) = call.retry_of.and_then(|p| model.calls.get(p))
             && non_idempotent(model, call)
@@ -199,6 +300,7 @@ pub fn findings(model: &Model, rules: &[Rule]) -> Vec<Finding> {
                     call: Some(index),
                     stream: None,
                     detail,
+                    schema: None,
                 }),
                 None => out.extend(on_calls(
                     model,
@@ -257,6 +359,7 @@ fn on_calls(model: &Model, rule: Rule, stream: StreamId, detail: String) -> Vec<
             call: None,
             stream: Some(stream),
             detail,
+            schema: None,
         }];
     }
     calls
@@ -266,6 +369,7 @@ fn on_calls(model: &Model, rule: Rule, stream: StreamId, detail: String) -> Vec<
             call: Some(index),
             stream: None,
             detail: detail.clone(),
+            schema: None,
         })
         .collect()
 }
@@ -307,10 +411,20 @@ impl FileCheck {
         self.findings.is_empty()
     }
 
+    /// The calls counted on their own (a request about a task belongs to its operation).
+    pub fn calls(&self) -> usize {
+        self.folded
+            .model
+            .calls
+            .iter()
+            .filter(|c| c.stands_alone())
+            .count()
+    }
+
     /// Calls by verdict name (only verdicts that occur).
     pub fn counts(&self) -> BTreeMap<&'static str, usize> {
         let mut counts = BTreeMap::new();
-        for call in &self.folded.model.calls {
+        for call in self.folded.model.calls.iter().filter(|c| c.stands_alone()) {
             *counts.entry(call.verdict.name()).or_insert(0) += 1;
         }
         counts
@@ -322,7 +436,7 @@ impl FileCheck {
             .iter()
             .filter_map(|v| counts.get(v).map(|n| format!("{n} {v}")))
             .collect();
-        let calls = self.folded.model.calls.len();
+        let calls = self.calls();
         if parts.is_empty() {
             format!("{calls} calls")
         } else {
@@ -407,6 +521,9 @@ impl FileCheck {
                 if let Some(call) = f.call.and_then(|i| model.calls.get(i)) {
                     object["call"] = call_json(model, call);
                 }
+                if let Some(v) = &f.schema {
+                    object["schema"] = schema_json(v);
+                }
                 if let Some(stream) = f.stream.and_then(|s| model.stream(s)) {
                     object["stream"] = json!({ "id": stream.id, "label": stream.label() });
                 }
@@ -416,11 +533,25 @@ impl FileCheck {
         json!({
             "file": self.file,
             "ok": self.passed(),
-            "calls": model.calls.len(),
+            "calls": self.calls(),
             "counts": self.counts(),
             "failures": failures,
+            "latency": crate::latency::json(model),
         })
     }
+}
+
+/// A schema violation as the JSON report and SARIF describe it: `side` (`input`, `output`,
+/// `elicitation`), `member` (`arguments`, `structuredContent`, `content`), `path`, `keyword`,
+/// `message`.
+pub fn schema_json(v: &Violation) -> Value {
+    json!({
+        "side": v.side.word(),
+        "member": v.side.instance(),
+        "path": v.path,
+        "keyword": v.keyword,
+        "message": v.message,
+    })
 }
 
 /// A call as the JSON report and other exports describe it.
@@ -446,57 +577,6 @@ pub fn call_json(model: &Model, call: &Call) -> Value {
         "cause": describe::cause(call),
         "reaction": call.reaction.summary(),
     })
-}
-
-/// What `mcpscope check` was asked to do.
-#[derive(Debug, Clone)]
-pub struct Options {
-    /// The rules that fail a recording.
-    pub rules: Vec<Rule>,
-    /// Where to write JUnit XML, if anywhere.
-    pub junit: Option<PathBuf>,
-    /// One JSON object per file instead of text.
-    pub json: bool,
-}
-
-/// Checks every file, writes the reports to `out` (and the JUnit file); returns whether all
-/// passed. Every file is read before anything is reported, so a corrupt one stops the run
-/// with its `file:line` and no partial verdict.
-pub fn run(
-    paths: &[PathBuf],
-    options: &Options,
-    out: &mut dyn Write,
-    warn: &mut dyn Write,
-) -> Result<bool, Error> {
-    if paths.is_empty() {
-        return Err(Error::Usage("check needs at least one recording".into()));
-    }
-    let mut checks = Vec::new();
-    for path in paths {
-        let folded = crate::load(path, warn)?;
-        checks.push(FileCheck::new(
-            path.display().to_string(),
-            folded,
-            &options.rules,
-        ));
-    }
-    for check in &checks {
-        if options.json {
-            serde_json::to_writer(&mut *out, &check.json()).map_err(std::io::Error::from)?;
-            writeln!(out)?;
-        } else {
-            out.write_all(check.text().as_bytes())?;
-        }
-    }
-    if let Some(path) = &options.junit {
-        write_file(path, &junit::build(&checks))?;
-    }
-    Ok(checks.iter().all(FileCheck::passed))
-}
-
-fn write_file(path: &Path, text: &str) -> Result<(), Error> {
-    mcpscope_engine::record::write_private(path, text)
-        .map_err(|e| Error::Usage(format!("--junit {}: {e}", path.display())))
 }
 
 #[cfg(test)]

@@ -97,3 +97,10 @@ fn tool_error_text(call: &Call) -> Option<String> {
 pub fn elapsed_ms(call: &Call, end: DateTime<Utc>) -> i64 {
     call.elapsed_ms(end)
 }
+
+/// Makes text safe inside a table cell: pipes escaped, line breaks flattened.
+pub fn markdown_cell(text: &str) -> String {
+    text.replace('\\', "\\\\")
+        .replace('|', "\\|")
+        .replace(['\r', '\n'], " ")
+}

@@ -5,12 +5,16 @@
 //! model; the only I/O is reading recordings and writing the requested output.
 
 pub mod check;
+pub mod check_files;
 pub mod describe;
+pub mod diff;
 pub mod har;
 pub mod junit;
+pub mod latency;
 pub mod markdown;
 pub mod mermaid;
 pub mod otlp;
+pub mod sarif;
 
 use std::io::Write;
 use std::path::Path;

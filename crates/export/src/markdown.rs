@@ -4,25 +4,27 @@ use mcpscope_engine::model::{Call, Model, Verdict};
 
 use crate::{Error, describe, mermaid};
 
-/// Makes text safe inside a table cell: pipes escaped, line breaks flattened.
-pub fn cell(text: &str) -> String {
-    text.replace('\\', "\\\\")
-        .replace('|', "\\|")
-        .replace(['\r', '\n'], " ")
-}
-
 /// The calls table's header and alignment lines.
 pub const HEADER: &str = "| # | time | method | tool | id | session | stream | verdict | death / cause | elapsed |\n\
      |---:|---|---|---|---|---|---|---|---|---:|\n";
 
-/// The calls table: #, time, method, tool, id, session, stream, verdict, death/cause, elapsed.
+/// The calls table: #, time, method, tool, id, session, stream, verdict, death/cause, elapsed
+/// (a task operation is one row: its task id, status and polls with the cause, create → result
+/// elapsed); then, after a blank line, the latency per tool (with a histogram line) and per
+/// method.
 pub fn build(model: &Model) -> String {
     let mut out = String::from(HEADER);
-    for call in &model.calls {
+    // A request about a task is counted in its operation's row, not as a row of its own.
+    for call in model.calls.iter().filter(|c| c.stands_alone()) {
         out.push_str(&row(model, call));
     }
     if model.calls.is_empty() {
         out.push_str("\n_No calls in this recording._\n");
+    }
+    let latency = crate::latency::markdown(model);
+    if !latency.is_empty() {
+        out.push('\n');
+        out.push_str(&latency);
     }
     out
 }
@@ -31,6 +33,30 @@ pub fn build(model: &Model) -> String {
 pub fn row(model: &Model, call: &Call) -> String {
     let end = model.clock().or(model.last_t).unwrap_or_default();
     let mut why = Vec::new();
+    if let Some(task) = call.task() {
+        let polls = model.operation(call.index).map_or(0, |op| {
+            op.requests
+                .iter()
+                .filter_map(|&c| model.calls.get(c))
+                .filter(|c| c.method == "tasks/get")
+                .count()
+        });
+        let mut text = format!(
+            "task {} {}, {polls} poll{}",
+            task.id,
+            task.status.name(),
+            if polls == 1 { "" } else { "s" }
+        );
+        if task.waits_lost > 0 {
+            text.push_str(&format!(
+                ", {} result wait{} died, asked again {}",
+                task.waits_lost,
+                if task.waits_lost == 1 { "" } else { "s" },
+                task.reasked
+            ));
+        }
+        why.push(text);
+    }
     if let Some(death) = call.verdict.death() {
         why.push(format!("died {}", describe::death(model, death)));
     }
@@ -48,13 +74,13 @@ pub fn row(model: &Model, call: &Call) -> String {
         "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {elapsed}{open} ms |\n",
         describe::number(call),
         describe::clock(call.started_at),
-        cell(&call.method),
-        cell(call.tool.as_deref().unwrap_or("")),
-        cell(&call.id_text()),
-        cell(&describe::session(model, call)),
-        cell(&describe::owner(model, call)),
+        describe::markdown_cell(&call.method),
+        describe::markdown_cell(call.tool.as_deref().unwrap_or("")),
+        describe::markdown_cell(&call.id_text()),
+        describe::markdown_cell(&describe::session(model, call)),
+        describe::markdown_cell(&describe::owner(model, call)),
         call.verdict.name(),
-        cell(&why.join("; ")),
+        describe::markdown_cell(&why.join("; ")),
     )
 }
 
@@ -72,7 +98,7 @@ pub fn call_report(model: &Model, index: usize) -> Result<String, Error> {
     Ok(format!(
         "# Call {}: {}\n\n```mermaid\n{diagram}```\n\n{HEADER}{}",
         describe::number(call),
-        cell(&call.title()),
+        describe::markdown_cell(&call.title()),
         row(model, call)
     ))
 }

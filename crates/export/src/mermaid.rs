@@ -1,10 +1,13 @@
 //! A Mermaid `sequenceDiagram` of calls: Client, mcpscope and Server; the request, the
 //! response head, progress on the stream, then the result or the stream's death (with how,
 //! leg and time) and what the client did about it (retry, cancel, re-initialize, new GET).
+//! A task-augmented call (MCP tasks) is drawn as one operation: the create, the task created,
+//! each `tasks/get` poll and status, a dead `tasks/result` wait, and the result its
+//! `tasks/result` brought; the requests about the task are not drawn as calls of their own.
 
 use chrono::{DateTime, Utc};
 use mcpscope_engine::event::{Direction, EndHow, Leg};
-use mcpscope_engine::model::{Call, Model, Stream, Verdict};
+use mcpscope_engine::model::{Call, Model, StepKind, Stream, Verdict};
 use mcpscope_engine::wire::jsonrpc::{Kind, classify};
 
 use crate::otlp::reactions;
@@ -62,17 +65,27 @@ pub fn build_model(model: &Model, call: Option<usize>) -> Result<String, Error> 
                         model.calls.len()
                     ))
                 })?;
-            vec![found]
+            // A request about a task is drawn in its operation.
+            let root = model
+                .operation(found.index)
+                .map_or(found.index, |op| op.root);
+            vec![model.calls.get(root).unwrap_or(found)]
         }
-        None => model.calls.iter().take(MAX_CALLS).collect(),
+        None => model
+            .calls
+            .iter()
+            .filter(|c| c.stands_alone())
+            .take(MAX_CALLS)
+            .collect(),
     };
+    let shown = model.calls.iter().filter(|c| c.stands_alone()).count();
     for call in &chosen {
         diagram_call(model, call, &mut lines);
     }
-    if call.is_none() && model.calls.len() > MAX_CALLS {
+    if call.is_none() && shown > MAX_CALLS {
         lines.push(format!(
             "    Note over Client,Server: {} more calls not shown (export one with --call N)",
-            model.calls.len() - MAX_CALLS
+            shown - MAX_CALLS
         ));
     }
     if model.calls.is_empty() {
@@ -167,9 +180,12 @@ fn diagram_call(model: &Model, call: &Call, lines: &mut Vec<String>) {
         }
     }
 
+    task_steps(model, call, &mut timeline);
     let end = call.ended_at.unwrap_or(start);
     let id = call.id_text();
     match &call.verdict {
+        // A task's result came with its `tasks/result` (drawn with the task's steps).
+        Verdict::Answered if call.task().is_some() => {}
         Verdict::Answered => {
             let what = if describe::tool_error(call) {
                 "result (isError)"
@@ -236,6 +252,83 @@ fn diagram_call(model: &Model, call: &Call, lines: &mut Vec<String>) {
     }
     timeline.0.sort_by_key(|(at, _)| *at);
     lines.extend(timeline.0.into_iter().map(|(_, line)| line));
+}
+
+/// A task operation's steps: the task created, each request about it (a `tasks/get` poll, a
+/// `tasks/result`, a `tasks/cancel`), status changes, a dead result wait, the result.
+fn task_steps(model: &Model, call: &Call, timeline: &mut Timeline) {
+    let Some(task) = call.task() else {
+        return;
+    };
+    let id_of = |index: usize| {
+        model
+            .calls
+            .get(index)
+            .map(|c| c.id_text())
+            .unwrap_or_else(|| "?".into())
+    };
+    let short = task.short_id();
+    for step in &task.steps {
+        let at = step.at;
+        let clock = describe::clock(at);
+        match &step.what {
+            StepKind::Created { status } => timeline.hop(
+                at,
+                "Server",
+                "Client",
+                "-->>",
+                &format!("task {short} created ({}) at {clock}", status.name()),
+            ),
+            StepKind::Asked { method, call } => timeline.hop(
+                at,
+                "Client",
+                "Server",
+                "->>",
+                &format!("{method} id {} (task {short}) at {clock}", id_of(*call)),
+            ),
+            StepKind::Status { .. } => {
+                timeline.hop(
+                    at,
+                    "Server",
+                    "Client",
+                    "-->>",
+                    &format!("task {short} {} at {clock}", step.what.describe()),
+                );
+            }
+            StepKind::WaitDied { call, stream } => {
+                if let Some(s) = model.stream(*stream) {
+                    let end = s.ended.as_ref();
+                    death(timeline, s, at, end.map(|e| e.how), end.map(|e| e.leg));
+                }
+                timeline.note(
+                    at,
+                    "Client,mcpscope",
+                    &format!(
+                        "tasks/result id {} lost: the task {short} lives, ask again",
+                        id_of(*call)
+                    ),
+                );
+            }
+            StepKind::Result { call, error } => timeline.hop(
+                at,
+                "Server",
+                "Client",
+                "-->>",
+                &format!(
+                    "{} id {} (task {short}) at {clock}",
+                    if *error { "result (error)" } else { "result" },
+                    id_of(*call)
+                ),
+            ),
+            StepKind::Expired => {
+                timeline.note(
+                    at,
+                    "Client,Server",
+                    &format!("task {short} ttl expired at {clock}"),
+                );
+            }
+        }
+    }
 }
 
 /// The death of a stream: a lost message on the leg that ended it, and a note.

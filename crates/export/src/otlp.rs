@@ -11,6 +11,12 @@
 //! death and the client's reaction. Ids are deterministic hashes of the recording's session
 //! ids and call indices; a request carrying W3C trace context in `params._meta.traceparent`
 //! gets that trace id and parent span id.
+//!
+//! A task-augmented call (MCP tasks) is one operation: an INTERNAL span `{title} task` from the
+//! create to the `tasks/result` answer (attributes `mcp.task.id`, `mcp.task.status`,
+//! `mcpscope.task.polls`, `mcpscope.task.waits_lost`), whose children are the spans of its
+//! requests: the create (ending when the task was created), each `tasks/get`, `tasks/result` and
+//! `tasks/cancel`.
 
 use chrono::{DateTime, Utc};
 use mcpscope_engine::event::{Direction, EndHow, Leg, StreamId};
@@ -142,7 +148,7 @@ pub fn build(folded: &Folded) -> Value {
                 .calls
                 .iter()
                 .filter(|c| c.session == index)
-                .map(|call| span_of_call(model, call)),
+                .flat_map(|call| spans_of_call(model, call)),
         );
     }
     document(spans)
@@ -206,20 +212,121 @@ pub fn session_span(model: &Model, index: usize) -> Option<Value> {
     }))
 }
 
-/// The span (OTLP/JSON) of one call of `model`: a child of its session's root span, or of the
-/// span its `traceparent` names.
-pub fn span_of_call(model: &Model, call: &Call) -> Value {
-    let key = model
+fn call_key(model: &Model, call: &Call) -> String {
+    model
         .sessions
         .get(call.session)
         .map(session_key)
-        .unwrap_or_else(|| "(no session)".into());
-    let trace = trace_id(&key);
-    let root = span_id(&["session", &key]);
+        .unwrap_or_else(|| "(no session)".into())
+}
+
+/// The trace and parent span of a call: its session's root, or what its `traceparent` names.
+fn placement(call: &Call, key: &str) -> (String, String) {
+    call.params()
+        .get("_meta")
+        .and_then(|m| m.get("traceparent"))
+        .and_then(Value::as_str)
+        .and_then(traceparent)
+        .unwrap_or_else(|| (trace_id(key), span_id(&["session", key])))
+}
+
+/// The task operation a call's span belongs under: the one it begins (the create) or the one it
+/// asks about (`tasks/get`, `tasks/result`, `tasks/cancel`).
+fn task_operation(model: &Model, call: &Call) -> Option<usize> {
+    match call.task() {
+        Some(_) => Some(call.index),
+        None => call.about_task().filter(|&op| model.calls.contains(op)),
+    }
+}
+
+fn operation_span_id(key: &str, root: usize) -> String {
+    span_id(&["operation", key, &root.to_string()])
+}
+
+/// The spans (OTLP/JSON) of one call: its own span, preceded, when it begins a task operation,
+/// by the operation's span.
+pub fn spans_of_call(model: &Model, call: &Call) -> Vec<Value> {
+    let mut out = Vec::with_capacity(2);
+    out.extend(operation_span(model, call));
+    out.push(span_of_call(model, call));
+    out
+}
+
+/// The span (OTLP/JSON) of the task operation `call` begins (create → `tasks/result` answer),
+/// or `None` when it begins none. A child of the session's root span (or of the create's
+/// `traceparent`); the spans of its requests are its children.
+pub fn operation_span(model: &Model, call: &Call) -> Option<Value> {
+    let task = call.task()?;
+    let operation = model.operation(call.index)?;
+    let key = call_key(model, call);
+    let (trace, parent) = placement(call, &key);
+    let end = operation
+        .ended_at
+        .or_else(|| call.verdict.death().map(|d| d.at))
+        .unwrap_or(end_of_recording(model))
+        .max(operation.started_at);
+    let polls = operation.requests[1..]
+        .iter()
+        .filter_map(|&c| model.calls.get(c))
+        .filter(|c| c.method == "tasks/get")
+        .count();
+    let mut attributes = vec![
+        attr("mcp.method.name", json!(call.method)),
+        attr("mcp.task.id", json!(task.id)),
+        attr("mcp.task.status", json!(task.status.name())),
+        attr("mcpscope.task.polls", json!(polls)),
+        attr("mcpscope.task.waits_lost", json!(task.waits_lost)),
+        attr("mcpscope.task.requests", json!(operation.requests.len())),
+        attr("mcpscope.verdict", json!(operation.verdict.name())),
+    ];
+    if let Some(id) = model.sessions.get(call.session).and_then(|s| s.id.clone()) {
+        attributes.push(attr("mcp.session.id", json!(id)));
+    }
+    if let Some(tool) = &call.tool {
+        attributes.push(attr("gen_ai.tool.name", json!(tool)));
+        attributes.push(attr("gen_ai.operation.name", json!("execute_tool")));
+    }
+    let status = match operation.verdict {
+        Verdict::Error { .. } | Verdict::Orphaned { .. } => {
+            attributes.push(attr("error.type", json!(operation.verdict.name())));
+            json!({"code": STATUS_ERROR, "message": describe::cause(call).unwrap_or_default()})
+        }
+        _ => json!({}),
+    };
+    let events: Vec<Value> = task
+        .steps
+        .iter()
+        .map(|step| event(step.at, &step.what.describe(), Vec::new()))
+        .collect();
+    Some(json!({
+        "traceId": trace,
+        "spanId": operation_span_id(&key, call.index),
+        "parentSpanId": parent,
+        "name": format!("{} task", call.title()),
+        "kind": KIND_INTERNAL,
+        "startTimeUnixNano": nanos(operation.started_at),
+        "endTimeUnixNano": nanos(end),
+        "attributes": attributes,
+        "events": events,
+        "status": status,
+    }))
+}
+
+/// The span (OTLP/JSON) of one call of `model`: a child of its session's root span, of the span
+/// its `traceparent` names, or of its task operation's span.
+pub fn span_of_call(model: &Model, call: &Call) -> Value {
+    let key = call_key(model, call);
+    let (trace, parent) = match task_operation(model, call) {
+        Some(op) => {
+            let (trace, _) = placement(&model.calls[op], &key);
+            (trace, operation_span_id(&key, op))
+        }
+        None => placement(call, &key),
+    };
     call_span(
         model,
         call,
-        (&trace, &root, &key),
+        (&trace, &parent, &key),
         upstream_server(model).as_ref(),
         end_of_recording(model),
     )
@@ -250,20 +357,16 @@ fn session_end(model: &Model, session: &Session, calls: &[&Call]) -> Option<Date
 fn call_span(
     model: &Model,
     call: &Call,
-    (trace, root, key): (&str, &str, &str),
+    (trace, parent, key): (&str, &str, &str),
     server: Option<&(String, u16)>,
     end_of_recording: DateTime<Utc>,
 ) -> Value {
-    let (trace, parent) = call
-        .params()
-        .get("_meta")
-        .and_then(|m| m.get("traceparent"))
-        .and_then(Value::as_str)
-        .and_then(traceparent)
-        .unwrap_or_else(|| (trace.to_string(), root.to_string()));
     let index = call.index.to_string();
+    // The create of a task operation ends when the task was created; the operation goes on.
     let end = call
-        .ended_at
+        .task()
+        .map(|task| task.created_at)
+        .or(call.ended_at)
         .or_else(|| call.verdict.death().map(|d| d.at))
         .unwrap_or(end_of_recording)
         .max(call.started_at);
@@ -278,6 +381,10 @@ fn call_span(
     }
     if let Some(revision) = &call.revision {
         attributes.push(attr("mcp.protocol.version", json!(revision)));
+    }
+    if let Some(task) = task_operation(model, call).and_then(|op| model.calls[op].task()) {
+        attributes.push(attr("mcp.task.id", json!(task.id)));
+        attributes.push(attr("mcp.task.status", json!(task.status.name())));
     }
     if let Some(tool) = &call.tool {
         attributes.push(attr("gen_ai.tool.name", json!(tool)));

@@ -584,14 +584,7 @@ fn content_text(content: &Value) -> String {
 }
 
 fn sse_event(out: &mut String, name: Option<&str>, data: &Value) {
-    if let Some(name) = name {
-        out.push_str("event: ");
-        out.push_str(name);
-        out.push('\n');
-    }
-    out.push_str("data: ");
-    out.push_str(&data.to_string());
-    out.push_str("\n\n");
+    mcpscope_engine::wire::sse::encode_into(out, None, name, None, &data.to_string());
 }
 
 fn text_of(answer: &Answer) -> &'static str {
@@ -885,7 +878,7 @@ mod openai {
         let mut out = String::new();
         sse_event(&mut out, None, &chunk(message, Value::Null));
         sse_event(&mut out, None, &chunk(json!({}), json!(finish)));
-        out.push_str("data: [DONE]\n\n");
+        mcpscope_engine::wire::sse::encode_into(&mut out, None, None, None, "[DONE]");
         sse_reply(out)
     }
 

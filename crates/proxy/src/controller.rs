@@ -183,10 +183,22 @@ impl FaultControl for Controller {
     fn resend(&self, request: Resend) -> Result<(), String> {
         let addr = self.listen.ok_or("this proxy cannot re-send")?;
         let runtime = tokio::runtime::Handle::try_current().map_err(|e| e.to_string())?;
+        // A forward proxy takes the request in absolute form, for the server it went to.
+        let (uri, host) = match &self.shared.config.forward {
+            None => (request.path.clone(), addr.to_string()),
+            Some(_) => {
+                let origin = request
+                    .origin
+                    .as_deref()
+                    .ok_or("the request's server is not known: it cannot be re-sent")?;
+                let authority = origin.split_once("://").map_or(origin, |(_, rest)| rest);
+                (format!("{origin}{}", request.path), authority.to_string())
+            }
+        };
         let mut builder = http::Request::builder()
             .method(request.method.as_str())
-            .uri(request.path.as_str())
-            .header(http::header::HOST, addr.to_string())
+            .uri(uri.as_str())
+            .header(http::header::HOST, host)
             .header(RESENT_HEADER, request.of.as_str());
         for (name, value) in &request.headers {
             if !TRANSPORT_HEADERS

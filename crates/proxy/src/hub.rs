@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, sync_channel};
 use std::thread::JoinHandle;
 
+use tokio::sync::mpsc::error::TryRecvError;
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 use tokio::sync::oneshot;
 
@@ -26,6 +27,9 @@ const COALESCE: std::time::Duration = std::time::Duration::from_micros(500);
 
 /// The most events taken between two flushes.
 const MAX_BURST: usize = 4096;
+
+/// Empty takes in a row (each [`COALESCE`] apart) before the hub parks until the next event.
+const IDLE_POLLS: u32 = 8;
 
 /// Says once that recording failed (disk full, …); forwarding and the view go on.
 fn report_failure(recorder: &Recorder, result: std::io::Result<()>, failed: &mut bool) {
@@ -91,6 +95,9 @@ struct Pump {
 }
 
 impl Pump {
+    /// Parked while nothing comes; once an event arrives, takes what has gathered every
+    /// [`COALESCE`] without being woken for it (a sender's `send` then wakes no thread: the
+    /// proxy pays no wake-up per exchange), and parks again after [`IDLE_POLLS`] empty takes.
     async fn run(
         &mut self,
         mut rx: UnboundedReceiver<Event>,
@@ -101,39 +108,73 @@ impl Pump {
             let first = tokio::select! {
                 biased;
                 Some(join) = joins.recv() => {
-                    // Every event before the viewer's first live one is in the file first.
-                    self.flush();
-                    self.viewers.join(join, self.seen);
+                    self.join(join);
                     continue;
                 }
                 first = rx.recv() => first,
                 _ = &mut stop => {
-                    // Everything sent before the stop is queued: take it, then end.
-                    while let Ok(event) = rx.try_recv() {
-                        self.take(event);
-                    }
-                    self.flush();
+                    self.last(&mut rx);
                     return;
                 }
             };
             let Some(first) = first else {
                 return;
             };
-            // Let the rest of the burst arrive, take it whole, then flush once: the proxy wakes
-            // this thread (and the view) once per burst instead of once per event, a quiet
-            // moment still leaves every line on disk, and a busy one costs one write.
-            std::thread::sleep(COALESCE);
-            let mut next = Some(first);
-            let mut taken = 0;
-            while let Some(event) = next.take() {
-                self.take(event);
-                taken += 1;
-                if taken < MAX_BURST {
-                    next = rx.try_recv().ok();
+            self.take(first);
+            let mut empty = 0;
+            while empty < IDLE_POLLS {
+                // Let the rest of the burst arrive, take it whole, then flush once: a quiet
+                // moment still leaves every line on disk, and a busy one costs one write.
+                std::thread::sleep(COALESCE);
+                let (taken, open) = self.take_gathered(&mut rx);
+                self.flush();
+                if !open {
+                    return;
                 }
+                while let Ok(join) = joins.try_recv() {
+                    self.join(join);
+                }
+                // A closed switch (the hub dropped unfinished) stops it too, as when parked.
+                if !matches!(stop.try_recv(), Err(oneshot::error::TryRecvError::Empty)) {
+                    self.last(&mut rx);
+                    return;
+                }
+                empty = if taken == 0 { empty + 1 } else { 0 };
             }
-            self.flush();
         }
+    }
+
+    /// Takes every event queued now, flushing every [`MAX_BURST`]; how many, and whether a
+    /// sender is still there.
+    fn take_gathered(&mut self, rx: &mut UnboundedReceiver<Event>) -> (usize, bool) {
+        let mut taken = 0;
+        loop {
+            match rx.try_recv() {
+                Ok(event) => {
+                    self.take(event);
+                    taken += 1;
+                    if taken % MAX_BURST == 0 {
+                        self.flush();
+                    }
+                }
+                Err(TryRecvError::Empty) => return (taken, true),
+                Err(TryRecvError::Disconnected) => return (taken, false),
+            }
+        }
+    }
+
+    /// A viewer joins: every event before its first live one is in the file first.
+    fn join(&mut self, join: Join) {
+        self.flush();
+        self.viewers.join(join, self.seen);
+    }
+
+    /// Told to stop: everything sent before is queued; take it, then end.
+    fn last(&mut self, rx: &mut UnboundedReceiver<Event>) {
+        while let Ok(event) = rx.try_recv() {
+            self.take(event);
+        }
+        self.flush();
     }
 
     fn take(&mut self, mut event: Event) {
@@ -368,6 +409,46 @@ mod tests {
             hub.finish_within(std::time::Duration::from_secs(10))
                 .map(|t| t.seen),
             Some(120)
+        );
+    }
+
+    #[test]
+    fn events_reach_the_view_while_the_hub_polls_and_after_it_parks_again() {
+        let mut hub = Hub::start(None, Redactor::new()).unwrap();
+        let mut output = hub.take_output().unwrap();
+        let note = |n: u32| {
+            Event::now(EventKind::Note {
+                stream: None,
+                text: format!("note {n}"),
+            })
+        };
+        // A burst, then more while the hub polls: each reaches the view in order.
+        for n in 0..3 {
+            hub.input.send(note(n)).unwrap();
+        }
+        std::thread::sleep(std::time::Duration::from_millis(1));
+        hub.input.send(note(3)).unwrap();
+        let settle = std::time::Duration::from_millis(200);
+        let texts = |events: Vec<Event>| -> Vec<String> {
+            events
+                .into_iter()
+                .map(|e| match e.kind {
+                    EventKind::Note { text, .. } => text,
+                    other => format!("{other:?}"),
+                })
+                .collect()
+        };
+        assert_eq!(
+            texts(drain(&mut output, settle)),
+            ["note 0", "note 1", "note 2", "note 3"]
+        );
+        // Long past its idle polls the hub is parked: one event wakes it.
+        hub.input.send(note(4)).unwrap();
+        assert_eq!(texts(drain(&mut output, settle)), ["note 4"]);
+        assert_eq!(
+            hub.finish_within(std::time::Duration::from_secs(10))
+                .map(|t| t.seen),
+            Some(5)
         );
     }
 

@@ -6,11 +6,13 @@
 
 pub mod accept;
 pub mod activity;
+pub mod ca;
 pub mod conn;
 pub mod controller;
 pub mod endpoint;
 pub mod error;
-pub mod forward;
+pub mod forward_proxy;
+pub mod headers;
 pub mod hub;
 pub mod intercept;
 pub mod mock;
@@ -28,7 +30,6 @@ pub mod transport;
 pub mod upstream;
 
 use std::net::SocketAddr;
-use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -85,6 +86,11 @@ pub struct Config {
     /// Forward the client's `Host` and `Origin` to the upstream unguarded (`--pass-host`,
     /// loopback listen addresses only): the upstream's own DNS-rebinding protection answers.
     pub pass_host: bool,
+    /// Forward-proxy mode (`--forward`): each exchange goes to the server its request names,
+    /// not to `upstream`.
+    pub forward: Option<Arc<forward_proxy::ForwardMode>>,
+    /// Certificates trusted for upstream TLS besides the Web PKI roots (`--ca-file`).
+    pub ca_roots: Vec<rustls::pki_types::CertificateDer<'static>>,
 }
 
 impl Default for Config {
@@ -101,6 +107,8 @@ impl Default for Config {
             limits: Limits::default(),
             rescue: false,
             pass_host: false,
+            forward: None,
+            ca_roots: Vec::new(),
         }
     }
 }
@@ -186,14 +194,21 @@ pub async fn start(config: Config, sink: EventSink) -> Result<Proxy, ProxyError>
             source,
         })?;
     let addr = listener.local_addr().map_err(ProxyError::LocalAddr)?;
-    let connector = upstream::connector(config.insecure)?;
+    let connector = upstream::connector_with(config.insecure, &config.ca_roots)?;
     let shared = Arc::new(Shared::new(config, connector, sink));
+    let forward = shared.config.forward.clone();
     shared.sink.emit(EventKind::ProxyStarted {
         listen: addr.to_string(),
-        upstream: shared.config.upstream.to_string(),
+        upstream: match forward {
+            Some(_) => forward_proxy::UPSTREAM_LABEL.to_string(),
+            None => shared.config.upstream.to_string(),
+        },
         version: env!("CARGO_PKG_VERSION").to_string(),
     });
-    let task = tokio::spawn(accept_loop(listener, shared.clone()));
+    let task = match forward {
+        Some(mode) => tokio::spawn(forward_proxy::accept_loop(listener, shared.clone(), mode)),
+        None => tokio::spawn(accept_loop(listener, shared.clone())),
+    };
     Ok(Proxy { addr, shared, task })
 }
 
@@ -202,7 +217,7 @@ async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
     loop {
         let (tcp, _peer) = acceptor.accept(&listener, "proxy").await;
         let _ = tcp.set_nodelay(true);
-        let conn_id = shared.next_conn.fetch_add(1, Ordering::Relaxed);
+        let conn_id = shared.ids.conn();
         let reset = ResetFlag::default();
         let activity = Activity::default();
         let io = TokioIo::new(ClientConn::new(tcp, reset.clone(), activity.clone()));
@@ -241,7 +256,7 @@ async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
 
 /// One request through the pipeline, its connection counting it in flight until its response
 /// body has ended. An exchange dropped before any stage answered it is ended by [`Pending`].
-async fn handle(
+pub(crate) async fn handle(
     req: Request<Incoming>,
     conn: u64,
     reset: ResetFlag,

@@ -39,7 +39,7 @@ impl Addresses {
     pub fn of(upstream: &Uri, client_host: Option<&str>) -> Option<Self> {
         let upstream = Origin::of_authority(
             upstream.scheme_str().unwrap_or("http"),
-            crate::forward::without_userinfo(upstream.authority()?.as_str()),
+            crate::headers::without_userinfo(upstream.authority()?.as_str()),
         )?;
         let proxy = Origin::of_authority("http", client_host?.trim())?;
         (!upstream.matches(&proxy)).then_some(Self { upstream, proxy })
@@ -55,7 +55,21 @@ pub fn client_host(headers: &HeaderMap, uri: &Uri) -> Option<String> {
         .or_else(|| uri.authority().map(|a| a.to_string()))
 }
 
+/// What reverse mode says, once, when it first rewrites protected-resource metadata.
+pub const AUDIENCE_NOTICE: &str = "mcpscope: the protected-resource metadata was rewritten to name the proxy: tokens will be requested for the proxy's URL (an authorization server that binds the audience refuses them); `mcpscope --forward` keeps every URL and audience intact";
+
+/// Whether [`AUDIENCE_NOTICE`] was said in this process.
+static AUDIENCE_SAID: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
 fn report(sink: &EventSink, stream: StreamId, rewrite: Rewrite) {
+    if rewrite.what == "resource" && !AUDIENCE_SAID.swap(true, std::sync::atomic::Ordering::Relaxed)
+    {
+        tracing::warn!("{AUDIENCE_NOTICE}");
+        sink.emit(EventKind::Note {
+            stream: Some(stream),
+            text: AUDIENCE_NOTICE.to_string(),
+        });
+    }
     sink.emit(EventKind::Rewritten {
         stream,
         what: rewrite.what.to_string(),

@@ -1,6 +1,10 @@
 //! `--rescue`: when a POST's SSE stream dies before its responses and the client cannot resume
 //! it (no event id seen, or revision 2026-07-28), the client gets a JSON-RPC error per pending
 //! request on that stream, then a clean end, instead of a death it may wait on forever.
+//!
+//! A `tasks/result` (2025-11-25 tasks) is only a wait for a task's result: its rescue error says
+//! the task lives and names it, so the client asks again. The task itself is left alone (no
+//! `tasks/cancel` is sent), and the model keeps it alive.
 
 use std::collections::VecDeque;
 use std::sync::Mutex;
@@ -39,12 +43,24 @@ pub struct PendingId {
     pub id: Value,
     /// Its JSON text in the request.
     pub exact: Box<RawValue>,
+    /// For a `tasks/result`, the task it waits on (`params.taskId`).
+    pub task_wait: Option<String>,
 }
 
 impl PartialEq for PendingId {
     fn eq(&self, other: &Self) -> bool {
-        self.id == other.id && self.exact.get() == other.exact.get()
+        self.id == other.id
+            && self.exact.get() == other.exact.get()
+            && self.task_wait == other.task_wait
     }
+}
+
+/// The task a `tasks/result` request waits on.
+fn waited_task(method: &str, params: &Value) -> Option<String> {
+    if method != "tasks/result" {
+        return None;
+    }
+    params.get("taskId")?.as_str().map(str::to_string)
 }
 
 /// The ids of the requests in a body, as written (`"id": 123456789012345678901234567890`).
@@ -65,6 +81,16 @@ pub fn exact_ids(body: &[u8]) -> Vec<Box<RawValue>> {
         .into_iter()
         .filter_map(|r| r.id.map(ToOwned::to_owned))
         .collect()
+}
+
+/// The rescue's message for one request: for a `tasks/result`, it adds that the task lives.
+fn message_for(id: &PendingId, message: &str) -> String {
+    match &id.task_wait {
+        Some(task) => {
+            format!("{message} (task {task} still lives: ask tasks/result again for its result)")
+        }
+        None => message.to_string(),
+    }
 }
 
 /// One rescue error, with the id as the client wrote it.
@@ -110,12 +136,13 @@ pub fn answer(stream: StreamId, pending: Vec<PendingId>, message: &str) -> (Byte
     let mut text = String::from("\n\n");
     let mut events = Vec::new();
     for id in pending {
-        let error = rescue_error(&id, message);
-        text.push_str(&format!("event: message\ndata: {error}\n\n"));
+        let message = message_for(&id, message);
+        let error = rescue_error(&id, &message);
+        mcpscope_engine::wire::sse::encode_into(&mut text, None, Some("message"), None, &error);
         events.push(EventKind::CallRescued {
             stream,
             id: id.id,
-            message: message.to_string(),
+            message,
         });
     }
     (Bytes::from(text), events)
@@ -129,17 +156,23 @@ fn json_answer(
     message: &str,
     batch: bool,
 ) -> (Bytes, Vec<EventKind>) {
-    let errors: Vec<String> = pending.iter().map(|id| rescue_error(id, message)).collect();
+    let messages: Vec<String> = pending.iter().map(|id| message_for(id, message)).collect();
+    let errors: Vec<String> = pending
+        .iter()
+        .zip(&messages)
+        .map(|(id, message)| rescue_error(id, message))
+        .collect();
     let body = match (batch, errors.as_slice()) {
         (false, [one]) => one.clone(),
         _ => format!("[{}]", errors.join(",")),
     };
     let events = pending
         .into_iter()
-        .map(|id| EventKind::CallRescued {
+        .zip(messages)
+        .map(|(id, message)| EventKind::CallRescued {
             stream,
             id: id.id,
-            message: message.to_string(),
+            message,
         })
         .collect();
     (Bytes::from(body), events)
@@ -183,7 +216,8 @@ impl Rescue {
         let pending: Vec<PendingId> = jsonrpc::messages(message?)
             .into_iter()
             .filter_map(|m| match jsonrpc::classify(m) {
-                Kind::Request { id, .. } => Some(PendingId {
+                Kind::Request { id, method, params } => Some(PendingId {
+                    task_wait: waited_task(method, params),
                     id: id.clone(),
                     exact: exact
                         .iter()
@@ -380,6 +414,13 @@ mod tests {
         sessionless.passed(&seen(Some("s1/0"), None));
         assert!(sessionless.take(1, EndHow::Reset, &parking).is_some());
 
+        // A revision later than any this build knows is session-less too: no resumption to
+        // wait for, the call is rescued.
+        let mut future =
+            Rescue::for_request(Some(&req), &[], Some("2027-03-01"), None).expect("request");
+        future.passed(&seen(Some("s1/0"), None));
+        assert!(future.take(1, EndHow::Reset, &parking).is_some());
+
         let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
         assert!(Rescue::for_request(Some(&note), &[], None, None).is_none());
 
@@ -412,6 +453,26 @@ mod tests {
         assert!(
             text.contains("upstream stream reset") && text.contains("resumed stream ended"),
             "{text}"
+        );
+    }
+
+    /// A dying `tasks/result` is rescued with an error that says the task lives and names it.
+    #[test]
+    fn a_rescued_tasks_result_says_the_task_lives() {
+        let req = json!({"jsonrpc": "2.0", "id": 9, "method": "tasks/result",
+                         "params": {"taskId": "task-0001"}});
+        let mut r = Rescue::for_request(Some(&req), &[], Some("2025-11-25"), None).expect("req");
+        let (bytes, events) = r
+            .take(1, EndHow::Reset, &Parking::default())
+            .expect("rescued");
+        let text = String::from_utf8_lossy(&bytes);
+        assert!(
+            text.contains("task task-0001 still lives: ask tasks/result again"),
+            "{text}"
+        );
+        assert!(
+            matches!(&events[..], [EventKind::CallRescued { message, .. }]
+            if message.contains("mcpscope --rescue") && message.contains("task-0001 still lives"))
         );
     }
 

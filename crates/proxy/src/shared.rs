@@ -1,8 +1,10 @@
-//! State shared by every connection: the event sink, the configuration, the live exchanges that
-//! faults can reach, the "server is down" window and the rule engine.
+//! State shared by every connection, split by concern: the event sink and the configuration;
+//! the ids ([`Ids`]); the upstream connector and the "server is down" window
+//! ([`UpstreamState`]); the live exchanges faults can reach and the rule engine
+//! ([`FaultControl`]); the rescue's parked calls, the intercept and the OAuth metadata paths.
 
 use std::collections::HashMap;
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 use std::time::Duration;
 
@@ -23,86 +25,80 @@ struct Live {
     control: mpsc::UnboundedSender<Plan>,
 }
 
-/// State shared by every connection.
+/// State shared by every connection, one part per concern.
 pub struct Shared {
     pub(crate) sink: EventSink,
     pub(crate) config: Config,
-    pub(crate) connector: upstream::Connector,
-    pub(crate) next_stream: AtomicU64,
-    pub(crate) next_conn: AtomicU64,
-    live: Mutex<HashMap<StreamId, Live>>,
-    down_until: Mutex<Option<Instant>>,
-    planner: RwLock<Option<Arc<dyn Planner>>>,
+    /// The numbers given to connections and exchanges.
+    pub(crate) ids: Ids,
+    /// How upstream connections are made, and whether the server is "down".
+    pub(crate) upstream: UpstreamState,
+    /// The live exchanges faults can reach, and the rule engine.
+    pub(crate) faults: FaultControl,
     /// Calls of resumable deaths kept for a rescue on their resumption (`--rescue`).
     pub(crate) parked: crate::rescue::Parking,
+    /// Requests and responses the intercept holds.
     pub(crate) intercept: crate::intercept::Intercept,
     /// Paths of metadata documents named by rewritten `resource_metadata` URLs.
     pub(crate) metadata_paths: crate::oauth::MetadataPaths,
 }
 
-impl Shared {
-    /// Fresh state for a proxy reporting to `sink`.
-    pub(crate) fn new(config: Config, connector: upstream::Connector, sink: EventSink) -> Self {
-        Self {
-            sink,
-            config,
-            connector,
-            next_stream: AtomicU64::new(1),
-            next_conn: AtomicU64::new(1),
-            live: Mutex::new(HashMap::new()),
-            down_until: Mutex::new(None),
-            planner: RwLock::new(None),
-            parked: crate::rescue::Parking::default(),
-            intercept: Default::default(),
-            metadata_paths: Default::default(),
-        }
+/// The numbers given to client connections and exchanges, each counting from 1.
+pub(crate) struct Ids {
+    next_stream: AtomicU64,
+    next_conn: AtomicU64,
+}
+
+impl Ids {
+    /// The next exchange's id.
+    pub(crate) fn stream(&self) -> StreamId {
+        self.next_stream.fetch_add(1, Ordering::Relaxed)
     }
 
-    /// Sets the rule engine consulted for every request.
-    pub fn set_planner(&self, planner: Arc<dyn Planner>) {
-        let mut slot = self.planner.write().unwrap_or_else(|poisoned| {
-            report(&self.sink, None, &ProxyError::Poisoned("rule engine"));
-            self.planner.clear_poison();
-            poisoned.into_inner()
-        });
-        *slot = Some(planner);
+    /// The next client connection's id.
+    pub(crate) fn conn(&self) -> u64 {
+        self.next_conn.fetch_add(1, Ordering::Relaxed)
+    }
+}
+
+/// How upstream connections are made, and the window in which an injected server death
+/// refuses new requests.
+pub(crate) struct UpstreamState {
+    pub(crate) connector: upstream::Connector,
+    down_until: Mutex<Option<Instant>>,
+}
+
+impl UpstreamState {
+    /// Whether requests are refused now (an injected server death).
+    pub(crate) fn is_down(&self, sink: &EventSink) -> bool {
+        lock(&self.down_until, "server-down window", sink)
+            .is_some_and(|until| Instant::now() < until)
     }
 
-    /// Applies a fault to a live exchange at once; the error in words, for a view.
-    pub fn apply(&self, stream: StreamId, plan: Plan) -> Result<(), String> {
-        self.send_plan(stream, plan).map_err(|e| e.to_string())
+    /// Refuses new requests for `down` from now.
+    fn down_for(&self, down: Duration, sink: &EventSink) {
+        *lock(&self.down_until, "server-down window", sink) = Some(Instant::now() + down);
     }
+}
 
-    /// Applies a fault to a live exchange at once.
-    pub fn send_plan(&self, stream: StreamId, plan: Plan) -> Result<(), ProxyError> {
-        let live = self.live();
-        let entry = live.get(&stream).ok_or(ProxyError::NotLive(stream))?;
-        entry
-            .control
-            .send(plan)
-            .map_err(|_| ProxyError::Ended(stream))
-    }
+/// The live exchanges faults can be applied to, and the rule engine that plans them.
+#[derive(Default)]
+pub(crate) struct FaultControl {
+    live: Mutex<HashMap<StreamId, Live>>,
+    planner: RwLock<Option<Arc<dyn Planner>>>,
+}
 
-    /// Live exchanges: (id, HTTP method, session).
-    pub fn live_streams(&self) -> Vec<(StreamId, String, Option<String>)> {
-        let mut out: Vec<_> = self
-            .live()
-            .iter()
-            .map(|(id, l)| (*id, l.http_method.clone(), l.session.clone()))
-            .collect();
-        out.sort_by_key(|(id, _, _)| *id);
-        out
-    }
-
+impl FaultControl {
     /// Makes an exchange reachable by faults; they arrive on the returned receiver.
     pub(crate) fn register(
         &self,
         stream: StreamId,
         http_method: &str,
         session: Option<String>,
+        sink: &EventSink,
     ) -> mpsc::UnboundedReceiver<Plan> {
         let (tx, rx) = mpsc::unbounded_channel();
-        self.live().insert(
+        self.live(sink).insert(
             stream,
             Live {
                 session,
@@ -114,15 +110,53 @@ impl Shared {
     }
 
     /// The exchange has ended: faults no longer reach it.
-    pub(crate) fn unregister(&self, stream: StreamId) {
-        self.live().remove(&stream);
+    pub(crate) fn unregister(&self, stream: StreamId, sink: &EventSink) {
+        self.live(sink).remove(&stream);
     }
 
-    /// The server "dies": every GET stream of the session is reset, and new requests are
-    /// refused (reset) for `down`.
-    pub(crate) fn server_dies(&self, origin: StreamId, session: Option<&str>, down: Duration) {
-        *lock(&self.down_until, "server-down window", &self.sink) = Some(Instant::now() + down);
-        for (id, entry) in self.live().iter() {
+    /// The rule engine, if one is set.
+    pub(crate) fn planner(&self, sink: &EventSink) -> Option<Arc<dyn Planner>> {
+        self.planner
+            .read()
+            .unwrap_or_else(|poisoned| {
+                report(sink, None, &ProxyError::Poisoned("rule engine"));
+                self.planner.clear_poison();
+                poisoned.into_inner()
+            })
+            .clone()
+    }
+
+    fn set_planner(&self, planner: Arc<dyn Planner>, sink: &EventSink) {
+        let mut slot = self.planner.write().unwrap_or_else(|poisoned| {
+            report(sink, None, &ProxyError::Poisoned("rule engine"));
+            self.planner.clear_poison();
+            poisoned.into_inner()
+        });
+        *slot = Some(planner);
+    }
+
+    fn send_plan(&self, stream: StreamId, plan: Plan, sink: &EventSink) -> Result<(), ProxyError> {
+        let live = self.live(sink);
+        let entry = live.get(&stream).ok_or(ProxyError::NotLive(stream))?;
+        entry
+            .control
+            .send(plan)
+            .map_err(|_| ProxyError::Ended(stream))
+    }
+
+    fn live_streams(&self, sink: &EventSink) -> Vec<(StreamId, String, Option<String>)> {
+        let mut out: Vec<_> = self
+            .live(sink)
+            .iter()
+            .map(|(id, l)| (*id, l.http_method.clone(), l.session.clone()))
+            .collect();
+        out.sort_by_key(|(id, _, _)| *id);
+        out
+    }
+
+    /// Resets every GET stream of `session` (of every session when `None`) but `origin`.
+    fn reset_gets(&self, origin: StreamId, session: Option<&str>, sink: &EventSink) {
+        for (id, entry) in self.live(sink).iter() {
             let same_session = session.is_none() || entry.session.as_deref() == session;
             if *id != origin && entry.http_method == "GET" && same_session {
                 // A stream ending at this very moment has nothing left to reset.
@@ -135,6 +169,75 @@ impl Shared {
         }
     }
 
+    fn live(&self, sink: &EventSink) -> MutexGuard<'_, HashMap<StreamId, Live>> {
+        lock(&self.live, "live streams", sink)
+    }
+}
+
+impl Shared {
+    /// Fresh state for a proxy reporting to `sink`.
+    pub(crate) fn new(config: Config, connector: upstream::Connector, sink: EventSink) -> Self {
+        Self {
+            sink,
+            config,
+            ids: Ids {
+                next_stream: AtomicU64::new(1),
+                next_conn: AtomicU64::new(1),
+            },
+            upstream: UpstreamState {
+                connector,
+                down_until: Mutex::new(None),
+            },
+            faults: FaultControl::default(),
+            parked: crate::rescue::Parking::default(),
+            intercept: Default::default(),
+            metadata_paths: Default::default(),
+        }
+    }
+
+    /// Sets the rule engine consulted for every request.
+    pub fn set_planner(&self, planner: Arc<dyn Planner>) {
+        self.faults.set_planner(planner, &self.sink);
+    }
+
+    /// Applies a fault to a live exchange at once; the error in words, for a view.
+    pub fn apply(&self, stream: StreamId, plan: Plan) -> Result<(), String> {
+        self.send_plan(stream, plan).map_err(|e| e.to_string())
+    }
+
+    /// Applies a fault to a live exchange at once.
+    pub fn send_plan(&self, stream: StreamId, plan: Plan) -> Result<(), ProxyError> {
+        self.faults.send_plan(stream, plan, &self.sink)
+    }
+
+    /// Live exchanges: (id, HTTP method, session).
+    pub fn live_streams(&self) -> Vec<(StreamId, String, Option<String>)> {
+        self.faults.live_streams(&self.sink)
+    }
+
+    /// Makes an exchange reachable by faults; they arrive on the returned receiver.
+    pub(crate) fn register(
+        &self,
+        stream: StreamId,
+        http_method: &str,
+        session: Option<String>,
+    ) -> mpsc::UnboundedReceiver<Plan> {
+        self.faults
+            .register(stream, http_method, session, &self.sink)
+    }
+
+    /// The exchange has ended: faults no longer reach it.
+    pub(crate) fn unregister(&self, stream: StreamId) {
+        self.faults.unregister(stream, &self.sink);
+    }
+
+    /// The server "dies": every GET stream of the session is reset, and new requests are
+    /// refused (reset) for `down`.
+    pub(crate) fn server_dies(&self, origin: StreamId, session: Option<&str>, down: Duration) {
+        self.upstream.down_for(down, &self.sink);
+        self.faults.reset_gets(origin, session, &self.sink);
+    }
+
     /// Records a note of the tool's own (shown, never interpreted), e.g. that what follows is
     /// the tool's doing and not a peer's.
     pub fn note(&self, stream: Option<StreamId>, text: impl Into<String>) {
@@ -142,28 +245,6 @@ impl Shared {
             stream,
             text: text.into(),
         });
-    }
-
-    /// Whether requests are refused now (an injected server death).
-    pub(crate) fn is_down(&self) -> bool {
-        lock(&self.down_until, "server-down window", &self.sink)
-            .is_some_and(|until| Instant::now() < until)
-    }
-
-    /// The rule engine, if one is set.
-    pub(crate) fn planner(&self) -> Option<Arc<dyn Planner>> {
-        self.planner
-            .read()
-            .unwrap_or_else(|poisoned| {
-                report(&self.sink, None, &ProxyError::Poisoned("rule engine"));
-                self.planner.clear_poison();
-                poisoned.into_inner()
-            })
-            .clone()
-    }
-
-    fn live(&self) -> MutexGuard<'_, HashMap<StreamId, Live>> {
-        lock(&self.live, "live streams", &self.sink)
     }
 }
 
@@ -225,7 +306,7 @@ mod tests {
         let (shared, mut events) = shared();
         std::thread::scope(|s| {
             let poisoner = s.spawn(|| {
-                let _held = shared.live.lock();
+                let _held = shared.faults.live.lock();
                 panic!("poisoning the live streams");
             });
             assert!(poisoner.join().is_err());

@@ -28,13 +28,9 @@ impl Backlog {
     /// Bytes the hub may have queued before the taps wait for it.
     pub const LIMIT: usize = 16 << 20;
 
-    /// What an event weighs in the backlog: its SSE data or raw text, plus a fixed part.
+    /// What an event weighs in the backlog ([`EventKind::weight`]).
     pub fn weight(kind: &EventKind) -> usize {
-        256 + match kind {
-            EventKind::SseEvent { data, .. } => data.len(),
-            EventKind::InvalidMessage { raw, .. } => raw.len(),
-            _ => 0,
-        }
+        kind.weight()
     }
 
     /// Counts an event sent.
@@ -70,6 +66,33 @@ pub struct EventSink {
     tx: UnboundedSender<Event>,
     ledger: Arc<Mutex<Ledger>>,
     backlog: Option<Backlog>,
+    /// Set on a holding sink ([`EventSink::holding`]): what it is given waits here.
+    held: Option<HeldEvents>,
+}
+
+/// What a holding sink was given, not yet sent ([`EventSink::holding`]).
+#[derive(Debug, Clone, Default)]
+pub struct HeldEvents(Arc<Mutex<Vec<EventKind>>>);
+
+impl HeldEvents {
+    fn push(&self, kind: EventKind) {
+        self.0
+            .lock()
+            .unwrap_or_else(|poisoned| {
+                self.0.clear_poison();
+                poisoned.into_inner()
+            })
+            .push(kind);
+    }
+
+    /// Takes what was held so far, in order.
+    pub fn take(&self) -> Vec<EventKind> {
+        let mut held = self.0.lock().unwrap_or_else(|poisoned| {
+            self.0.clear_poison();
+            poisoned.into_inner()
+        });
+        std::mem::take(&mut *held)
+    }
 }
 
 impl EventSink {
@@ -79,7 +102,23 @@ impl EventSink {
             tx,
             ledger: Arc::default(),
             backlog: None,
+            held: None,
         }
+    }
+
+    /// A sink that sends nothing: what it is given waits in the returned [`HeldEvents`] until
+    /// someone takes it and emits it (changed or not) through this sink. For a response the
+    /// intercept holds: its events are recorded as the client is then sent them. The exchange
+    /// stays open in the ledger meanwhile (a shutdown ends it).
+    pub fn holding(&self) -> (Self, HeldEvents) {
+        let held = HeldEvents::default();
+        let sink = Self {
+            tx: self.tx.clone(),
+            ledger: self.ledger.clone(),
+            backlog: self.backlog.clone(),
+            held: Some(held.clone()),
+        };
+        (sink, held)
     }
 
     /// The same sink, counting what it sends in `backlog` (which the receiver releases).
@@ -114,6 +153,10 @@ impl EventSink {
     /// Sends a fact observed now. A closed receiver (shutting down) is not an error; a second
     /// end of an exchange's response, or anything after [`EventSink::seal`], is not sent.
     pub fn emit(&self, kind: EventKind) {
+        if let Some(held) = &self.held {
+            held.push(kind);
+            return;
+        }
         let mut ledger = self.ledger();
         if ledger.sealed {
             return;
@@ -181,6 +224,7 @@ mod tests {
             method: "POST".into(),
             path: "/mcp".into(),
             headers: Vec::new(),
+            origin: None,
         }
     }
 

@@ -33,6 +33,20 @@ const GATHER_FRAMES: usize = 64;
 /// How often a tap waiting for the recorder looks again.
 const BACKLOG_WAIT: std::time::Duration = std::time::Duration::from_millis(1);
 
+/// What the tap does with a response body, decided from its head and the request.
+pub struct BodyPlan {
+    /// What the body is.
+    pub content: ContentKind,
+    /// The `Content-Length`, if any.
+    pub content_length: Option<u64>,
+    /// The session of the exchange.
+    pub session: Option<String>,
+    /// The calls to rescue if the stream dies (`--rescue`).
+    pub rescue: Option<Rescue>,
+    /// A GET's SSE stream: its first event, a legacy `endpoint`, may need rewriting.
+    pub endpoint: Option<EndpointRewriter>,
+}
+
 /// Everything the tap needs to know about its exchange.
 pub struct TapContext {
     /// Exchange id.
@@ -41,26 +55,18 @@ pub struct TapContext {
     pub sink: EventSink,
     /// The client connection's reset switch.
     pub reset: ResetFlag,
-    /// What the body is.
-    pub content: ContentKind,
-    /// The `Content-Length`, if any.
-    pub content_length: Option<u64>,
-    /// The session of the exchange.
-    pub session: Option<String>,
     /// The proxy's shared state (for "server dies").
     pub shared: Arc<Shared>,
     /// A fault planned at request time.
-    pub plan: Option<Plan>,
+    pub fault: Option<Plan>,
     /// Live fault commands.
     pub control: UnboundedReceiver<Plan>,
     /// The upstream connection the body arrives on; the tap drives it.
     pub upstream: Option<UpstreamConn>,
     /// Where the connection goes back when the body has ended cleanly (for the next request).
     pub link: ConnSlot,
-    /// The calls to rescue if the stream dies (`--rescue`).
-    pub rescue: Option<Rescue>,
-    /// A GET's SSE stream: its first event, a legacy `endpoint`, may need rewriting.
-    pub endpoint: Option<EndpointRewriter>,
+    /// What is done with the body.
+    pub body: BodyPlan,
 }
 
 /// The response body the client reads.
@@ -105,24 +111,31 @@ pub struct TapBody {
 impl TapBody {
     /// Wraps the upstream body.
     pub fn new(inner: Incoming, ctx: TapContext) -> Self {
+        let BodyPlan {
+            content,
+            content_length,
+            session,
+            rescue,
+            endpoint,
+        } = ctx.body;
         let reach = Reach {
             stream: ctx.stream,
             sink: ctx.sink.clone(),
             shared: ctx.shared.clone(),
-            session: ctx.session,
+            session,
         };
         Self {
             backlog_wait: None,
             stream: ctx.stream,
-            observer: BodyObserver::new(ctx.stream, Direction::ServerToClient, ctx.content)
+            observer: BodyObserver::new(ctx.stream, Direction::ServerToClient, content)
                 .with_limit(ctx.shared.config.limits.sse_event),
             passed: ctx.sink.passed(ctx.stream),
-            shaper: Shaper::new(reach, ctx.content, ctx.content_length, ctx.plan),
+            shaper: Shaper::new(reach, content, content_length, ctx.fault),
             sink: ctx.sink,
             reset: ctx.reset,
             shared: ctx.shared,
-            content: ctx.content,
-            content_length: ctx.content_length,
+            content,
+            content_length,
             control: Some(ctx.control),
             upstream: ctx.upstream,
             link: ctx.link,
@@ -132,9 +145,9 @@ impl TapBody {
             upstream_ended: false,
             reported: false,
             trailers: None,
-            rescue: ctx.rescue,
+            rescue,
             rescued: false,
-            endpoint: ctx.endpoint,
+            endpoint,
         }
     }
 

@@ -28,6 +28,15 @@ pub type Connector = HttpsConnector<HttpConnector>;
 
 /// Builds the connector; `insecure` accepts any certificate.
 pub fn connector(insecure: bool) -> Result<Connector, crate::ProxyError> {
+    connector_with(insecure, &[])
+}
+
+/// Builds the connector, trusting `extra` roots besides the Web PKI's (`--ca-file`);
+/// `insecure` accepts any certificate.
+pub fn connector_with(
+    insecure: bool,
+    extra: &[CertificateDer<'static>],
+) -> Result<Connector, crate::ProxyError> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()?;
@@ -37,9 +46,12 @@ pub fn connector(insecure: bool) -> Result<Connector, crate::ProxyError> {
             .with_custom_certificate_verifier(Arc::new(AcceptAnyCertificate(provider)))
             .with_no_client_auth()
     } else {
-        let roots = rustls::RootCertStore {
+        let mut roots = rustls::RootCertStore {
             roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
         };
+        for cert in extra {
+            roots.add(cert.clone())?;
+        }
         builder.with_root_certificates(roots).with_no_client_auth()
     };
     let mut http = HttpConnector::new();

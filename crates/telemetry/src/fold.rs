@@ -1,4 +1,5 @@
-//! The exporter's own model: finished calls become spans, batched to the sender task.
+//! The exporter's own model: finished calls become spans, batched to the sender task; a task
+//! operation's span and its requests' spans go out when the operation ends.
 
 use std::collections::BTreeSet;
 
@@ -37,7 +38,12 @@ impl Folder {
             let Some(call) = model.calls.get(index) else {
                 return false;
             };
-            if call.verdict.is_open() {
+            // A request about a task goes out with its operation, when the operation ends.
+            let operation_open = call
+                .about_task()
+                .and_then(|op| model.calls.get(op))
+                .is_some_and(|op| op.verdict.is_open());
+            if call.verdict.is_open() || operation_open {
                 return true;
             }
             if let Verdict::Orphaned { death, .. } = &call.verdict {
@@ -49,7 +55,7 @@ impl Folder {
                     death.at
                 );
             }
-            batch.push(otlp::span_of_call(model, call));
+            batch.extend(otlp::spans_of_call(model, call));
             sessions.insert(call.session);
             false
         });

@@ -1,9 +1,10 @@
-//! mcpscope's test kit: the MCP test client, the demo's scripted steps on it, the event-script
-//! builder, the built-in MCP test server, the recorded scenarios and wire byte counting.
+//! mcpscope's test kit (a dev-dependency only): recorded scenarios, wire byte counting, a raw
+//! HTTP/1.1 wire observer, a live proxy in front of the test server, and a long recording with
+//! its expected state. The event-script builder is the engine's `fixtures` (feature
+//! `test-util`); the test server and client are `mcpscope-testserver`.
 
-pub mod client;
-pub mod democlient;
-pub mod fixtures;
+pub mod live;
+pub mod long_recording;
+pub mod raw;
 pub mod scenario;
-pub mod testserver;
 pub mod wirecount;

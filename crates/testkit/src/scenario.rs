@@ -10,8 +10,6 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use serde_json::{Value, json};
 
-use crate::client::{Answer, Background, McpClient, Outcome};
-use crate::testserver::{self, Options};
 use mcpscope_engine::event::EndHow;
 use mcpscope_engine::fault::{Fault, Plan, Planner, RequestInfo, Trigger};
 use mcpscope_engine::model::{Model, Notice};
@@ -19,6 +17,8 @@ use mcpscope_engine::record::{Create, Recorder};
 use mcpscope_engine::redact::Redactor;
 use mcpscope_proxy::Config;
 use mcpscope_proxy::running::start_proxy;
+use mcpscope_testserver::client::{Answer, Background, McpClient, Outcome};
+use mcpscope_testserver::{self as testserver, Options};
 
 /// Every scenario, in the order they are made.
 pub const SCENARIOS: [&str; 6] = [

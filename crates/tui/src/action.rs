@@ -5,7 +5,7 @@ use ratatui::layout::{Position, Rect};
 
 use super::app::{App, Effect, FaultMenu, Input, InputKind, Pane, ReplayCmd, Selected};
 use super::filter::Filter;
-use mcpscope_engine::model::Model;
+use mcpscope_engine::model::{FORWARD_PROXY_UPSTREAM, Model};
 
 /// The first or the last entry of a list.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -111,6 +111,8 @@ pub enum Action {
     Scroll(Pane, i64),
     /// A click at a screen position.
     Click(Position),
+    /// Show or hide the stats overlay (latency, errors and definition bytes per tool).
+    ToggleStats,
 }
 
 const NO_FAULTS: &str = "no live proxy: faults are unavailable";
@@ -132,6 +134,7 @@ impl App {
             Action::Quit => return vec![Effect::Quit],
             Action::ShowHelp => self.help = true,
             Action::CloseHelp => self.help = false,
+            Action::ToggleStats => self.stats = !self.stats,
             Action::NextPane => self.focus = self.focus.next(),
             Action::PrevPane => self.focus = self.focus.prev(),
             Action::StartFilter => self.start_input(InputKind::Filter),
@@ -382,7 +385,8 @@ impl App {
     }
 
     /// The selected call's request as a `curl` command aimed at the proxy (or, in a replay of a
-    /// recording, at the address it was recorded on).
+    /// recording, at the address it was recorded on); through a forward proxy, at the request's
+    /// own server by way of the proxy.
     pub fn curl_of_selection(&self, model: &Model) -> Option<String> {
         let call = model.calls.get(self.call?)?;
         let listen = self
@@ -395,7 +399,17 @@ impl App {
         } else {
             format!("http://{listen}")
         };
-        crate::curl::command(model, call, &base)
+        let forward = model.proxy.as_ref().is_some_and(|p| p.is_forward())
+            || self.info.upstream.as_deref() == Some(FORWARD_PROXY_UPSTREAM);
+        let target = if forward {
+            crate::curl::Target::Forward {
+                proxy: &base,
+                ca_cert: self.info.ca_cert.as_deref(),
+            }
+        } else {
+            crate::curl::Target::Reverse { base: &base }
+        };
+        crate::curl::command(model, call, &target)
     }
 
     /// The selected client call's request, to send again as it was sent.
@@ -409,6 +423,7 @@ impl App {
         Some(mcpscope_engine::fault::Resend {
             method: stream.method.clone(),
             path: stream.path.clone(),
+            origin: stream.origin.clone(),
             headers: stream.request_headers.clone(),
             body: message.body.to_string(),
             of: call.id_text(),

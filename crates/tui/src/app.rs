@@ -198,21 +198,7 @@ pub enum Effect {
 }
 
 /// What the status bar says about a replay.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ReplayStatus {
-    /// Events folded.
-    pub position: usize,
-    /// Events in the recording.
-    pub len: usize,
-    /// Playing or paused.
-    pub playing: bool,
-    /// `1×`, `10×`, `max`.
-    pub speed: String,
-    /// Whether `len` is the whole recording (a file being indexed: not yet).
-    pub complete: bool,
-    /// What to say of the recording meanwhile (`indexing… 42%`), or of a seek waiting for it.
-    pub note: Option<String>,
-}
+pub use mcpscope_timeline::player::Status as ReplayStatus;
 
 /// Screen areas of the current layout (see [`App::layout`]), for drawing and the mouse.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -283,6 +269,10 @@ pub struct App {
     pub held: usize,
     /// Help overlay shown.
     pub help: bool,
+    /// Stats overlay shown (latency, errors and definition bytes per tool and method).
+    pub stats: bool,
+    /// Schema findings of the calls on screen (settled by `layout`).
+    pub schema: crate::schemas::SchemaFindings,
     /// A line being typed.
     pub input: Option<Input>,
     /// The fault menu.
@@ -312,7 +302,7 @@ pub struct App {
     /// The folder `e` writes call files into (the working directory by default).
     pub export_dir: PathBuf,
     /// The last evicted call whose detail was read back from the recording.
-    pub recalled: Option<crate::recall::Recalled>,
+    pub recalled: Option<mcpscope_timeline::recall::Recalled>,
 }
 
 impl App {
@@ -353,6 +343,8 @@ impl App {
             paused: false,
             held: 0,
             help: false,
+            stats: false,
+            schema: Default::default(),
             input: None,
             fault_menu: None,
             intercept: None,

@@ -1,5 +1,9 @@
 //! A call's request as a `curl` command line: the same method, path, MCP headers and body, sent
-//! to the proxy (so that the answer shows up as a new exchange), secrets redacted.
+//! to the proxy (so that the answer shows up as a new exchange), secrets redacted. Through a
+//! forward proxy the command names the request's own server and the proxy (`--proxy`), trusting
+//! the local CA for an `https://` server.
+
+use std::path::Path;
 
 use mcpscope_engine::model::{Call, Model};
 use mcpscope_engine::redact::Redactor;
@@ -15,16 +19,55 @@ const KEPT: &[&str] = &[
     "cookie",
 ];
 
-/// The `curl` command that sends the call's request again to `base` (`http://127.0.0.1:9000`),
-/// with secrets (by the default redaction rules) replaced by `[redacted]`.
-pub fn command(model: &Model, call: &Call, base: &str) -> Option<String> {
+/// Where a copied request goes.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Target<'a> {
+    /// A reverse proxy at `base` (`http://127.0.0.1:9000`): the request's path is sent there.
+    Reverse {
+        /// The proxy's base URL.
+        base: &'a str,
+    },
+    /// A forward proxy at `proxy` (`http://127.0.0.1:9000`): the request goes to its own
+    /// server through it.
+    Forward {
+        /// The proxy's URL, for `curl --proxy`.
+        proxy: &'a str,
+        /// The local CA's certificate, trusted for an `https://` server; when not known, the
+        /// command asks `mcpscope ca` for it.
+        ca_cert: Option<&'a Path>,
+    },
+}
+
+/// The `curl` command that sends the call's request again through the proxy, with secrets (by
+/// the default redaction rules) replaced by `[redacted]`; `None` when the call's request is not
+/// held, or (through a forward proxy) its server is not known.
+pub fn command(model: &Model, call: &Call, target: &Target) -> Option<String> {
     let stream = model.stream(call.request_stream)?;
     let message = model.request_message(call)?;
     let redactor = Redactor::new();
     let mut body = message.body.value();
     redactor.json(&mut body);
-    let url = format!("{}{}", base.trim_end_matches('/'), stream.path);
-    let mut out = format!("curl -sS -N -X {} {}", stream.method, quote(&url));
+    let mut out = String::from("curl -sS -N");
+    let url = match target {
+        Target::Reverse { base } => format!("{}{}", base.trim_end_matches('/'), stream.path),
+        Target::Forward { proxy, ca_cert } => {
+            let origin = stream.origin.as_deref()?;
+            if !origin.starts_with("http://") && !origin.starts_with("https://") {
+                return None;
+            }
+            out.push_str(&format!(" --proxy {}", quote(proxy)));
+            if origin.starts_with("https://") {
+                match ca_cert {
+                    Some(path) => {
+                        out.push_str(&format!(" --cacert {}", quote(&path.display().to_string())))
+                    }
+                    None => out.push_str(r#" --cacert "$(mcpscope ca | head -n 1)""#),
+                }
+            }
+            format!("{origin}{}", stream.path)
+        }
+    };
+    out.push_str(&format!(" -X {} {}", stream.method, quote(&url)));
     for (name, value) in &stream.request_headers {
         let lower = name.to_ascii_lowercase();
         if !KEPT.contains(&lower.as_str()) {

@@ -1,7 +1,9 @@
-//! The `/` filter: `tool:`, `method:`, `status:`, `session:`, `body:` tokens and free text, all
+//! The `/` filter: `tool:`, `method:`, `status:`, `session:`, `server:`, `body:` tokens and free
+//! text, all
 //! ANDed. Free text and `body:` also search the request's and the response's JSON text.
 
 use mcpscope_engine::model::{Body, Call, Model};
+use mcpscope_engine::wire::oauth::Origin;
 
 /// A parsed filter. Matching is case-insensitive and by substring.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -11,14 +13,64 @@ pub struct Filter {
     tokens: Vec<Token>,
 }
 
+/// The filter's grammar as the help line and the prompt show it; its keys are [`FIELDS`]'
+/// (a test keeps the two the same).
+macro_rules! grammar {
+    () => {
+        "tool: method: status: session: server: body: text"
+    };
+}
+
+/// The help line of the `/` key.
+pub(crate) const HELP: &str = concat!("filter by ", grammar!());
+
+/// The prompt while a filter is typed.
+pub(crate) const PROMPT: &str = concat!("filter (", grammar!(), ") / ");
+
+/// What a `key:value` token can name: the one table the parser reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Field {
+    Tool,
+    Method,
+    Status,
+    Session,
+    Server,
+    Body,
+}
+
+/// Each key the filter takes, in the order the help lists them.
+const FIELDS: [(&str, Field); 6] = [
+    ("tool", Field::Tool),
+    ("method", Field::Method),
+    ("status", Field::Status),
+    ("session", Field::Session),
+    ("server", Field::Server),
+    ("body", Field::Body),
+];
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Token {
     Tool(String),
     Method(String),
     Status(String),
     Session(String),
+    Server(String),
     Body(String),
     Free(String),
+}
+
+impl Token {
+    fn of(field: Field, value: &str) -> Self {
+        let value = value.to_string();
+        match field {
+            Field::Tool => Token::Tool(value),
+            Field::Method => Token::Method(value),
+            Field::Status => Token::Status(value),
+            Field::Session => Token::Session(value),
+            Field::Server => Token::Server(value),
+            Field::Body => Token::Body(value),
+        }
+    }
 }
 
 impl Filter {
@@ -28,14 +80,13 @@ impl Filter {
             .split_whitespace()
             .map(|word| {
                 let lower = word.to_lowercase();
-                match lower.split_once(':') {
-                    Some(("tool", v)) => Token::Tool(v.to_string()),
-                    Some(("method", v)) => Token::Method(v.to_string()),
-                    Some(("status", v)) => Token::Status(v.to_string()),
-                    Some(("session", v)) => Token::Session(v.to_string()),
-                    Some(("body", v)) => Token::Body(v.to_string()),
-                    _ => Token::Free(lower),
-                }
+                lower
+                    .split_once(':')
+                    .and_then(|(key, value)| {
+                        let (_, field) = FIELDS.iter().find(|(name, _)| *name == key)?;
+                        Some(Token::of(*field, value))
+                    })
+                    .unwrap_or(Token::Free(lower))
             })
             .collect();
         Self {
@@ -72,6 +123,9 @@ impl Filter {
             Token::Session(v) => session_label(model, call)
                 .to_lowercase()
                 .contains(v.as_str()),
+            Token::Server(v) => model
+                .call_server(call)
+                .is_some_and(|server| server_matches(server, v)),
             Token::Body(v) => body_contains(call, v),
             Token::Free(v) => {
                 call.title().to_lowercase().contains(v.as_str())
@@ -98,6 +152,12 @@ fn body_contains(call: &Call, needle: &str) -> bool {
         || (call.reply.as_ref().is_some_and(in_text) && call.response().is_some_and(|r| hit(&r)))
 }
 
+/// Whether a server answers to a filter's `server:` value (lower case): by the name fault rules
+/// use (origin, host, `host:port`), or as a substring like every other key.
+fn server_matches(server: &str, value: &str) -> bool {
+    Origin::server_named(server, value) || server.to_lowercase().contains(value)
+}
+
 fn session_label(model: &Model, call: &Call) -> String {
     model
         .sessions
@@ -122,5 +182,21 @@ mod tests {
             ]
         );
         assert!(Filter::parse("  ").is_empty());
+        assert_eq!(
+            Filter::parse("session:S1 body:x").tokens,
+            vec![Token::Session("s1".into()), Token::Body("x".into())]
+        );
+    }
+
+    #[test]
+    fn help_and_prompt_name_every_key_the_parser_takes() {
+        let shown: Vec<&str> = grammar!()
+            .split_whitespace()
+            .filter_map(|w| w.strip_suffix(':'))
+            .collect();
+        let parsed: Vec<&str> = FIELDS.iter().map(|(name, _)| *name).collect();
+        assert_eq!(shown, parsed);
+        assert!(HELP.contains("session:") && PROMPT.contains("session:"));
+        assert!(HELP.contains("server:") && PROMPT.contains("server:"));
     }
 }

@@ -49,6 +49,10 @@ pub enum Context {
     Replay,
     /// Viewing a live proxy (before the ordinary keys).
     Live,
+    /// A proxy that takes commands (re-send, intercept, faults): only when the view holds its
+    /// control handle; a replay and `attach` have none, so these keys are neither bound nor
+    /// offered there.
+    Control,
     /// The tree pane has the focus (before the ordinary keys).
     Tree,
     /// The ordinary keys.
@@ -88,7 +92,7 @@ const fn bind(keys: &'static [Key], context: Context, action: Action, help: Help
     }
 }
 
-use Context::{Always, HeldList, Input as Typing, Live, Menu, Normal, Replay, Tree};
+use Context::{Always, Control, HeldList, Input as Typing, Live, Menu, Normal, Replay, Tree};
 use Help::{Hidden, Line, Shared};
 use Key::{Ctrl, Plain};
 use KeyCode::{
@@ -113,21 +117,21 @@ pub const BINDINGS: &[Binding] = &[
     bind(&[Plain(Left)], Tree, Action::TreeLeft, Hidden),
     bind(&[Plain(Right)], Tree, Action::TreeRight, Hidden),
     bind(&[Plain(Esc)], Normal, Action::Back, Line("Esc", "back (close overlay, leave detail, clear filter)")),
-    bind(&[Plain(Char('/'))], Normal, Action::StartFilter, Line("/", "filter/search: tool: method: status: body: text")),
+    bind(&[Plain(Char('/'))], Normal, Action::StartFilter, Line("/", crate::filter::HELP)),
     bind(&[Plain(Char('h'))], Normal, Action::ToggleAnswered, Line("h", "hide / show answered calls")),
     bind(&[Plain(Char('f'))], Normal, Action::ToggleFollow, Line("f", "follow the newest call")),
     bind(&[Plain(Char('p'))], Live, Action::TogglePause, Line("p", "pause the live view (events are kept)")),
     bind(&[Plain(Char('t'))], Normal, Action::CycleTheme, Line("t", "next colour theme")),
     bind(&[Plain(Char('y'))], Normal, Action::Copy, Line("y", "copy the selected message JSON (OSC 52)")),
     bind(&[Plain(Char('L'))], Normal, Action::ShowLogs, Line("L", "the session's notifications and logs")),
-    bind(&[Plain(Char('r'))], Live, Action::Resend, Line("r", "re-send the call's request (live; new exchange ↻)")),
-    bind(&[Plain(Char('i'))], Live, Action::StartIntercept, Line("i", "intercept: hold requests matching tool:N method:M")),
-    bind(&[Plain(Char('I'))], Live, Action::HeldList, Line("I", "held requests: a forward, e edit, d drop, E error")),
+    bind(&[Plain(Char('r'))], Control, Action::Resend, Line("r", "re-send the call's request (a new exchange ↻)")),
+    bind(&[Plain(Char('i'))], Control, Action::StartIntercept, Line("i", "intercept: hold requests matching tool:N method:M")),
+    bind(&[Plain(Char('I'))], Control, Action::HeldList, Line("I", "held requests: a forward, e edit, d drop, E error")),
     bind(&[Plain(Char('c'))], Normal, Action::CopyCurl, Line("c", "copy the request as curl (secrets redacted)")),
     bind(&[Plain(Char('e'))], Normal, Action::Export, Line("e", "save the call's diagram to ./mcpscope-call-N.md")),
-    bind(&[Plain(Char('x'))], Normal, Action::FaultMenu, Line("x", "fault menu for the selected call's stream (live)")),
-    bind(&[Plain(Char('a'))], Normal, Action::StartArm, Line("a", "arm a fault rule (live)")),
-    bind(&[Plain(Char('D'))], Normal, Action::DisarmOldest, Line("D", "disarm the oldest armed fault rule (live)")),
+    bind(&[Plain(Char('x'))], Control, Action::FaultMenu, Line("x", "fault menu for the selected call's stream")),
+    bind(&[Plain(Char('a'))], Control, Action::StartArm, Line("a", "arm a fault rule")),
+    bind(&[Plain(Char('D'))], Control, Action::DisarmOldest, Line("D", "disarm the oldest armed fault rule")),
     Binding { keys: &[], context: Normal, action: None, help: Line("mouse", "click selects, wheel scrolls") },
     bind(&[Plain(Char(' '))], Replay, Action::Replay(ReplayCmd::PlayPause), Line("space", "replay: play / pause")),
     bind(&[Plain(Char('+')), Plain(Char('='))], Replay, Action::Replay(ReplayCmd::Faster), Line("+ -", "replay: speed 1× / 10× / max")),
@@ -153,14 +157,19 @@ pub const BINDINGS: &[Binding] = &[
     bind(&[Plain(Char('e'))], HeldList, Action::HeldEdit, Hidden),
     bind(&[Plain(Char('d'))], HeldList, Action::HeldDrop, Hidden),
     bind(&[Plain(Char('E'))], HeldList, Action::HeldError, Hidden),
+    bind(&[Plain(Char('S'))], Normal, Action::ToggleStats, Line("S", "stats: p50/p95/p99, errors, definition bytes per tool")),
 ];
 
-/// The help overlay's lines, from [`BINDINGS`]: (keys as shown, what they do).
-pub fn help_lines() -> impl Iterator<Item = (&'static str, &'static str)> {
-    BINDINGS.iter().filter_map(|b| match b.help {
-        Line(keys, what) => Some((keys, what)),
-        Shared | Hidden => None,
-    })
+/// The help overlay's lines, from [`BINDINGS`]: (keys as shown, what they do), for the keys
+/// bound in `contexts` (what the view offers: see [`App::offered_contexts`]).
+pub fn help_lines(contexts: &[Context]) -> impl Iterator<Item = (&'static str, &'static str)> {
+    BINDINGS
+        .iter()
+        .filter(|b| contexts.contains(&b.context))
+        .filter_map(|b| match b.help {
+            Line(keys, what) => Some((keys, what)),
+            Shared | Hidden => None,
+        })
 }
 
 /// The action bound to `key` in the first of `contexts` that binds it.
@@ -187,13 +196,31 @@ impl App {
             vec![Always, HeldList]
         } else {
             let mut contexts = vec![Always];
-            contexts.push(if self.replay.is_some() { Replay } else { Live });
+            contexts.extend(self.source_contexts());
             if self.focus == Pane::Tree {
                 contexts.push(Tree);
             }
             contexts.push(Normal);
             contexts
         }
+    }
+
+    /// What the view's source offers: a replay, or a live view (and the proxy's commands when
+    /// the view holds its control handle).
+    fn source_contexts(&self) -> Vec<Context> {
+        match (self.replay.is_some(), self.faults.is_some()) {
+            (true, _) => vec![Replay],
+            (false, true) => vec![Live, Control],
+            (false, false) => vec![Live],
+        }
+    }
+
+    /// The contexts whose keys the help lists: the ordinary keys and what the source offers.
+    pub fn offered_contexts(&self) -> Vec<Context> {
+        let mut contexts = vec![Always];
+        contexts.extend(self.source_contexts());
+        contexts.push(Normal);
+        contexts
     }
 
     /// The action for a key now: its binding, else what the context does with unbound keys
@@ -269,7 +296,7 @@ mod tests {
     #[test]
     fn every_ordinary_key_is_in_the_help() {
         for b in BINDINGS {
-            if matches!(b.context, Normal | Replay | Live | Always) {
+            if matches!(b.context, Normal | Replay | Live | Control | Always) {
                 assert_ne!(b.help, Hidden, "{:?} is missing from the help", b.action);
             }
         }

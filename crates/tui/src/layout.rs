@@ -97,6 +97,14 @@ impl App {
                 self.scroll_calls(usize::from(inner.height.saturating_sub(1)).max(1));
             }
         }
+        let first = self.row_offset.min(self.rows.len());
+        let visible = self.rows[first..(first + self.page).min(self.rows.len())].to_vec();
+        let selected = match self.selected {
+            crate::app::Selected::Call(c) => Some(c),
+            _ => None,
+        };
+        self.schema
+            .settle(model, visible.into_iter().chain(selected));
         if self.areas.detail != Rect::ZERO {
             let (_, lines) = view::detail::content(self, model, now);
             let max = lines.len().saturating_sub(1).min(usize::from(u16::MAX)) as u16;

@@ -10,20 +10,15 @@ pub mod action;
 pub mod app;
 pub mod curl;
 pub mod edit;
-pub mod filecursor;
 pub mod filter;
-pub mod indexer;
 pub mod keys;
 pub mod layout;
-pub mod recall;
-pub mod replay;
 pub mod rows;
 pub mod run;
 pub mod save;
-pub mod savedindex;
+pub mod schemas;
 pub mod term;
 pub mod theme;
-pub mod timeline;
 pub mod view;
 
 use std::path::PathBuf;
@@ -36,13 +31,12 @@ use ratatui::buffer::Buffer;
 use tokio::sync::mpsc::UnboundedReceiver;
 
 pub use app::App;
-pub use filecursor::FileCursor;
-pub use replay::ReplayCursor;
 pub use theme::{Theme, ThemeError};
 
 use mcpscope_engine::event::Event;
 use mcpscope_engine::fault::FaultControl;
 use mcpscope_engine::model::{Model, Retention};
+use mcpscope_timeline::{FileCursor, indexer, savedindex};
 
 /// Where the session runs, for the status bar.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -65,6 +59,8 @@ pub struct Info {
     pub retention: Retention,
     /// Live: told of each event the view takes from its feed (the proxy paces itself by it).
     pub taken: Option<Taken>,
+    /// A forward proxy's local CA certificate, which a request copied as `curl` trusts.
+    pub ca_cert: Option<PathBuf>,
 }
 
 /// Told of each event a live view takes from its feed.
@@ -126,7 +122,7 @@ pub async fn run_live(
 
 /// Replay viewer: the whole recording, with a time cursor.
 pub async fn run_replay(events: Vec<Event>, info: Info) -> anyhow::Result<()> {
-    let speed = replay::Speed::nearest(info.speed.unwrap_or(1.0));
+    let speed = mcpscope_timeline::Speed::nearest(info.speed.unwrap_or(1.0));
     let retention = info.retention;
     let app = app_for(info)?;
     let source = run::ReplaySource::with_speed(events, speed).with_retention(retention);
@@ -146,7 +142,7 @@ pub async fn run_replay_file_cached(
     info: Info,
     cache: Option<savedindex::IndexCache>,
 ) -> anyhow::Result<()> {
-    let speed = replay::Speed::nearest(info.speed.unwrap_or(1.0));
+    let speed = mcpscope_timeline::Speed::nearest(info.speed.unwrap_or(1.0));
     let config = indexer::IndexConfig::default();
     let cursor = FileCursor::open_cached(path, info.retention, config, cache)?;
     let app = app_for(info)?;
@@ -172,7 +168,7 @@ pub fn render_to_buffer(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use mcpscope_testkit::fixtures;
+    use mcpscope_engine::fixtures;
 
     /// Not a timing assertion: prints the frame time for a look with `--nocapture`.
     #[test]

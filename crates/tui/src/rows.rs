@@ -25,6 +25,10 @@ pub fn build(model: &Model, filter: &Filter, hide_answered: bool) -> Vec<usize> 
         if hide_answered && r == 5 {
             continue;
         }
+        // A request about a task is shown under its operation (the detail pane's timeline).
+        if !call.stands_alone() {
+            continue;
+        }
         if !filter.is_empty() && !filter.matches(model, call) {
             continue;
         }

@@ -13,20 +13,18 @@ use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::mpsc::UnboundedReceiver;
 use tokio::sync::mpsc::error::TryRecvError;
 
-use super::app::{App, Effect, ReplayCmd, ReplayStatus};
-use super::filecursor::FileCursor;
-use super::replay::{ReplayCursor, Speed};
+use super::app::{App, Effect, ReplayCmd};
 use super::save;
 use super::term::Term;
-use super::timeline::Timeline;
 use super::view;
 use mcpscope_engine::event::{Event, StreamId};
 use mcpscope_engine::model::{Model, Retention};
+use mcpscope_timeline::live::Live;
+use mcpscope_timeline::player::{Command, Player};
+use mcpscope_timeline::{FileCursor, Speed};
 
 /// Events folded per frame at most (the rest wait in the channel for the next frame).
 const MAX_PER_FRAME: usize = 200_000;
-/// Events per frame at `max` replay speed.
-const MAX_SPEED_STEP: usize = 5_000;
 const FRAME: Duration = Duration::from_millis(16);
 const TIMER_REDRAW: Duration = Duration::from_secs(1);
 
@@ -44,14 +42,8 @@ pub trait Source {
 
 /// The live feed from the proxy.
 pub struct LiveSource {
-    model: Model,
+    live: Live,
     feed: UnboundedReceiver<Event>,
-    /// While paused: the model as it was at the pause, shown instead of the live one (which
-    /// goes on folding, so a pause holds no events and costs at most one bounded copy).
-    frozen: Option<Box<Model>>,
-    /// Events folded since the pause.
-    held: usize,
-    closed: bool,
     taken: Option<crate::Taken>,
 }
 
@@ -59,11 +51,8 @@ impl LiveSource {
     /// A live source reading `feed`, its model holding the past by `retention`.
     pub fn new(feed: UnboundedReceiver<Event>, retention: Retention) -> Self {
         Self {
-            model: Model::with_retention(retention),
+            live: Live::new(retention),
             feed,
-            frozen: None,
-            held: 0,
-            closed: false,
             taken: None,
         }
     }
@@ -77,7 +66,6 @@ impl LiveSource {
 
 impl Source for LiveSource {
     fn pump(&mut self, app: &mut App) -> bool {
-        let paused = self.frozen.is_some();
         let mut changed = false;
         let mut n = 0;
         while n < MAX_PER_FRAME {
@@ -87,17 +75,11 @@ impl Source for LiveSource {
                     if let Some(taken) = &self.taken {
                         (taken.0)(&event);
                     }
-                    self.model.apply(&event);
-                    if paused {
-                        self.held += 1;
-                    } else {
-                        changed = true;
-                    }
+                    changed |= self.live.apply(&event);
                 }
                 Err(TryRecvError::Empty) => break,
                 Err(TryRecvError::Disconnected) => {
-                    if !self.closed {
-                        self.closed = true;
+                    if self.live.close() {
                         app.feed_closed = true;
                         changed = true;
                     }
@@ -105,18 +87,16 @@ impl Source for LiveSource {
                 }
             }
         }
-        if !self.model.advance(Utc::now()).is_empty() && !paused {
-            changed = true;
-        }
-        if app.held != self.held {
-            app.held = self.held;
+        changed |= self.live.advance(Utc::now());
+        if app.held != self.live.held() {
+            app.held = self.live.held();
             changed = true;
         }
         changed
     }
 
     fn model(&self) -> &Model {
-        self.frozen.as_deref().unwrap_or(&self.model)
+        self.live.model()
     }
 
     fn now(&self) -> DateTime<Utc> {
@@ -125,252 +105,91 @@ impl Source for LiveSource {
 
     fn effect(&mut self, effect: &Effect, app: &mut App) {
         if effect == &Effect::TogglePause {
-            self.frozen = match self.frozen.take() {
-                Some(_) => None,
-                None => Some(Box::new(self.model.clone())),
-            };
-            self.held = 0;
-            app.paused = self.frozen.is_some();
+            self.live.toggle_pause();
+            app.paused = self.live.paused();
         }
     }
 }
 
 /// A recording with a time cursor.
 pub struct ReplaySource {
-    cursor: Box<dyn Timeline>,
-    playing: bool,
-    speed: Speed,
-    clock: Option<DateTime<Utc>>,
-    last_tick: Instant,
-    dirty: bool,
-    /// A seek past what is indexed, carried out once the index gets there.
-    waiting: Option<Wait>,
-    /// The cursor's note as last shown.
-    note: Option<String>,
-}
-
-/// A replay command that waits for the index.
-#[derive(Debug, Clone, PartialEq)]
-enum Wait {
-    End,
-    Time(DateTime<Utc>),
-    NextDeath,
-    PrevDeath,
-}
-
-impl Wait {
-    fn describe(&self) -> &'static str {
-        match self {
-            Wait::End => "] goes to the end once indexed",
-            Wait::Time(_) => "the time is not indexed yet: going there once it is",
-            Wait::NextDeath => "looking for the next stream death",
-            Wait::PrevDeath => "looking for the previous stream death",
-        }
-    }
+    player: Player,
 }
 
 impl ReplaySource {
     /// A replay of `events`, at its first event, to be played at `speed` (see [`Speed::nearest`]).
     pub fn with_speed(events: Vec<Event>, speed: Speed) -> Self {
         Self {
-            speed,
-            ..Self::new(events)
+            player: Player::of_events(events, speed),
         }
     }
 
     /// The same replay, its model holding the past by `retention`.
-    pub fn with_retention(mut self, retention: Retention) -> Self {
-        let position = self.cursor.position();
-        self.cursor.set_retention(retention);
-        self.cursor.seek(position);
-        self
+    pub fn with_retention(self, retention: Retention) -> Self {
+        Self {
+            player: self.player.with_retention(retention),
+        }
     }
 
     /// A replay of `events`, at its first event.
     pub fn new(events: Vec<Event>) -> Self {
-        Self::on(Box::new(ReplayCursor::new(events)), Speed::X1)
+        Self::with_speed(events, Speed::X1)
     }
 
     /// A replay of a recording file (read as needed, indexed in the background), at its first
     /// event, to be played at `speed`.
     pub fn from_file(cursor: FileCursor, speed: Speed) -> Self {
-        Self::on(Box::new(cursor), speed)
-    }
-
-    fn on(mut cursor: Box<dyn Timeline>, speed: Speed) -> Self {
-        cursor.step_forward();
         Self {
-            cursor,
-            playing: false,
-            speed,
-            clock: None,
-            last_tick: Instant::now(),
-            dirty: true,
-            waiting: None,
-            note: None,
+            player: Player::new(Box::new(cursor), speed),
         }
-    }
-
-    fn refresh(&mut self, app: &mut App) {
-        let now = self.now();
-        self.cursor.advance(now);
-        let note = match (&self.note, &self.waiting) {
-            (Some(note), Some(wait)) => Some(format!("{note} · {}", wait.describe())),
-            (note, _) => note.clone(),
-        };
-        app.replay = Some(ReplayStatus {
-            position: self.cursor.position(),
-            len: self.cursor.known_len(),
-            playing: self.playing,
-            speed: self.speed.label().to_string(),
-            complete: self.cursor.complete(),
-            note,
-        });
-    }
-
-    /// Carries out the waiting command if the index has got far enough; returns whether it is
-    /// settled (done, or found impossible).
-    fn settle(&mut self, wait: &Wait, app: &mut App) -> bool {
-        let complete = self.cursor.complete();
-        match wait {
-            Wait::End if complete => {
-                let len = self.cursor.known_len();
-                self.cursor.seek(len);
-            }
-            Wait::Time(t) if self.cursor.time_reachable(*t) => self.cursor.seek_time(*t),
-            Wait::NextDeath => {
-                if self.cursor.next_death().is_none() {
-                    if !complete {
-                        return false;
-                    }
-                    app.flash = Some("no later stream death".into());
-                }
-            }
-            Wait::PrevDeath => {
-                let position = self.cursor.position();
-                if self.cursor.prev_death().is_none() {
-                    if !complete && !self.cursor.reachable(position) {
-                        return false;
-                    }
-                    app.flash = Some("no earlier stream death".into());
-                }
-            }
-            _ => return false,
-        }
-        true
     }
 }
 
 impl Source for ReplaySource {
     fn pump(&mut self, app: &mut App) -> bool {
-        let dt = self.last_tick.elapsed();
-        self.last_tick = Instant::now();
-        if let Some(wait) = self.waiting.clone()
-            && self.settle(&wait, app)
-        {
-            self.waiting = None;
-            self.dirty = true;
+        let tick = self.player.tick();
+        if tick.flash.is_some() {
+            app.flash = tick.flash;
         }
-        let note = self.cursor.note();
-        if note != self.note {
-            self.note = note;
-            self.dirty = true;
+        if tick.changed {
+            app.replay = Some(self.player.status());
         }
-        if self.playing {
-            match self.speed {
-                Speed::Max => {
-                    let to = self.cursor.position() + MAX_SPEED_STEP;
-                    self.cursor.seek(to);
-                    self.clock = None;
-                }
-                speed => {
-                    let factor = if speed == Speed::X10 { 10 } else { 1 };
-                    let base = self.clock.or_else(|| self.cursor.time());
-                    if let Some(base) = base {
-                        let step = chrono::Duration::from_std(dt * factor).unwrap_or_default();
-                        let clock = base + step;
-                        self.clock = Some(clock);
-                        self.cursor.play_to(clock);
-                    }
-                }
-            }
-            if self.cursor.at_end() {
-                self.playing = false;
-                self.clock = None;
-            }
-            self.dirty = true;
-        }
-        if self.dirty {
-            self.dirty = false;
-            self.refresh(app);
-            return true;
-        }
-        false
+        tick.changed
     }
 
     fn model(&self) -> &Model {
-        self.cursor.model_at()
+        self.player.model()
     }
 
     fn now(&self) -> DateTime<Utc> {
-        let t = self.cursor.time().unwrap_or_else(Utc::now);
-        self.clock.map_or(t, |c| c.max(t))
+        self.player.now()
     }
 
     fn effect(&mut self, effect: &Effect, app: &mut App) {
         let Effect::Replay(cmd) = effect else {
             return;
         };
-        self.dirty = true;
-        if !matches!(
-            cmd,
-            ReplayCmd::PlayPause | ReplayCmd::Faster | ReplayCmd::Slower
-        ) {
-            self.clock = None;
-            self.waiting = None;
-        }
-        let wait = match cmd {
-            ReplayCmd::PlayPause => {
-                self.playing = !self.playing;
-                self.clock = None;
-                self.last_tick = Instant::now();
-                None
-            }
-            ReplayCmd::Faster => {
-                self.speed = self.speed.faster();
-                None
-            }
-            ReplayCmd::Slower => {
-                self.speed = self.speed.slower();
-                None
-            }
-            ReplayCmd::StepForward => {
-                self.cursor.step_forward();
-                None
-            }
-            ReplayCmd::StepBack => {
-                self.cursor.step_back();
-                None
-            }
-            ReplayCmd::Start => {
-                self.cursor.seek(1);
-                None
-            }
-            ReplayCmd::End => Some(Wait::End),
-            ReplayCmd::NextDeath => Some(Wait::NextDeath),
-            ReplayCmd::PrevDeath => Some(Wait::PrevDeath),
-            ReplayCmd::SeekTime(text) => match parse_seek(text, self.cursor.time(), app) {
-                Some(t) => Some(Wait::Time(t)),
+        let command = match cmd {
+            ReplayCmd::PlayPause => Command::PlayPause,
+            ReplayCmd::Faster => Command::Faster,
+            ReplayCmd::Slower => Command::Slower,
+            ReplayCmd::StepForward => Command::StepForward,
+            ReplayCmd::StepBack => Command::StepBack,
+            ReplayCmd::Start => Command::Start,
+            ReplayCmd::End => Command::End,
+            ReplayCmd::NextDeath => Command::NextDeath,
+            ReplayCmd::PrevDeath => Command::PrevDeath,
+            ReplayCmd::SeekTime(text) => match parse_seek(text, self.player.time(), app) {
+                Some(t) => Command::SeekTime(t),
                 None => {
+                    self.player.stop_waiting();
                     app.flash = Some(format!("bad time {text:?}: use HH:MM:SS[.mmm]"));
-                    None
+                    return;
                 }
             },
         };
-        if let Some(wait) = wait
-            && !self.settle(&wait, app)
-        {
-            self.waiting = Some(wait);
+        if let Some(flash) = self.player.command(command) {
+            app.flash = Some(flash);
         }
     }
 }
@@ -409,7 +228,7 @@ pub fn perform(
         Effect::TogglePause | Effect::Replay(_) => source.effect(&effect, app),
         Effect::Recall { call, span } => {
             let recording = app.info.recording.clone();
-            app.recalled = Some(crate::recall::recall(
+            app.recalled = Some(mcpscope_timeline::recall::recall(
                 recording.as_deref(),
                 source.model(),
                 call,
@@ -628,7 +447,7 @@ mod tests {
     use crate::Info;
     use crate::theme::Theme;
     use chrono::FixedOffset;
-    use mcpscope_testkit::fixtures::many_calls;
+    use mcpscope_engine::fixtures::many_calls;
 
     #[test]
     fn a_paused_view_shows_the_moment_of_the_pause_and_loses_nothing() {

@@ -60,6 +60,7 @@ async function main() {
     test_sampling: { prompt: "say something" },
     test_elicitation: { message: "your name?" },
     json_schema_2020_12_tool: { name: "n", address: { city: "c" } },
+    measure: { value: 1 },
   };
   let progress = 0;
   const calls = {};

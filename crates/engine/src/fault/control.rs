@@ -22,6 +22,9 @@ pub struct Resend {
     pub method: String,
     /// Path and query.
     pub path: String,
+    /// The server it went to (`scheme://host[:port]`), when known: a forward proxy sends it
+    /// there again (a reverse proxy to its upstream, whatever this says).
+    pub origin: Option<String>,
     /// Request headers (hop-by-hop ones and the length are the transport's).
     pub headers: Vec<(String, String)>,
     /// The body.

@@ -96,6 +96,8 @@ pub struct RequestInfo<'a> {
     pub http_method: &'a str,
     /// `Mcp-Session-Id`, if any.
     pub session: Option<&'a str>,
+    /// The server it goes to (`scheme://host[:port]`), when known.
+    pub server: Option<&'a str>,
     /// The parsed JSON-RPC body, if it parsed.
     pub body: Option<&'a serde_json::Value>,
 }

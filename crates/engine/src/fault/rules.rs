@@ -32,6 +32,9 @@ pub struct Rule {
     pub tool: Option<String>,
     /// `Mcp-Session-Id` to match.
     pub session: Option<String>,
+    /// The server to match: its origin, host or `host:port` (see
+    /// [`crate::wire::oauth::Origin::server_named`]).
+    pub server: Option<String>,
     /// Fire on the n-th matching request (from 1).
     pub nth: Option<u32>,
     /// Once or always.
@@ -49,6 +52,7 @@ impl Rule {
             method: None,
             tool: None,
             session: None,
+            server: None,
             nth: None,
             repeat: Repeat::Once,
             per_tool: false,
@@ -82,6 +86,13 @@ impl Rule {
     pub fn matches(&self, request: &RequestInfo<'_>) -> Option<String> {
         if let Some(want) = &self.session
             && request.session != Some(want.as_str())
+        {
+            return None;
+        }
+        if let Some(want) = &self.server
+            && !request
+                .server
+                .is_some_and(|server| crate::wire::oauth::Origin::server_named(server, want))
         {
             return None;
         }
@@ -125,6 +136,7 @@ impl fmt::Display for Rule {
             self.method.as_ref().map(|m| format!("method={m}")),
             self.tool.as_ref().map(|t| format!("tool={t}")),
             self.session.as_ref().map(|s| format!("session={s}")),
+            self.server.as_ref().map(|s| format!("server={s}")),
             self.nth.map(|n| format!("nth={n}")),
         ]
         .into_iter()

@@ -5,7 +5,7 @@
 //! FAULT   := eof | reset | server-dies[:DUR] | json-reset | status:CODE | CODE | stall
 //!          | delay[:DUR] | drip[:BYTES_PER_SEC] | truncate | duplicate | vanish
 //! TRIGGER := after DUR | after N events
-//! MATCHER := method=M | tool=T | session=S | nth=N
+//! MATCHER := method=M | tool=T | session=S | server=HOST | nth=N
 //! DUR     := 500ms | 5s | 1.5s | 2m
 //! ```
 //!
@@ -210,7 +210,7 @@ impl<'a> Parser<'a> {
     }
 }
 
-const WORDS: &str = "after, when, method=, tool=, session=, nth=, once, always, per-tool";
+const WORDS: &str = "after, when, method=, tool=, session=, server=, nth=, once, always, per-tool";
 
 /// Parses a whole rule (`reset after 500ms when method=tools/call tool=poke nth=1 once`).
 pub fn parse_rule(spec: &str) -> Result<Rule, SpecError> {
@@ -233,6 +233,7 @@ pub fn parse_rule(spec: &str) -> Result<Rule, SpecError> {
             Some(("method", v)) => set(&mut rule.method, v)?,
             Some(("tool", v)) => set(&mut rule.tool, v)?,
             Some(("session", v)) => set(&mut rule.session, v)?,
+            Some(("server", v)) => set(&mut rule.server, v)?,
             Some(("nth", v)) => {
                 let n = v
                     .parse::<u32>()

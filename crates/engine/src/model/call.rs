@@ -125,6 +125,12 @@ pub struct Aside {
     /// The call the client fell back to after this probe (`server/discover`) failed
     /// (`initialize`): a normal handshake step, not a failure.
     pub superseded_by: Option<usize>,
+    /// The task this request created (a task operation), if any.
+    pub task: Option<Box<super::task::Task>>,
+    /// The task operation this request is about (`tasks/get`, `tasks/result`, `tasks/cancel`).
+    pub about_task: Option<usize>,
+    /// The later round of the same logical call that continues this one (MRTR), if any.
+    pub continued_by: Option<usize>,
 }
 
 impl Call {
@@ -141,6 +147,11 @@ impl Call {
     /// The death of the stream that carried it before a resumption took it over.
     pub fn first_death(&self) -> Option<Death> {
         self.aside.as_ref()?.first_death
+    }
+
+    /// The later round of the same logical call that continues this one (MRTR), if any.
+    pub fn continued_by(&self) -> Option<usize> {
+        self.aside.as_ref()?.continued_by
     }
 
     /// The call the client fell back to after this failed probe.

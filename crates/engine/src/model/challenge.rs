@@ -45,6 +45,7 @@ impl Model {
                 Some(t),
             );
             out.push(Notice {
+                server: None,
                 t,
                 what: What::AuthChallenge {
                     call: self.call_ref(index),

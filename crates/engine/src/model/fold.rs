@@ -67,6 +67,16 @@ fn is_input_required(result: &Value) -> bool {
         || result.get("inputRequests").is_some()
 }
 
+/// A `stream_opened` as the fold reads it, its server resolved.
+struct Opened<'a> {
+    id: StreamId,
+    conn: u64,
+    method: &'a str,
+    path: &'a str,
+    headers: &'a [Header],
+    origin: Option<String>,
+}
+
 /// A request as the fold reads it: its parts, and the message it came in (shared with the call).
 struct Request<'a> {
     id: &'a Value,
@@ -78,10 +88,33 @@ struct Request<'a> {
 impl Model {
     /// Folds one event into the state; returns the notable changes it caused.
     pub fn apply(&mut self, event: &Event) -> Vec<Notice> {
+        let out = self.fold_event(event);
+        self.enforce_retention();
+        out
+    }
+
+    /// [`Model::apply`], letting `inspect` read the model and the notices before the retention
+    /// policy compacts what the event finished (a headless view that holds no history still
+    /// sees the detail of the call just answered); what `inspect` returns is added to the
+    /// notices.
+    pub fn apply_inspected(
+        &mut self,
+        event: &Event,
+        inspect: &mut dyn FnMut(&Model, &[Notice]) -> Vec<Notice>,
+    ) -> Vec<Notice> {
+        let mut out = self.fold_event(event);
+        let more = inspect(self, &out);
+        out.extend(more);
+        self.enforce_retention();
+        out
+    }
+
+    fn fold_event(&mut self, event: &Event) -> Vec<Notice> {
         let mut out = self.advance(event.t);
         if self.sessions.is_empty() {
             self.sessions.push(Session {
                 id: None,
+                origin: None,
                 revision: None,
                 client: None,
                 server: None,
@@ -110,8 +143,18 @@ impl Model {
                 method,
                 path,
                 headers,
+                origin,
             } => {
-                self.open_stream(t, *stream, *conn, method, path, headers, &mut out);
+                let origin = origin.clone().or_else(|| self.upstream_origin());
+                let opened = Opened {
+                    id: *stream,
+                    conn: *conn,
+                    method,
+                    path,
+                    headers,
+                    origin,
+                };
+                self.open_stream(t, opened, &mut out);
             }
             EventKind::ResponseHead {
                 stream,
@@ -156,11 +199,13 @@ impl Model {
                     });
                     let s = &mut self.streams[si];
                     s.messages.push(index);
+                    s.detail_bytes += size;
                     s.invalid += 1;
                     self.link_mark(si, index, false);
                     self.trim_stream(si);
                 }
                 out.push(Notice {
+                    server: None,
                     t,
                     what: What::InvalidMessage {
                         stream: *stream,
@@ -199,6 +244,7 @@ impl Model {
                     }
                 }
                 out.push(Notice {
+                    server: None,
                     t,
                     what: What::UpstreamUnreachable {
                         stream: *stream,
@@ -224,6 +270,7 @@ impl Model {
                 };
                 self.notes.push((t, Some(*stream), text));
                 out.push(Notice {
+                    server: None,
                     t,
                     what: What::FaultInjected {
                         stream: *stream,
@@ -242,6 +289,7 @@ impl Model {
                 if let Some(index) = self.find_call(si, Direction::ServerToClient, id) {
                     self.calls[index].aside_mut().rescued = Some(message.clone());
                     out.push(Notice {
+                        server: None,
                         t,
                         what: What::CallRescued {
                             call: self.call_ref(index),
@@ -261,6 +309,7 @@ impl Model {
                 let text = format!("rewrote {what}: {from} → {to}");
                 self.notes.push((t, Some(*stream), text));
                 out.push(Notice {
+                    server: None,
                     t,
                     what: What::Rewritten {
                         stream: *stream,
@@ -290,25 +339,44 @@ impl Model {
                 code,
                 signal,
             } => self.process_exited(t, *stream, *code, *signal, &mut out),
+            EventKind::Unobserved {
+                bytes_up,
+                bytes_down,
+                ..
+            } => {
+                self.unobserved.exchanges += 1;
+                self.unobserved.bytes += bytes_up + bytes_down;
+            }
         }
-        self.enforce_retention();
+        self.name_servers(&mut out);
         out
     }
 
+    /// The origin of the one upstream `proxy_started` named, for exchanges that do not name
+    /// their own server.
+    fn upstream_origin(&self) -> Option<String> {
+        let proxy = self.proxy.as_ref()?;
+        crate::wire::oauth::Origin::text_of(&proxy.upstream)
+    }
+
+    /// A server's session by its id (two servers' sessions of the same id are two sessions).
     pub(super) fn session_for_id(
         &mut self,
         t: DateTime<Utc>,
+        origin: Option<&str>,
         id: &str,
         revision: Option<&str>,
         announce: bool,
         out: &mut Vec<Notice>,
     ) -> usize {
-        if let Some(&index) = self.session_index.get(id) {
+        let key = (origin.map(str::to_string), id.to_string());
+        if let Some(&index) = self.session_index.get(&key) {
             return index;
         }
         let index = self.sessions.len();
         self.sessions.push(Session {
             id: Some(id.to_string()),
+            origin: origin.map(str::to_string),
             revision: revision.map(str::to_string),
             client: None,
             server: None,
@@ -318,11 +386,45 @@ impl Model {
             tools: Default::default(),
             announced: false,
         });
-        self.session_index.insert(id.to_string(), index);
+        self.session_index.insert(key, index);
         if announce {
             self.announce_session(t, index, out);
         }
         index
+    }
+
+    /// A server's session-less traffic: session 0 for the first server seen (or for exchanges
+    /// that name none), a session of its own for each other server.
+    pub(super) fn sessionless_for(&mut self, t: DateTime<Utc>, origin: Option<&str>) -> usize {
+        let nothing_yet = self.streams.is_empty();
+        let first = &mut self.sessions[0];
+        if first.origin.as_deref() == origin {
+            return 0;
+        }
+        if first.origin.is_none() && first.streams.is_empty() && nothing_yet {
+            first.origin = origin.map(str::to_string);
+            return 0;
+        }
+        if let Some(index) = self
+            .sessions
+            .iter()
+            .position(|s| s.is_sessionless() && s.origin.as_deref() == origin)
+        {
+            return index;
+        }
+        self.sessions.push(Session {
+            id: None,
+            origin: origin.map(str::to_string),
+            revision: None,
+            client: None,
+            server: None,
+            started_at: t,
+            ended: None,
+            streams: Vec::new(),
+            tools: Default::default(),
+            announced: true,
+        });
+        self.sessions.len() - 1
     }
 
     /// Reports `session_started` once.
@@ -338,6 +440,7 @@ impl Model {
         }
         session.announced = true;
         out.push(Notice {
+            server: session.origin.clone(),
             t,
             what: What::SessionStarted {
                 session: session.id.clone(),
@@ -346,23 +449,26 @@ impl Model {
         });
     }
 
-    #[allow(clippy::too_many_arguments)]
-    fn open_stream(
-        &mut self,
-        t: DateTime<Utc>,
-        id: StreamId,
-        conn: u64,
-        method: &str,
-        path: &str,
-        headers: &[Header],
-        out: &mut Vec<Notice>,
-    ) {
+    fn open_stream(&mut self, t: DateTime<Utc>, opened: Opened<'_>, out: &mut Vec<Notice>) {
+        let Opened {
+            id,
+            conn,
+            method,
+            path,
+            headers,
+            origin,
+        } = opened;
         let revision = header(headers, "mcp-protocol-version");
+        let server = origin.as_deref();
         let session = match header(headers, "mcp-session-id") {
-            Some(sid) => self.session_for_id(t, sid, revision, true, out),
-            None => self.legacy_session_of_path(path).unwrap_or(0),
+            Some(sid) => self.session_for_id(t, server, sid, revision, true, out),
+            None => match self.legacy_session_of_path(server, path) {
+                Some(session) => session,
+                None => self.sessionless_for(t, server),
+            },
         };
         let si = self.push_stream(t, id, conn, method, path, session, headers);
+        self.streams[si].origin = origin;
         if !method.eq_ignore_ascii_case("GET") {
             return;
         }
@@ -396,6 +502,7 @@ impl Model {
             method: method.to_string(),
             path: path.to_string(),
             session,
+            origin: None,
             opened_at: t,
             request_headers: headers.to_vec(),
             status: None,
@@ -404,6 +511,7 @@ impl Model {
             body: None,
             marks: Vec::new(),
             messages: Vec::new(),
+            detail_bytes: 0,
             calls: Vec::new(),
             last_event_id: None,
             retry_ms: None,
@@ -454,6 +562,7 @@ impl Model {
             self.calls[index].owner = new_id;
             self.streams[si].calls.push(index);
             out.push(Notice {
+                server: None,
                 t,
                 what: What::CallResumed {
                     call: self.call_ref(index),
@@ -504,7 +613,7 @@ impl Model {
             s.body = Some(body);
         }
         // The response that assigns a session (to `initialize`) moves the exchange into it.
-        if self.streams[si].session == 0
+        if self.sessions[self.streams[si].session].is_sessionless()
             && let Some(sid) = header(headers, "mcp-session-id")
         {
             let revision = self.streams[si]
@@ -515,20 +624,29 @@ impl Model {
                 .calls
                 .iter()
                 .any(|&c| self.calls[c].method == "initialize");
-            let session = self.session_for_id(t, sid, revision.as_deref(), !initializing, out);
+            let origin = self.streams[si].origin.clone();
+            let session = self.session_for_id(
+                t,
+                origin.as_deref(),
+                sid,
+                revision.as_deref(),
+                !initializing,
+                out,
+            );
             self.move_stream(si, session);
         }
         let session = self.streams[si].session;
         let method = self.streams[si].method.clone();
         let ok = (200..300).contains(&status);
+        let sessionless = self.sessions[session].is_sessionless();
         if status == 404
-            && session != 0
+            && !sessionless
             && self.streams[si].request_header("mcp-session-id").is_some()
         {
             self.end_session(t, session, SessionEnd::Expired, out);
             return;
         }
-        if method.eq_ignore_ascii_case("DELETE") && ok && session != 0 {
+        if method.eq_ignore_ascii_case("DELETE") && ok && !sessionless {
             self.end_session(t, session, SessionEnd::Deleted, out);
             return;
         }
@@ -591,6 +709,7 @@ impl Model {
         }
         self.sessions[session].ended = Some((t, how));
         out.push(Notice {
+            server: self.sessions[session].origin.clone(),
             t,
             what: What::SessionEnded {
                 session: self.sessions[session].id.clone(),
@@ -703,6 +822,7 @@ impl Model {
                 size,
             });
             self.streams[si].messages.push(index);
+            self.streams[si].detail_bytes += size;
             let kind = classify(msg);
             let is_response = matches!(kind, Kind::Result { .. } | Kind::Error { .. });
             if dir == Direction::ServerToClient {
@@ -729,13 +849,21 @@ impl Model {
                 Kind::Result { id: rid, result } => {
                     if let Some(call) = self.find_call(si, dir, rid) {
                         self.messages[index].call = Some(call);
+                        let open = self.calls[call].verdict.is_open();
                         self.answer(call, si, Ok(result), shared, t, out);
+                        if open {
+                            self.task_request_answered(call, id, Ok(result), t, out);
+                        }
                     }
                 }
                 Kind::Error { id: rid, error } => {
                     if let Some(call) = self.find_call(si, dir, rid) {
                         self.messages[index].call = Some(call);
+                        let open = self.calls[call].verdict.is_open();
                         self.answer(call, si, Err(error), shared, t, out);
+                        if open {
+                            self.task_request_answered(call, id, Err(error), t, out);
+                        }
                     }
                 }
                 Kind::Invalid(_) => {}
@@ -835,6 +963,7 @@ impl Model {
                 probe_call.aside_mut().superseded_by = Some(index);
             }
             out.push(Notice {
+                server: None,
                 t,
                 what: What::CallSuperseded {
                     call: probe.call,
@@ -869,6 +998,7 @@ impl Model {
                 .copied();
             if let Some(prev) = earlier.filter(|&p| continuing && self.calls[p].input_required) {
                 call.aside_mut().continues = Some(prev);
+                self.calls[prev].aside_mut().continued_by = Some(index);
             } else if let Some(prev) = self.retried_call(&key, session) {
                 call.arrival = self.calls[prev].arrival + 1;
                 call.retry_of = Some(prev);
@@ -896,6 +1026,7 @@ impl Model {
             .or_default()
             .push(index);
         self.calls.push(call);
+        self.link_task_request(index, t);
         self.full_calls += 1;
         self.streams[si].calls.push(index);
         self.counts.pending += 1;
@@ -911,6 +1042,7 @@ impl Model {
         }
         if dir == Direction::ServerToClient {
             out.push(Notice {
+                server: None,
                 t,
                 what: What::ServerRequest {
                     call: self.call_ref(index),
@@ -920,6 +1052,7 @@ impl Model {
         }
         if dir == Direction::ClientToServer {
             out.push(Notice {
+                server: None,
                 t,
                 what: What::CallStarted {
                     call: self.call_ref(index),
@@ -930,6 +1063,7 @@ impl Model {
                 let round = self.calls[index].round(&self.calls);
                 let continues = self.calls[prev].id.value();
                 out.push(Notice {
+                    server: None,
                     t,
                     what: What::CallContinued {
                         call: self.call_ref(index),
@@ -940,6 +1074,7 @@ impl Model {
             }
             if let Some((arrival, idempotent, retry_of)) = retry_notice {
                 out.push(Notice {
+                    server: None,
                     t,
                     what: What::ClientRetry {
                         call: self.call_ref(index),
@@ -1003,6 +1138,10 @@ impl Model {
         out: &mut Vec<Notice>,
     ) {
         match (dir, method) {
+            (Direction::ServerToClient, "notifications/tasks/status") => {
+                let session = self.streams[si].session;
+                self.task_notified(session, params, t, out);
+            }
             (Direction::ClientToServer, "notifications/cancelled") => {
                 let Some(rid) = params.get("requestId") else {
                     return;
@@ -1015,6 +1154,7 @@ impl Model {
                 if self.calls[index].verdict.is_open() {
                     self.set_verdict(index, Verdict::Cancelled { at: t }, Some(t));
                     out.push(Notice {
+                        server: None,
                         t,
                         what: What::CallCancelled {
                             call: self.call_ref(index),
@@ -1105,12 +1245,21 @@ impl Model {
             }
         }
         let elapsed_ms = (t - self.calls[index].started_at).num_milliseconds();
+        if let Ok(result) = response
+            && self.task_created(index, result, t, out)
+        {
+            self.calls[index].reply = Some(message);
+            return;
+        }
         match response {
             Ok(result) => {
                 self.calls[index].reply = Some(message);
                 self.calls[index].tool_error = is_tool_error(result);
                 if self.calls[index].method == "tools/list" {
                     self.learn_tools(self.calls[index].session, result);
+                }
+                if self.calls[index].method == "tasks/list" {
+                    self.tasks_listed(self.calls[index].session, result, t, out);
                 }
                 if self.calls[index].method == "initialize" {
                     let session = self.calls[index].session;
@@ -1121,6 +1270,7 @@ impl Model {
                         // Named already (a probe got the session id first): correct it.
                         if self.sessions[session].announced && was.as_deref() != Some(v) {
                             out.push(Notice {
+                                server: self.sessions[session].origin.clone(),
                                 t,
                                 what: What::SessionRevision {
                                     session: self.sessions[session].id.clone(),
@@ -1158,7 +1308,11 @@ impl Model {
                         is_error: is_tool_error(result),
                     },
                 };
-                out.push(Notice { t, what });
+                out.push(Notice {
+                    t,
+                    server: None,
+                    what,
+                });
             }
             Err(error) => {
                 self.calls[index].reply = Some(message);
@@ -1188,6 +1342,7 @@ impl Model {
             let info = ToolInfo {
                 read_only: hint("readOnlyHint"),
                 idempotent: hint("idempotentHint"),
+                definition: Some(Body::new(tool)),
             };
             self.sessions[session].tools.insert(name.to_string(), info);
         }
@@ -1216,8 +1371,14 @@ impl Model {
         let t = end.at;
         let (how, leg) = (end.how, end.leg);
         self.streams[si].ended = Some(end);
-        let open = self.open_calls_owned_by(si);
+        // A task operation's request stream ends once the task is created: the task lives on.
+        let open: Vec<usize> = self
+            .open_calls_owned_by(si)
+            .into_iter()
+            .filter(|&c| self.calls[c].task().is_none())
+            .collect();
         out.push(Notice {
+            server: None,
             t,
             what: What::StreamEnded {
                 stream: id,
@@ -1248,6 +1409,7 @@ impl Model {
             } else if stateless && leg == Leg::Client {
                 self.set_verdict(index, Verdict::Cancelled { at: t }, Some(t));
                 out.push(Notice {
+                    server: None,
                     t,
                     what: What::CallCancelled {
                         call: self.call_ref(index),
@@ -1261,6 +1423,7 @@ impl Model {
                 };
                 self.set_verdict(index, verdict, None);
                 out.push(Notice {
+                    server: None,
                     t,
                     what: What::CallResumable {
                         call: self.call_ref(index),
@@ -1326,19 +1489,31 @@ impl Model {
         out: &mut Vec<Notice>,
     ) {
         self.set_verdict(index, Verdict::Orphaned { cause, death }, Some(t));
-        out.push(Notice {
-            t,
-            what: What::CallOrphaned {
-                call: self.call_ref(index),
-                stream: death.stream,
-                stream_ended_at: death.at.to_rfc3339_opts(SecondsFormat::Millis, true),
-                how: death.how,
-                cause: cause.describe(),
-            },
-        });
+        // A request about a task is no call of its own: its task's operation says what the
+        // death means (a dead tasks/result wait: the task lives, the client must ask again).
+        if self.calls[index].stands_alone() {
+            out.push(Notice {
+                server: None,
+                t,
+                what: What::CallOrphaned {
+                    call: self.call_ref(index),
+                    stream: death.stream,
+                    stream_ended_at: death.at.to_rfc3339_opts(SecondsFormat::Millis, true),
+                    how: death.how,
+                    cause: cause.describe(),
+                },
+            });
+        }
+        self.task_wait_lost(index, death, t, out);
     }
 
-    fn fail(&mut self, index: usize, message: String, t: DateTime<Utc>, out: &mut Vec<Notice>) {
+    pub(super) fn fail(
+        &mut self,
+        index: usize,
+        message: String,
+        t: DateTime<Utc>,
+        out: &mut Vec<Notice>,
+    ) {
         let elapsed_ms = (t - self.calls[index].started_at).num_milliseconds();
         self.set_verdict(
             index,
@@ -1361,6 +1536,7 @@ impl Model {
             });
         } else if self.calls[index].dir == Direction::ClientToServer {
             out.push(Notice {
+                server: None,
                 t,
                 what: What::CallFailed {
                     call: self.call_ref(index),
@@ -1368,6 +1544,16 @@ impl Model {
                     elapsed_ms,
                 },
             });
+        }
+        // An HTTP failure, not an answer: a `tasks/result` wait lost.
+        if self.calls[index].reply.is_none() {
+            let death = Death {
+                stream: self.calls[index].owner,
+                at: t,
+                how: None,
+                leg: None,
+            };
+            self.task_wait_lost(index, death, t, out);
         }
     }
 
@@ -1385,13 +1571,15 @@ impl Model {
         if let Some(deadline) = verdict.resume_deadline() {
             self.resume_due.insert((deadline, index));
         }
+        // A request about a task orphans no operation: its task's operation is what counts.
+        let counted = call.stands_alone();
         let before = (
             call.verdict.is_open(),
-            matches!(call.verdict, Verdict::Orphaned { .. }),
+            counted && matches!(call.verdict, Verdict::Orphaned { .. }),
         );
         let after = (
             verdict.is_open(),
-            matches!(verdict, Verdict::Orphaned { .. }),
+            counted && matches!(verdict, Verdict::Orphaned { .. }),
         );
         call.verdict = verdict;
         call.ended_at = ended_at;

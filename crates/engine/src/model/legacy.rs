@@ -16,8 +16,10 @@ pub const LEGACY_REVISION: &str = "2024-11-05";
 /// The legacy sessions seen so far.
 #[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 pub(super) struct Legacy {
-    /// Session index by the path and query of the endpoint its SSE stream announced.
-    by_endpoint: HashMap<String, usize>,
+    /// Session index by the server and the path and query of the endpoint its SSE stream
+    /// announced.
+    #[serde(with = "super::pairs")]
+    by_endpoint: HashMap<(Option<String>, String), usize>,
     /// The SSE stream of each legacy session, by session index.
     streams: HashMap<usize, StreamId>,
 }
@@ -79,19 +81,30 @@ impl Model {
         let Some(target) = endpoint_target(data, &s.path) else {
             return;
         };
-        let session = self.session_for_id(t, &session_name(&target), None, false, out);
+        let origin = self.streams[si].origin.clone();
+        let session = self.session_for_id(
+            t,
+            origin.as_deref(),
+            &session_name(&target),
+            None,
+            false,
+            out,
+        );
         self.sessions[session].revision = Some(LEGACY_REVISION.to_string());
         if self.streams[si].session != session {
             self.move_stream(si, session);
         }
-        self.legacy.by_endpoint.insert(target, session);
+        self.legacy.by_endpoint.insert((origin, target), session);
         self.legacy.streams.insert(session, stream);
         self.announce_session(t, session, out);
     }
 
-    /// The legacy session whose endpoint a request path names.
-    pub(super) fn legacy_session_of_path(&self, path: &str) -> Option<usize> {
-        self.legacy.by_endpoint.get(path).copied()
+    /// The legacy session of a server whose endpoint a request path names.
+    pub(super) fn legacy_session_of_path(&self, origin: Option<&str>, path: &str) -> Option<usize> {
+        self.legacy
+            .by_endpoint
+            .get(&(origin.map(str::to_string), path.to_string()))
+            .copied()
     }
 
     /// The SSE stream that owns a legacy session's calls, while it is open.

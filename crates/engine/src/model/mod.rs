@@ -18,8 +18,10 @@ mod query;
 mod reshare;
 pub mod retention;
 pub mod session;
+pub mod stats;
 pub mod store;
 pub mod stream;
+pub mod task;
 pub mod verdict;
 
 use std::collections::{BTreeSet, HashMap, VecDeque};
@@ -37,6 +39,7 @@ pub use retention::{Evicted, Retention};
 pub use session::{Session, SessionEnd, ToolInfo};
 pub use store::Store;
 pub use stream::{End, Mark, Stream};
+pub use task::{Operation, StepKind, Task, TaskStatus, TaskStep};
 pub use verdict::{Death, OrphanCause, RESUME_GRACE_MS, Verdict};
 
 use crate::event::{Direction, Event, StreamId};
@@ -89,8 +92,18 @@ impl MessageRec {
 pub struct ProxyInfo {
     /// Listen address.
     pub listen: String,
-    /// Upstream URL.
+    /// Upstream URL ([`FORWARD_PROXY_UPSTREAM`] for a forward proxy).
     pub upstream: String,
+}
+
+/// What the proxy's start names as its upstream in forward-proxy mode.
+pub const FORWARD_PROXY_UPSTREAM: &str = "(forward proxy)";
+
+impl ProxyInfo {
+    /// Whether the proxy is a forward proxy (`--forward`): each request names its own server.
+    pub fn is_forward(&self) -> bool {
+        self.upstream == FORWARD_PROXY_UPSTREAM
+    }
 }
 
 /// A `server/discover` that failed, waiting to learn whether the client falls back to
@@ -120,6 +133,15 @@ pub struct Counts {
     pub faults: usize,
 }
 
+/// Exchanges through the forward proxy that were not MCP, or tunnelled blind: only counted.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Unobserved {
+    /// How many.
+    pub exchanges: u64,
+    /// Their bytes, both ways.
+    pub bytes: u64,
+}
+
 /// The whole state.
 #[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 pub struct Model {
@@ -139,12 +161,23 @@ pub struct Model {
     pub events_applied: u64,
     /// Time of the last event folded.
     pub last_t: Option<DateTime<Utc>>,
+    /// Exchanges through the forward proxy that were not MCP (counted, never shown in detail).
+    #[serde(default)]
+    pub unobserved: Unobserved,
     /// The latest time the model has reached: the last event's, or a later [`Model::advance`].
     clock: Option<DateTime<Utc>>,
     /// Resumable calls by the end of their resumption window: (deadline, call index).
     resume_due: BTreeSet<(DateTime<Utc>, usize)>,
+    /// Task operations by the end of their task's ttl: (deadline, call index).
+    #[serde(default)]
+    task_due: BTreeSet<(DateTime<Utc>, usize)>,
+    /// Task operations by (session, task id).
+    #[serde(with = "pairs", default)]
+    tasks: HashMap<(usize, String), usize>,
     stream_index: HashMap<StreamId, usize>,
-    session_index: HashMap<String, usize>,
+    /// Sessions by (server, session id).
+    #[serde(with = "pairs")]
+    session_index: HashMap<(Option<String>, String), usize>,
     #[serde(with = "pairs")]
     event_owner: HashMap<(usize, String), StreamId>,
     #[serde(with = "pairs")]
@@ -194,6 +227,12 @@ impl Model {
         &self.sessions[stream.session]
     }
 
+    /// Whether readable lines name their server ([`Notice::line_for`]): the feed is a forward
+    /// proxy's, which observes many servers.
+    pub fn names_servers(&self) -> bool {
+        self.proxy.as_ref().is_some_and(ProxyInfo::is_forward)
+    }
+
     /// Counts for a status bar.
     pub fn counts(&self) -> Counts {
         Counts {
@@ -239,6 +278,7 @@ impl Model {
             }
             if let Some(probe) = self.failed_probes.pop_front() {
                 notices.push(Notice {
+                    server: None,
                     t: probe.due,
                     what: What::CallFailed {
                         call: probe.call,
@@ -263,16 +303,57 @@ impl Model {
                 );
             }
         }
+        while let Some(&(deadline, index)) = self.task_due.first() {
+            if deadline > now {
+                break;
+            }
+            self.task_due.pop_first();
+            self.task_expiry_due(deadline, index, &mut notices);
+        }
+        self.name_servers(&mut notices);
         notices
+    }
+
+    /// The newest call a notice's [`CallRef`] names (server, session, JSON-RPC id and method),
+    /// if the model still holds it.
+    pub fn call_by_ref(&self, call: &CallRef) -> Option<&Call> {
+        self.calls.iter().rev().find(|c| {
+            *c.method == *call.method
+                && self
+                    .sessions
+                    .get(c.session)
+                    .is_some_and(|s| s.id == call.session && s.origin == call.server)
+                && c.id.value() == call.request_id
+        })
+    }
+
+    /// Names the server of each notice that does not name one yet: its call's, or its
+    /// stream's.
+    fn name_servers(&self, notices: &mut [Notice]) {
+        for notice in notices.iter_mut().filter(|n| n.server.is_none()) {
+            notice.server = match notice.what.call() {
+                Some(call) => call.server.clone(),
+                None => notice
+                    .what
+                    .stream()
+                    .and_then(|id| self.stream(id))
+                    .and_then(|s| s.origin.clone()),
+            };
+        }
     }
 
     fn call_ref(&self, index: usize) -> CallRef {
         let call = &self.calls[index];
         CallRef {
             session: self.sessions[call.session].id.clone(),
+            server: self.sessions[call.session].origin.clone(),
             request_id: call.id.value(),
             method: call.method.to_string(),
             tool: call.tool.as_deref().map(str::to_string),
+            task: call
+                .task()
+                .or_else(|| call.about_task().and_then(|op| self.calls.get(op)?.task()))
+                .map(|task| task.id.clone()),
         }
     }
 }

@@ -12,6 +12,9 @@ pub struct Notice {
     /// When it happened (RFC 3339 with milliseconds).
     #[serde(serialize_with = "millis")]
     pub t: DateTime<Utc>,
+    /// The server it is about (`scheme://host[:port]`, or a stdio process's name), when known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server: Option<String>,
     /// What happened.
     #[serde(flatten)]
     pub what: What,
@@ -24,6 +27,9 @@ fn millis<S: serde::Serializer>(t: &DateTime<Utc>, s: S) -> Result<S::Ok, S::Err
 /// The call a notice is about.
 #[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct CallRef {
+    /// The server of its session (written once, as the notice's `server`).
+    #[serde(skip)]
+    pub server: Option<String>,
     /// Session id, or null for session-less traffic.
     pub session: Option<String>,
     /// JSON-RPC id.
@@ -32,6 +38,9 @@ pub struct CallRef {
     pub method: String,
     /// Tool name (tools/call only).
     pub tool: Option<String>,
+    /// The task id, for a task operation and the requests about its task.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task: Option<String>,
 }
 
 /// The kinds of notable change.
@@ -290,9 +299,152 @@ pub enum What {
         /// The process's stream.
         stream: StreamId,
     },
+    /// A task-augmented request was answered with a `CreateTaskResult`: the operation stays
+    /// pending while its task lives.
+    TaskCreated {
+        /// The task operation (the request that created it).
+        #[serde(flatten)]
+        call: CallRef,
+        /// The task id.
+        task_id: String,
+        /// The status it was created with.
+        status: &'static str,
+        /// Its ttl in ms (null: unlimited).
+        ttl_ms: Option<u64>,
+        /// The suggested poll interval in ms.
+        poll_ms: Option<u64>,
+    },
+    /// A task's status changed.
+    TaskStatus {
+        /// The task operation.
+        #[serde(flatten)]
+        call: CallRef,
+        /// The task id.
+        task_id: String,
+        /// The new status.
+        status: &'static str,
+        /// The server's `statusMessage`, if any.
+        message: Option<String>,
+    },
+    /// The stream carrying a `tasks/result` died without the answer: the task lives, and the
+    /// client must ask again.
+    TaskResultWaitDied {
+        /// The task operation (its tool is named).
+        #[serde(flatten)]
+        call: CallRef,
+        /// The task id.
+        task_id: String,
+        /// The stream that died.
+        stream: StreamId,
+        /// How it ended, or null when no stream died (an HTTP failure).
+        how: Option<EndHow>,
+        /// The JSON-RPC id of the `tasks/result` request whose wait died.
+        result_request_id: Value,
+    },
+    /// A call broke a schema: a `tools/call`'s arguments its tool's `inputSchema`, its result
+    /// the `outputSchema`, or an accepted elicitation's content its `requestedSchema`
+    /// (`engine::schema`).
+    SchemaViolation {
+        /// The call.
+        #[serde(flatten)]
+        call: CallRef,
+        /// `input`, `output` or `elicitation`.
+        side: &'static str,
+        /// The member checked: `arguments`, `structuredContent`, `content`.
+        member: &'static str,
+        /// Where in it (`$`, `$.address.zip`).
+        path: String,
+        /// The schema keyword that failed (`type`, `required`, …).
+        keyword: String,
+        /// The validator's message.
+        message: String,
+    },
+}
+
+impl What {
+    /// The call it is about, if any.
+    pub fn call(&self) -> Option<&CallRef> {
+        match self {
+            What::CallStarted { call, .. }
+            | What::CallOrphaned { call, .. }
+            | What::CallResumable { call, .. }
+            | What::CallResumed { call, .. }
+            | What::CallAnswered { call, .. }
+            | What::CallFailed { call, .. }
+            | What::CallSuperseded { call, .. }
+            | What::CallInputRequired { call, .. }
+            | What::CallContinued { call, .. }
+            | What::ServerRequest { call, .. }
+            | What::ServerRequestAnswered { call, .. }
+            | What::CallCancelled { call }
+            | What::ClientRetry { call, .. }
+            | What::CallRescued { call, .. }
+            | What::AuthChallenge { call, .. }
+            | What::TaskCreated { call, .. }
+            | What::TaskStatus { call, .. }
+            | What::TaskResultWaitDied { call, .. }
+            | What::SchemaViolation { call, .. } => Some(call),
+            What::SessionStarted { .. }
+            | What::SessionRevision { .. }
+            | What::SessionEnded { .. }
+            | What::StreamEnded { .. }
+            | What::UpstreamUnreachable { .. }
+            | What::InvalidMessage { .. }
+            | What::FaultInjected { .. }
+            | What::Rewritten { .. }
+            | What::ProcessStarted { .. }
+            | What::ProcessExited { .. }
+            | What::StdinClosed { .. } => None,
+        }
+    }
+
+    /// The stream it is about, if any.
+    pub fn stream(&self) -> Option<StreamId> {
+        match self {
+            What::CallStarted { stream, .. }
+            | What::StreamEnded { stream, .. }
+            | What::CallOrphaned { stream, .. }
+            | What::CallResumable { stream, .. }
+            | What::CallResumed { stream, .. }
+            | What::CallAnswered { stream, .. }
+            | What::ServerRequest { stream, .. }
+            | What::UpstreamUnreachable { stream, .. }
+            | What::InvalidMessage { stream, .. }
+            | What::CallRescued { stream, .. }
+            | What::FaultInjected { stream, .. }
+            | What::AuthChallenge { stream, .. }
+            | What::Rewritten { stream, .. }
+            | What::ProcessStarted { stream, .. }
+            | What::ProcessExited { stream, .. }
+            | What::StdinClosed { stream }
+            | What::TaskResultWaitDied { stream, .. } => Some(*stream),
+            _ => None,
+        }
+    }
 }
 
 impl Notice {
+    /// One readable line for the headless view, naming its server after the time when
+    /// `name_server` (`12:00:00.000 [127.0.0.2:8443] ORPHANED …`; the scheme is left out, a
+    /// notice of no server is not marked). The views name it when the feed is a forward
+    /// proxy's ([`super::Model::names_servers`]): many servers, the lines alike otherwise.
+    pub fn line_for(&self, name_server: bool) -> String {
+        let line = self.line();
+        match (&self.server, name_server) {
+            (Some(server), true) => {
+                let server = server
+                    .strip_prefix("http://")
+                    .or_else(|| server.strip_prefix("https://"))
+                    .unwrap_or(server);
+                match line.split_once(' ') {
+                    Some((t, rest)) => format!("{t} [{server}] {rest}"),
+                    None => format!("[{server}] {line}"),
+                }
+            }
+            _ => line,
+        }
+    }
+
     /// One readable line for the headless view.
     pub fn line(&self) -> String {
         let t = self.t.format("%H:%M:%S%.3f");
@@ -302,7 +454,10 @@ impl Notice {
                 Some(tool) => format!("{} {tool}", c.method),
                 None => c.method.clone(),
             };
-            format!("{what} id={} session={session}", c.request_id)
+            match &c.task {
+                Some(task) => format!("{what} id={} session={session} task={task}", c.request_id),
+                None => format!("{what} id={} session={session}", c.request_id),
+            }
         };
         let text = match &self.what {
             What::SessionStarted { session, revision } => format!(
@@ -468,6 +623,46 @@ impl Notice {
                 format!("PROCESS ENDED     #{stream} {how} with {pending} call(s) unanswered")
             }
             What::StdinClosed { stream } => format!("stdin closed      #{stream} by the client"),
+            What::TaskCreated {
+                call: c,
+                status,
+                ttl_ms,
+                ..
+            } => format!(
+                "task created      {} status={status} ttl={}",
+                call(c),
+                ttl_ms.map_or("unlimited".to_string(), |ms| format!("{ms} ms"))
+            ),
+            What::TaskStatus {
+                call: c,
+                status,
+                message,
+                ..
+            } => match message {
+                Some(m) => format!("task status       {} {status}: {m}", call(c)),
+                None => format!("task status       {} {status}", call(c)),
+            },
+            What::TaskResultWaitDied {
+                call: c,
+                stream,
+                how,
+                ..
+            } => format!(
+                "RESULT WAIT DIED  {} — #{stream} {}: the task lives; the client must ask again (tasks/result)",
+                call(c),
+                how.map(EndHow::as_str).unwrap_or("-")
+            ),
+            What::SchemaViolation {
+                call: c,
+                side,
+                member,
+                path,
+                keyword,
+                message,
+            } => format!(
+                "SCHEMA {side}  {} — {member} {path}: {keyword}: {message}",
+                call(c)
+            ),
         };
         format!("{t} {text}")
     }

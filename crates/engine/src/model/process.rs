@@ -95,11 +95,16 @@ pub fn signal_name(signal: i32) -> String {
 /// The session id of a process: `stdio:NAME:PID`, NAME being `--name` or the program's file
 /// name.
 pub fn session_id(pid: u32, command: &[String], name: Option<&str>) -> String {
+    format!("stdio:{}:{pid}", process_name(command, name))
+}
+
+/// The name a process goes by, as a server: `--name`, or the program's file name.
+pub fn process_name<'a>(command: &'a [String], name: Option<&'a str>) -> &'a str {
     let program = command
         .first()
         .map(|p| p.rsplit('/').next().unwrap_or(p))
         .unwrap_or("process");
-    format!("stdio:{}:{pid}", name.unwrap_or(program))
+    name.unwrap_or(program)
 }
 
 impl Model {
@@ -113,10 +118,13 @@ impl Model {
     ) {
         let sid = session_id(process.pid, &process.command, process.name.as_deref());
         // Announced when `initialize` is answered (with its revision), or when the process ends.
-        let session = self.session_for_id(t, &sid, None, false, out);
+        let origin = process_name(&process.command, process.name.as_deref()).to_string();
+        let session = self.session_for_id(t, Some(&origin), &sid, None, false, out);
         let path = shell_words(&process.command);
         let si = self.push_stream(t, stream, 0, "STDIO", &path, session, &[]);
+        self.streams[si].origin = Some(origin);
         out.push(Notice {
+            server: None,
             t,
             what: What::ProcessStarted {
                 session: sid,
@@ -166,6 +174,7 @@ impl Model {
         out.insert(
             at,
             Notice {
+                server: None,
                 t,
                 what: What::ProcessExited {
                     stream,
@@ -196,6 +205,7 @@ impl Model {
                 self.streams[si].request_aborted = Some(end);
             }
             out.push(Notice {
+                server: None,
                 t,
                 what: What::StdinClosed { stream },
             });
@@ -219,6 +229,7 @@ impl Model {
         out.insert(
             at,
             Notice {
+                server: None,
                 t,
                 what: What::StreamEnded {
                     stream,

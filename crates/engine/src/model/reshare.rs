@@ -55,6 +55,7 @@ mod tests {
                     method: "POST".into(),
                     path: "/mcp".into(),
                     headers: vec![("mcp-protocol-version".into(), "2025-11-25".into())],
+                    origin: None,
                 },
             );
             at(

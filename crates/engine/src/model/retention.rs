@@ -7,8 +7,11 @@
 //! detail. Older answered calls collapse to a compact row (method, tool, timings, verdict and
 //! the event sequence numbers that find their detail in the recording, [`Call::seq`]); past
 //! [`Retention::max_rows`] rows they are only counted ([`Evicted`]). An open stream keeps its
-//! last [`Retention::stream_detail`] SSE events and messages. Every view, live or replayed,
-//! folds through the same policy, so they agree.
+//! newest SSE events and messages, at most [`Retention::stream_detail`] of them and
+//! [`Retention::stream_detail_bytes`] of their bodies; all streams together keep at most
+//! [`Retention::streams_detail_bytes`], shared evenly when they hold more. What a stream no
+//! longer holds is counted ([`super::Stream::dropped_marks`], [`Evicted::messages`]). Every
+//! view, live or replayed, folds through the same policy, so they agree.
 
 use std::collections::HashSet;
 
@@ -26,6 +29,11 @@ pub struct Retention {
     pub max_rows: usize,
     /// SSE events and messages kept per stream (the newest).
     pub stream_detail: usize,
+    /// Bytes of message bodies kept per stream (the newest messages; the newest one always).
+    pub stream_detail_bytes: usize,
+    /// Bytes of message bodies all streams keep together; past it each stream holding detail
+    /// keeps an even share (its newest messages).
+    pub streams_detail_bytes: usize,
     /// Notes and fault records kept (the newest).
     pub max_notes: usize,
 }
@@ -35,15 +43,20 @@ impl Retention {
     pub const DEFAULT_KEEP_CALLS: usize = 10_000;
     /// The default bytes of message detail held.
     pub const DEFAULT_KEEP_BYTES: usize = 64 << 20;
+    /// The default bytes of message bodies one stream keeps.
+    pub const DEFAULT_STREAM_DETAIL_BYTES: usize = 4 << 20;
 
     /// The policy of the live and replay views: the last `keep_calls` calls, at most 64 MiB of
-    /// detail, three times as many compact rows.
+    /// detail, three times as many compact rows; a stream keeps 4 MiB of its newest messages,
+    /// all streams 64 MiB.
     pub fn window(keep_calls: usize) -> Self {
         Self {
             keep_calls,
             keep_bytes: Self::DEFAULT_KEEP_BYTES,
             max_rows: keep_calls.saturating_mul(3).max(1_000),
             stream_detail: 2_048,
+            stream_detail_bytes: Self::DEFAULT_STREAM_DETAIL_BYTES,
+            streams_detail_bytes: Self::DEFAULT_KEEP_BYTES,
             max_notes: 10_000,
         }
     }
@@ -56,6 +69,8 @@ impl Retention {
             keep_bytes: 0,
             max_rows: 0,
             stream_detail: 64,
+            stream_detail_bytes: 1 << 20,
+            streams_detail_bytes: 16 << 20,
             max_notes: 0,
         }
     }
@@ -67,6 +82,8 @@ impl Retention {
             keep_bytes: usize::MAX,
             max_rows: usize::MAX,
             stream_detail: usize::MAX,
+            stream_detail_bytes: usize::MAX,
+            streams_detail_bytes: usize::MAX,
             max_notes: usize::MAX,
         }
     }
@@ -171,6 +188,11 @@ impl Model {
             )
             || over(self.streams.len(), r.keep_calls, floor.streams)
             || over(self.detail_bytes, r.keep_bytes, floor.detail_bytes)
+            || over(
+                self.detail_bytes,
+                r.streams_detail_bytes,
+                floor.detail_bytes,
+            )
             || over(self.messages.len(), r.max_messages(), floor.messages)
         {
             self.evict();
@@ -221,6 +243,37 @@ impl Model {
             window_start += (next - window_start).div_ceil(2);
             stream_start += (next_stream - stream_start).div_ceil(2);
         }
+        if self.detail_bytes > r.streams_detail_bytes {
+            self.share_stream_detail();
+        }
+    }
+
+    /// Trims every stream holding detail to an even share of
+    /// [`Retention::streams_detail_bytes`] (what is left of it once the streams under their
+    /// share are counted).
+    fn share_stream_detail(&mut self) {
+        let mut budget = self.retention.streams_detail_bytes;
+        let mut sizes: Vec<(usize, usize)> = self
+            .streams
+            .indexed()
+            .filter(|(_, s)| s.detail_bytes > 0)
+            .map(|(si, s)| (s.detail_bytes, si))
+            .collect();
+        // Smallest first: a stream under its share leaves the rest to the larger ones.
+        sizes.sort_unstable();
+        let mut trimmed = Vec::new();
+        let mut left = sizes.len();
+        for (bytes, si) in sizes {
+            let share = budget / left.max(1);
+            left -= 1;
+            if bytes <= share {
+                budget -= bytes;
+                continue;
+            }
+            trimmed.extend(self.trim_stream_to(si, self.retention.stream_detail, share));
+            budget = budget.saturating_sub(self.streams[si].detail_bytes);
+        }
+        self.remove_messages(trimmed);
     }
 
     /// Collapses every answered call before `window_start` (except those held) to a compact row.
@@ -349,6 +402,12 @@ impl Model {
         let messages = &self.messages;
         for stream in self.streams.iter_mut() {
             stream.messages.retain(|&m| messages.contains(m));
+            stream.detail_bytes = stream
+                .messages
+                .iter()
+                .filter_map(|&m| messages.get(m))
+                .map(|m| m.size)
+                .sum();
         }
     }
 
@@ -366,14 +425,14 @@ impl Model {
     }
 
     /// Trims a stream's SSE events and messages to the newest [`Retention::stream_detail`]
-    /// (messages of calls held in full stay), once it has twice as many.
+    /// and [`Retention::stream_detail_bytes`] (messages of calls held in full stay), once it
+    /// holds twice as many or twice as much.
     pub(super) fn trim_stream(&mut self, si: usize) {
-        let cap = self.retention.stream_detail;
-        let limit = cap.saturating_mul(2);
+        let r = self.retention;
         let stream = &mut self.streams[si];
-        if stream.marks.len() > limit {
+        if stream.marks.len() > r.stream_detail.saturating_mul(2) {
             let session = stream.session;
-            let excess = stream.marks.len() - cap;
+            let excess = stream.marks.len() - r.stream_detail;
             for mark in stream.marks.drain(..excess) {
                 if let Some(id) = mark.id {
                     self.event_owner.remove(&(session, id));
@@ -381,10 +440,20 @@ impl Model {
             }
             stream.dropped_marks += excess as u64;
         }
-        if stream.messages.len() <= limit {
+        if stream.messages.len() <= r.stream_detail.saturating_mul(2)
+            && stream.detail_bytes <= r.stream_detail_bytes.saturating_mul(2)
+        {
             return;
         }
-        let excess = stream.messages.len() - cap;
+        let trimmed = self.trim_stream_to(si, r.stream_detail, r.stream_detail_bytes);
+        self.remove_messages(trimmed);
+    }
+
+    /// Takes a stream's oldest messages off it until it lists at most `count` of them and
+    /// `bytes` of their bodies (its newest message always stays, and so do messages of calls
+    /// held in full), with the SSE events up to the last one that carried a message taken;
+    /// returns the messages taken, in order, for [`Model::remove_messages`].
+    fn trim_stream_to(&mut self, si: usize, count: usize, bytes: usize) -> Vec<usize> {
         let (calls, messages) = (&self.calls, &self.messages);
         let held = |m: usize| {
             messages
@@ -393,16 +462,58 @@ impl Model {
                 .and_then(|c| calls.get(c))
                 .is_some_and(|c| c.evicted.is_none())
         };
+        let size = |m: usize| messages.get(m).map_or(0, |rec| rec.size);
+        let stream = &mut self.streams[si];
+        // The newest messages that fit both budgets (the newest one whatever its size).
+        let mut kept_bytes = 0;
+        let mut first_kept = stream.messages.len();
+        for (kept, (position, &m)) in stream.messages.iter().enumerate().rev().enumerate() {
+            let weight = size(m);
+            if kept > 0 && (kept >= count || kept_bytes + weight > bytes) {
+                break;
+            }
+            kept_bytes += weight;
+            first_kept = position;
+        }
         let mut trimmed: Vec<usize> = Vec::new();
         let mut position = 0;
         stream.messages.retain(|&m| {
             position += 1;
-            if position > excess || held(m) {
+            if position > first_kept || held(m) {
                 return true;
             }
             trimmed.push(m);
             false
         });
+        if trimmed.is_empty() {
+            return trimmed;
+        }
+        let freed: usize = trimmed.iter().map(|&m| size(m)).sum();
+        stream.detail_bytes = stream.detail_bytes.saturating_sub(freed);
+        // The events that carried the messages taken go too (and those before them).
+        let carried = |mark: &super::Mark| {
+            mark.message
+                .is_some_and(|m| trimmed.binary_search(&m).is_ok())
+        };
+        if let Some(last) = stream.marks.iter().rposition(carried) {
+            let session = stream.session;
+            for mark in stream.marks.drain(..=last) {
+                if let Some(id) = mark.id {
+                    self.event_owner.remove(&(session, id));
+                }
+            }
+            stream.dropped_marks += last as u64 + 1;
+        }
+        trimmed
+    }
+
+    /// Removes the messages `trimmed` (in order) from the model, counting them evicted.
+    fn remove_messages(&mut self, trimmed: Vec<usize>) {
+        if trimmed.is_empty() {
+            return;
+        }
+        let mut trimmed = trimmed;
+        trimmed.sort_unstable();
         let mut freed = 0;
         let removed = self.messages.retain(|index, message| {
             let gone = trimmed.binary_search(&index).is_ok();

@@ -22,6 +22,10 @@ pub struct ToolInfo {
     pub read_only: bool,
     /// `annotations.idempotentHint`.
     pub idempotent: bool,
+    /// The whole definition as `tools/list` gave it (its schemas are checked against each call,
+    /// its length is what it costs a host's context), when one was seen.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub definition: Option<super::Body>,
 }
 
 impl ToolInfo {
@@ -36,6 +40,10 @@ impl ToolInfo {
 pub struct Session {
     /// `Mcp-Session-Id`, or `None` for session-less traffic.
     pub id: Option<String>,
+    /// The server it belongs to (see [`super::Stream::origin`]): two servers issuing the same
+    /// session id have two sessions, and each server has its own session-less traffic.
+    #[serde(default)]
+    pub origin: Option<String>,
     /// The negotiated (or announced) protocol revision.
     pub revision: Option<String>,
     /// The client's name and version from `initialize`, if seen.
@@ -61,6 +69,11 @@ impl Session {
         self.id
             .clone()
             .unwrap_or_else(|| "(no session)".to_string())
+    }
+
+    /// Whether it is the session-less traffic of its server.
+    pub fn is_sessionless(&self) -> bool {
+        self.id.is_none()
     }
 
     /// Whether it is alive.

@@ -48,6 +48,11 @@ pub struct Stream {
     pub path: String,
     /// Index of its session.
     pub session: usize,
+    /// The server it went to: `scheme://host[:port]` (the request's own server through the
+    /// forward proxy, the upstream's otherwise), or a stdio process's name; `None` when the
+    /// recording does not say.
+    #[serde(default)]
+    pub origin: Option<String>,
     /// When the request head arrived.
     pub opened_at: DateTime<Utc>,
     /// Request headers.
@@ -64,6 +69,9 @@ pub struct Stream {
     pub marks: Vec<Mark>,
     /// Indices of the messages carried both ways.
     pub messages: Vec<usize>,
+    /// Bytes of the bodies of [`Stream::messages`] (their sizes for the retention policy).
+    #[serde(default)]
+    pub detail_bytes: usize,
     /// Indices of the calls it carried the request of, or owns the response of.
     pub calls: Vec<usize>,
     /// The last SSE event id seen.

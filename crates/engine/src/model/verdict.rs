@@ -37,6 +37,10 @@ pub enum OrphanCause {
     },
     /// The stdio server process closed its stdout while the call was pending.
     StdoutClosed,
+    /// Its task's ttl ran out before the result was fetched.
+    TaskExpired,
+    /// The server does not know its task (any more).
+    TaskUnknown,
 }
 
 impl OrphanCause {
@@ -60,6 +64,8 @@ impl OrphanCause {
             OrphanCause::SessionDeleted => "session deleted",
             OrphanCause::ResumeFailed => "resumption failed",
             OrphanCause::ClientClosed => "client closed the stream",
+            OrphanCause::TaskExpired => "task expired (ttl) before its result was fetched",
+            OrphanCause::TaskUnknown => "the server does not know the task",
         };
         text.into()
     }

@@ -15,6 +15,7 @@ use chrono::{DateTime, TimeDelta, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
+use super::MAX_LINE_BYTES;
 use crate::event::{Direction, Event, EventKind, Header, StreamId, rfc3339_micros};
 use crate::wire::observe;
 
@@ -138,6 +139,8 @@ struct OpenedOut<'a> {
     method: &'a str,
     path: &'a str,
     headers: HeadersOut<'a>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    origin: Option<&'a str>,
 }
 
 /// A `stream_opened` line as read (`kind` is known already).
@@ -149,6 +152,8 @@ struct OpenedIn {
     method: String,
     path: String,
     headers: Vec<HeaderItem>,
+    #[serde(default)]
+    origin: Option<String>,
 }
 
 /// A `response_head` line.
@@ -269,9 +274,39 @@ impl Encoder {
         }
     }
 
-    /// Appends `event` as one line (without its newline) to `out`.
+    /// Appends `event` as one line (without its newline) to `out`. An event whose line would
+    /// hold more than [`MAX_LINE_BYTES`] is written as a note saying what was left out, and
+    /// the lines after it refer only to what a reader saw.
     pub fn encode(&mut self, event: &Event, out: &mut Vec<u8>) -> serde_json::Result<()> {
+        let start = out.len();
+        let taken = self.write(event, out)?;
+        let length = out.len() - start;
+        if length <= MAX_LINE_BYTES {
+            self.context.remember(event);
+            return Ok(());
+        }
+        let text = left_out(&out[start..], length);
+        out.truncate(start);
+        out.shrink_to(start.max(1024));
+        let stream = event.kind.stream();
+        // A reader that never sees the message leaves the stream's SSE data pending.
+        if let (Some(stream), Some(data)) = (stream, taken) {
+            self.context.sse.insert(stream, data);
+        }
+        let note = Event {
+            t: event.t,
+            kind: EventKind::Note { stream, text },
+        };
+        self.write(&note, out)?;
+        self.context.remember(&note);
+        Ok(())
+    }
+
+    /// Appends `event`'s line to `out` without noting what it does to the context; returns the
+    /// SSE data a message took from its stream.
+    fn write(&mut self, event: &Event, out: &mut Vec<u8>) -> serde_json::Result<Option<String>> {
         let t = self.stamp(event.t);
+        let mut taken = None;
         let context = &mut self.context;
         match &event.kind {
             EventKind::SseEvent {
@@ -302,6 +337,7 @@ impl Encoder {
                 method,
                 path,
                 headers,
+                origin,
             } => {
                 let line = OpenedOut {
                     t,
@@ -314,6 +350,7 @@ impl Encoder {
                         headers,
                         previous: &context.request_headers,
                     },
+                    origin: origin.as_deref(),
                 };
                 serde_json::to_writer(&mut *out, &line)?;
             }
@@ -336,9 +373,10 @@ impl Encoder {
             }
             EventKind::Message { stream, dir, .. }
             | EventKind::InvalidMessage { stream, dir, .. } => {
-                let from_sse = context
-                    .take(*stream)
-                    .is_some_and(|data| derived(*stream, *dir, &data) == event.kind);
+                taken = context.take(*stream);
+                let from_sse = taken
+                    .as_ref()
+                    .is_some_and(|data| derived(*stream, *dir, data) == event.kind);
                 if from_sse {
                     let kind = match event.kind {
                         EventKind::Message { .. } => RefKind::Message,
@@ -359,9 +397,20 @@ impl Encoder {
             }
             kind => serde_json::to_writer(&mut *out, &PlainOut { t, kind })?,
         }
-        self.context.remember(event);
-        Ok(())
+        Ok(taken)
     }
+}
+
+/// The text of the note that stands for an event too large for one line (`line`, as it would
+/// have been written, names its kind).
+fn left_out(line: &[u8], length: usize) -> String {
+    let what = kind_of(line).map_or_else(|| "event".to_string(), |kind| kind.into_owned());
+    format!(
+        "not recorded: a {what} event of {} MiB as a line, past the {} MiB a recording line \
+         may hold",
+        length.div_ceil(1 << 20),
+        MAX_LINE_BYTES >> 20
+    )
 }
 
 /// Why a line is not an event.
@@ -449,6 +498,7 @@ impl Decoder {
                     method: o.method,
                     path: o.path,
                     headers: self.headers(o.headers, true)?,
+                    origin: o.origin,
                 };
                 Event::at(self.time(o.t)?, kind)
             }
@@ -639,6 +689,61 @@ mod tests {
     }
 
     #[test]
+    fn an_event_too_large_for_a_line_is_written_as_a_note_and_what_follows_reads_back() {
+        // SSE data past the cap, as a JSON string (control characters escape to six bytes).
+        let huge = "\u{1}".repeat(MAX_LINE_BYTES / 6 + 1024);
+        let small = r#"{"jsonrpc":"2.0","method":"notifications/progress"}"#;
+        let pending = r#"{"jsonrpc":"2.0","method":"pending"}"#;
+        let mut encoder = Encoder::default();
+        let mut decoder = Decoder::new(2);
+        let first = at(sse(4, pending));
+        let too_big = live_pair(3, &huge);
+        let body_too_big = at(EventKind::Message {
+            stream: 4,
+            dir: Direction::ServerToClient,
+            body: json!({ "result": huge }),
+        });
+        let after = live_pair(3, small);
+        let last = at(derived(4, Direction::ServerToClient, pending));
+        let events = [
+            &first,
+            &too_big[0],
+            &too_big[1],
+            &body_too_big,
+            &after[0],
+            &after[1],
+            &last,
+        ];
+        let mut back = Vec::new();
+        let mut longest = 0;
+        for event in events {
+            let mut line = Vec::new();
+            encoder.encode(event, &mut line).expect("encode");
+            longest = longest.max(line.len());
+            back.push(decoder.decode(&line).unwrap_or_else(|e| panic!("{e:?}")));
+        }
+        assert!(longest < 64 << 10, "every line written is short: {longest}");
+        let note = |event: &Event| match &event.kind {
+            EventKind::Note { stream, text } => (*stream, text.clone()),
+            other => panic!("not a note: {other:?}"),
+        };
+        let (stream, text) = note(&back[1]);
+        assert_eq!(stream, Some(3));
+        assert!(
+            text.contains("sse_event") && text.contains("128 MiB"),
+            "{text}"
+        );
+        // What the tap derived is written whole (the data never reached the reader): here an
+        // invalid message quoting the data's start.
+        assert_eq!(back[2], too_big[1]);
+        assert!(note(&back[3]).1.contains("a message event"));
+        assert_eq!(back[1].t, too_big[0].t);
+        // After them, stream 3's data and stream 4's pending data are referred to correctly.
+        assert_eq!(back[0], first);
+        assert_eq!(back[4..], [after[0].clone(), after[1].clone(), last]);
+    }
+
+    #[test]
     fn a_body_that_is_not_the_data_is_written_whole() {
         let data = r#"{"jsonrpc":"2.0","method":"n"}"#;
         let other = EventKind::Message {
@@ -712,6 +817,7 @@ mod tests {
                 method: "POST".into(),
                 path: "/mcp".into(),
                 headers,
+                origin: None,
             })
         };
         let first = vec![pair("accept", "*/*"), pair("content-length", "10")];

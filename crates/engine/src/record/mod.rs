@@ -12,9 +12,16 @@ pub use convert::{ConvertError, Converted, convert};
 pub use index::{Index, IndexPoint, index_file, read_range};
 pub use reader::{Events, Position, ReadError, Recording, read_file, read_from};
 pub use span::read_span;
-pub use writer::{Create, Recorder, open_private, write_private};
+pub use writer::{Create, Follower, Recorder, open_private, write_private};
 
 use serde::{Deserialize, Serialize};
+
+/// The most bytes one recording line may hold (its newline aside): 128 MiB. A reader refuses a
+/// longer line with an error naming it (it holds at most this much of it, never the whole);
+/// the recorder never writes one: an event whose line would be longer is recorded as a note
+/// saying what was left out. Above the longest line the proxy writes with its default limits
+/// (a 64 MiB request body; a 16 MiB SSE event's data, escaped as a JSON string).
+pub const MAX_LINE_BYTES: usize = 128 << 20;
 
 /// The value of the header's `format` field.
 pub const FORMAT_NAME: &str = "mcpscope-recording";

@@ -7,8 +7,11 @@ use std::path::{Path, PathBuf};
 
 use super::index::IndexPoint;
 use super::line::{Context, DecodeError, Decoder};
-use super::{FORMAT_NAME, Header};
+use super::{FORMAT_NAME, Header, MAX_LINE_BYTES};
 use crate::event::{Event, FORMAT_VERSION};
+
+/// A line buffer grown past this by one long line is given back rather than kept for the next.
+const KEPT_LINE_CAPACITY: usize = 1 << 20;
 
 /// Why a recording cannot be read.
 #[derive(Debug, thiserror::Error)]
@@ -118,9 +121,16 @@ impl<R: BufRead> Events<R> {
     /// Reads the header from `source`; `path` names it in errors and warnings.
     pub fn new(mut source: R, path: &Path) -> Result<Self, ReadError> {
         let mut line = Vec::new();
-        let read = source
-            .read_until(b'\n', &mut line)
-            .map_err(|e| io_error(path, e))?;
+        let read = match read_line(&mut source, &mut line).map_err(|e| io_error(path, e))? {
+            LineRead::Read(read) => read,
+            LineRead::TooLong => {
+                return Err(ReadError::Line {
+                    path: path.to_path_buf(),
+                    line: 1,
+                    reason: too_long(),
+                });
+            }
+        };
         let header = parse_header(trim_newline(&line), read == 0, path)?;
         let decoder = Decoder::new(header.version);
         Ok(Self {
@@ -137,6 +147,13 @@ impl<R: BufRead> Events<R> {
             warnings: Vec::new(),
             done: false,
         })
+    }
+
+    /// Reads on from an indexed point of the recording whose header is `header` (`source`
+    /// must stand at `point`'s offset, as [`Events::open_at`] puts it): for a reader of bytes
+    /// that are not a whole file (the part of a growing recording written so far).
+    pub fn continue_at(source: R, path: &Path, header: Header, point: &IndexPoint) -> Self {
+        Self::resume(source, path, header, point.at, point.context.clone())
     }
 
     /// Continues a file from a saved position (`source` must stand at `at.offset`), with the
@@ -209,10 +226,19 @@ impl<R: BufRead> Iterator for Events<R> {
 
     fn next(&mut self) -> Option<Self::Item> {
         while !self.done {
+            if self.line.capacity() > KEPT_LINE_CAPACITY {
+                self.line = Vec::new();
+            }
             self.line.clear();
-            let read = match self.source.read_until(b'\n', &mut self.line) {
-                Ok(0) => break,
-                Ok(read) => read,
+            let read = match read_line(&mut self.source, &mut self.line) {
+                Ok(LineRead::Read(0)) => break,
+                Ok(LineRead::Read(read)) => read,
+                Ok(LineRead::TooLong) => {
+                    self.done = true;
+                    self.line = Vec::new();
+                    self.position.lines += 1;
+                    return Some(Err(self.line_error(too_long())));
+                }
                 Err(e) => {
                     self.done = true;
                     return Some(Err(io_error(&self.path, e)));
@@ -270,6 +296,45 @@ impl<R: BufRead> Iterator for Events<R> {
         self.done = true;
         None
     }
+}
+
+/// What reading one line gave.
+enum LineRead {
+    /// A line of this many bytes, its newline included (0: the end of the file).
+    Read(usize),
+    /// A line longer than [`MAX_LINE_BYTES`]: only its first bytes were read, and nothing of it
+    /// is decoded.
+    TooLong,
+}
+
+/// Reads one line into `line`, holding at most [`MAX_LINE_BYTES`] of it (and its newline).
+fn read_line(source: &mut impl BufRead, line: &mut Vec<u8>) -> std::io::Result<LineRead> {
+    use std::io::Read as _;
+    let limit = MAX_LINE_BYTES as u64 + 1;
+    let mut bounded = (&mut *source).take(limit);
+    let mut read = bounded
+        .by_ref()
+        .take(KEPT_LINE_CAPACITY as u64)
+        .read_until(b'\n', line)?;
+    if read == KEPT_LINE_CAPACITY && !line.ends_with(b"\n") {
+        // A long line: room for all it may hold, taken at once, so that the line is never
+        // copied as it grows (room not written to costs no memory).
+        line.reserve_exact((limit as usize).saturating_sub(line.len()));
+        read += bounded.read_until(b'\n', line)?;
+    }
+    if read as u64 == limit && !line.ends_with(b"\n") {
+        return Ok(LineRead::TooLong);
+    }
+    Ok(LineRead::Read(read))
+}
+
+/// Why a line past [`MAX_LINE_BYTES`] is not read.
+fn too_long() -> String {
+    format!(
+        "a line longer than {} MiB, the most a recording line may hold (mcpscope never \
+         writes a longer one): not read",
+        MAX_LINE_BYTES >> 20
+    )
 }
 
 fn io_error(path: &Path, source: std::io::Error) -> ReadError {

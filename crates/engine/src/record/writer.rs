@@ -20,7 +20,15 @@ pub struct Recorder {
     line: Vec<u8>,
     encoder: Encoder,
     events: u64,
+    /// Lives as long as the recording is written, and ends after its last line is out (declared
+    /// after `out`, so dropped after it).
+    follower: Option<Box<dyn Follower>>,
 }
+
+/// What follows a recording as it is written (its live index, which reads the file behind the
+/// recorder): kept by the [`Recorder`] and dropped once the recorder has written its last line,
+/// so that it can finish with the whole file on disk.
+pub trait Follower: Send + std::fmt::Debug {}
 
 /// How a recording file is opened.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -84,6 +92,7 @@ impl Recorder {
             line: Vec::with_capacity(1024),
             encoder: Encoder::default(),
             events: 0,
+            follower: None,
         };
         let header = Header {
             format: FORMAT_NAME.to_string(),
@@ -104,6 +113,12 @@ impl Recorder {
     /// Where it writes.
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// Keeps `follower` until the recording is closed: it is dropped after the last line is
+    /// written out.
+    pub fn follow(&mut self, follower: Box<dyn Follower>) {
+        self.follower = Some(follower);
     }
 
     /// Events written so far.

@@ -39,6 +39,13 @@ pub enum Kind<'a> {
     Invalid(&'static str),
 }
 
+/// A JSON-RPC error response answering the request with `id`: `{"jsonrpc": "2.0", "id": id,
+/// "error": {"code": code, "message": message}}`. The one builder of the error answers
+/// mcpscope writes (the proxy's own answers, the mock upstream, serve-test).
+pub fn error(id: &Value, code: i64, message: &str) -> Value {
+    serde_json::json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}})
+}
+
 static NULL: Value = Value::Null;
 
 /// Classifies one JSON-RPC message object.
@@ -274,5 +281,15 @@ mod tests {
             parse_body(broken.as_bytes()).is_err(),
             "deep and broken stays invalid"
         );
+    }
+
+    #[test]
+    fn an_error_answer_is_a_response_with_its_id_code_and_message() {
+        let answer = error(&serde_json::json!(7), -32601, "no such method");
+        assert_eq!(
+            answer.to_string(),
+            r#"{"jsonrpc":"2.0","id":7,"error":{"code":-32601,"message":"no such method"}}"#
+        );
+        assert!(matches!(classify(&answer), Kind::Error { .. }), "{answer}");
     }
 }

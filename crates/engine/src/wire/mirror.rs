@@ -51,7 +51,7 @@ pub fn mismatch(headers: Mirrored<'_>, msg: &Value) -> Option<String> {
     msg.get("id")?;
     let required = headers
         .version
-        .is_some_and(|v| v.trim() >= FIRST_MIRRORED_VERSION);
+        .is_some_and(|v| crate::revision::at_least(v.trim(), FIRST_MIRRORED_VERSION));
     if !required && headers.method.is_none() && headers.name.is_none() {
         return None;
     }

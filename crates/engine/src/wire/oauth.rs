@@ -74,6 +74,26 @@ impl Origin {
         ))
     }
 
+    /// The origin of a URL as text (`scheme://host[:port]`, see [`Origin::text`]), the name a
+    /// server goes by in the model and the views; `None` when it is not an http(s) URL.
+    pub fn text_of(url: &str) -> Option<String> {
+        Self::of_url(url).map(|(origin, _)| origin.text())
+    }
+
+    /// Whether a server (an origin as [`Origin::text`] writes it, or a stdio process's name)
+    /// goes by `name`: its whole origin, its host, or its `host:port`, ASCII case ignored. The
+    /// one rule for `server=` in fault rules and `server:` in the view's filter.
+    pub fn server_named(server: &str, name: &str) -> bool {
+        if server.eq_ignore_ascii_case(name) {
+            return true;
+        }
+        let Some((origin, _)) = Self::of_url(server) else {
+            return false;
+        };
+        origin.host.eq_ignore_ascii_case(name)
+            || format!("{}:{}", origin.host, origin.port).eq_ignore_ascii_case(name)
+    }
+
     /// The origin of `scheme` and an `authority` (`host[:port]`, as in a `Host` header).
     pub fn of_authority(scheme: &str, authority: &str) -> Option<Self> {
         Self::of_url(&format!("{scheme}://{authority}")).map(|(o, _)| o)

@@ -31,12 +31,72 @@ pub struct SseFrame {
 /// stream (16 MiB): past it, nothing more is decoded and nothing more is held.
 pub const DEFAULT_MAX_EVENT_BYTES: usize = 16 * 1024 * 1024;
 
+/// Bytes of a line held in pieces of at most [`LineBuf::PIECE`] bytes (or one chunk's), so that
+/// a long line costs what it holds: a buffer grown by doubling would leave its earlier copies
+/// to the allocator, about twice the line at its peak.
+#[derive(Debug, Default)]
+struct LineBuf {
+    pieces: Vec<Vec<u8>>,
+    len: usize,
+}
+
+impl LineBuf {
+    /// The size past which a line goes on in a new piece.
+    const PIECE: usize = 64 << 10;
+
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    fn extend(&mut self, bytes: &[u8]) {
+        if bytes.is_empty() {
+            return;
+        }
+        self.len += bytes.len();
+        match self.pieces.last_mut() {
+            Some(last) if last.len() + bytes.len() <= Self::PIECE => last.extend_from_slice(bytes),
+            Some(_) => {
+                let mut piece = Vec::with_capacity(bytes.len().max(Self::PIECE));
+                piece.extend_from_slice(bytes);
+                self.pieces.push(piece);
+            }
+            None => self.pieces.push(bytes.to_vec()),
+        }
+    }
+
+    /// The whole line, leaving the buffer empty (one piece is handed over as it is).
+    fn take(&mut self) -> Vec<u8> {
+        let len = std::mem::take(&mut self.len);
+        let mut pieces = std::mem::take(&mut self.pieces);
+        if pieces.len() <= 1 {
+            return pieces.pop().unwrap_or_default();
+        }
+        let mut line = Vec::with_capacity(len);
+        for piece in pieces {
+            line.extend_from_slice(&piece);
+        }
+        line
+    }
+
+    /// Keeps a small line's allocation for the next line.
+    fn recycle(&mut self, mut line: Vec<u8>) {
+        if self.pieces.is_empty() && line.capacity() <= Self::PIECE {
+            line.clear();
+            self.pieces.push(line);
+        }
+    }
+}
+
 /// The incremental parser.
 #[derive(Debug)]
 pub struct SseParser {
     max_event_bytes: usize,
     gave_up: Option<String>,
-    line: Vec<u8>,
+    line: LineBuf,
     line_start: u64,
     offset: u64,
     after_cr: bool,
@@ -64,7 +124,7 @@ impl SseParser {
         Self {
             max_event_bytes,
             gave_up: None,
-            line: Vec::new(),
+            line: LineBuf::default(),
             line_start: 0,
             offset: 0,
             after_cr: false,
@@ -86,7 +146,7 @@ impl SseParser {
             "{what} exceeds {} bytes: the rest of the stream is forwarded without being decoded",
             self.max_event_bytes
         ));
-        self.line = Vec::new();
+        self.line = LineBuf::default();
         self.current = SseFrame::default();
         self.has_field = false;
         self.block_start = None;
@@ -153,19 +213,18 @@ impl SseParser {
                         self.give_up("an SSE line");
                         return;
                     }
-                    self.line.extend_from_slice(&chunk[..pos]);
+                    self.line.extend(&chunk[..pos]);
                     let terminator = chunk[pos];
                     self.offset += pos as u64 + 1;
                     chunk = &chunk[pos + 1..];
                     if terminator == b'\r' {
                         self.after_cr = true;
                     }
-                    let line = std::mem::take(&mut self.line);
+                    let line = self.line.take();
                     let start = self.line_start;
                     self.line_start = self.offset;
                     self.process_line(&line, start, out);
-                    self.line = line;
-                    self.line.clear();
+                    self.line.recycle(line);
                     if self.after_cr && chunk.first() == Some(&b'\n') {
                         self.after_cr = false;
                         self.offset += 1;
@@ -180,7 +239,7 @@ impl SseParser {
                         self.give_up("an SSE line");
                         return;
                     }
-                    self.line.extend_from_slice(chunk);
+                    self.line.extend(chunk);
                     chunk = &[];
                 }
             }
@@ -254,6 +313,43 @@ impl SseParser {
     }
 }
 
+/// Writes one SSE event to `out`: its `id:`, `event:` and `retry:` fields when given, then
+/// `data` as one `data:` line per line (a bare `data:` when empty), then the blank line that
+/// ends it. The one encoder of SSE events: every stream mcpscope writes goes through it.
+pub fn encode_into(
+    out: &mut String,
+    id: Option<&str>,
+    event: Option<&str>,
+    retry: Option<u64>,
+    data: &str,
+) {
+    use std::fmt::Write as _;
+    if let Some(id) = id {
+        let _ = writeln!(out, "id: {id}");
+    }
+    if let Some(event) = event {
+        let _ = writeln!(out, "event: {event}");
+    }
+    if let Some(retry) = retry {
+        let _ = writeln!(out, "retry: {retry}");
+    }
+    if data.is_empty() {
+        out.push_str("data:\n");
+    } else {
+        for line in data.split('\n') {
+            let _ = writeln!(out, "data: {line}");
+        }
+    }
+    out.push('\n');
+}
+
+/// [`encode_into`] a new string.
+pub fn encode(id: Option<&str>, event: Option<&str>, retry: Option<u64>, data: &str) -> String {
+    let mut out = String::new();
+    encode_into(&mut out, id, event, retry, data);
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -321,6 +417,23 @@ mod tests {
     }
 
     #[test]
+    fn a_long_line_in_many_pieces_is_read_whole() {
+        let data = "0123456789".repeat(30_000);
+        let text = format!("data: {data}\n\ndata: short\n\n");
+        for size in [1, 7, 4096, 70_000, text.len()] {
+            let mut parser = SseParser::new();
+            let mut out = Vec::new();
+            for piece in text.as_bytes().chunks(size) {
+                parser.feed(piece, &mut out);
+            }
+            assert_eq!(out.len(), 2, "chunks of {size}");
+            assert_eq!(out[0].data, data, "chunks of {size}");
+            assert_eq!(out[1].data, "short", "chunks of {size}");
+            assert_eq!(out[1].end, text.len() as u64);
+        }
+    }
+
+    #[test]
     fn a_line_or_an_event_past_the_limit_stops_decoding_but_counts_every_byte() {
         let mut parser = SseParser::with_limit(16);
         let mut out = Vec::new();
@@ -356,5 +469,26 @@ mod tests {
         parser.feed(b"data: {\"trunc", &mut out);
         assert!(out.is_empty());
         assert!(parser.mid_event());
+    }
+
+    #[test]
+    fn encoded_events_parse_back_to_what_was_encoded() {
+        let text = encode(
+            Some("s1/0"),
+            Some("message"),
+            Some(500),
+            "line one\nline two",
+        ) + &encode(None, None, None, "");
+        assert_eq!(
+            text,
+            "id: s1/0\nevent: message\nretry: 500\ndata: line one\ndata: line two\n\ndata:\n\n"
+        );
+        let mut frames = Vec::new();
+        SseParser::new().feed(text.as_bytes(), &mut frames);
+        assert_eq!(frames.len(), 2, "{frames:?}");
+        assert_eq!(frames[0].id.as_deref(), Some("s1/0"));
+        assert_eq!(frames[0].event.as_deref(), Some("message"));
+        assert_eq!(frames[0].data, "line one\nline two");
+        assert_eq!(frames[1].data, "");
     }
 }

@@ -421,10 +421,8 @@ fn no_match(state: &State, query: &Query<'_>, path: &str) -> Reply {
     state.mismatch(format!("{what} on {path} session={session}"));
     match (http_method, body) {
         ("POST", Some(body)) => {
-            let error = |m: &Value| {
-                json!({"jsonrpc": "2.0", "id": m.get("id").cloned().unwrap_or(Value::Null),
-                    "error": {"code": -32601, "message": message}})
-            };
+            let error =
+                |m: &Value| jsonrpc::error(m.get("id").unwrap_or(&Value::Null), -32601, &message);
             let answer = match body {
                 Value::Array(items) => Value::Array(
                     items
@@ -554,8 +552,11 @@ fn json_body(ex: &Exchange, live: Option<&Value>, state: &State) -> Bytes {
             .cloned()
             .unwrap_or(Value::Null);
         let stand_in = if head.status >= 300 {
-            json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32000,
-                "message": format!("HTTP {} (replayed by mcpscope)", head.status)}})
+            jsonrpc::error(
+                &id,
+                -32000,
+                &format!("HTTP {} (replayed by mcpscope)", head.status),
+            )
         } else {
             json!({"jsonrpc": "2.0", "id": id, "result": {"content": [{"type": "text",
                 "text": " ".repeat(bytes as usize)}]}})
@@ -635,25 +636,7 @@ async fn abort(
 
 /// Writes one SSE event.
 fn sse_text(id: Option<&str>, event: Option<&str>, retry: Option<u64>, data: &str) -> String {
-    let mut s = String::new();
-    if let Some(id) = id {
-        s.push_str(&format!("id: {id}\n"));
-    }
-    if let Some(event) = event {
-        s.push_str(&format!("event: {event}\n"));
-    }
-    if let Some(retry) = retry {
-        s.push_str(&format!("retry: {retry}\n"));
-    }
-    if data.is_empty() {
-        s.push_str("data:\n");
-    } else {
-        for line in data.split('\n') {
-            s.push_str(&format!("data: {line}\n"));
-        }
-    }
-    s.push('\n');
-    s
+    mcpscope_engine::wire::sse::encode(id, event, retry, data)
 }
 
 /// Waits until a recorded moment is due: by the pacing relative to the response head, and for

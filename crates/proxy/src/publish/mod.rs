@@ -29,6 +29,11 @@ const GRACE: Duration = Duration::from_secs(1);
 /// How long a joining viewer waits for the hub to take it.
 const JOIN_PATIENCE: Duration = Duration::from_secs(5);
 
+/// The most viewers connected at once (joining or attached). Each holds one of the process's
+/// file descriptors, which it shares with the proxy's listener and connections; a viewer past
+/// the cap is told why and disconnected at once.
+pub const MAX_VIEWERS: usize = 32;
+
 /// A session being published; the socket is removed when this is dropped.
 #[derive(Debug)]
 pub struct Published {
@@ -109,15 +114,23 @@ async fn accept_loop(
     joiner: UnboundedSender<Join>,
     viewers: Arc<AtomicUsize>,
 ) {
+    let slots = Arc::new(tokio::sync::Semaphore::new(MAX_VIEWERS));
     loop {
         match listener.accept().await {
             Ok((stream, _)) => {
+                let Ok(slot) = slots.clone().try_acquire_owned() else {
+                    refuse(&stream);
+                    continue;
+                };
                 let viewer = Viewer {
                     session: session.clone(),
                     joiner: joiner.clone(),
                     viewers: viewers.clone(),
                 };
-                tokio::spawn(viewer.serve(stream));
+                tokio::spawn(async move {
+                    viewer.serve(stream).await;
+                    drop(slot);
+                });
             }
             Err(e) => {
                 tracing::warn!("attach socket: accept failed: {e}");
@@ -125,6 +138,16 @@ async fn accept_loop(
             }
         }
     }
+}
+
+/// Tells a viewer past [`MAX_VIEWERS`] why it is refused, without waiting (the line fits in an
+/// empty socket buffer), and drops it: a flood of viewers holds no descriptor longer than this.
+fn refuse(stream: &UnixStream) {
+    let why = format!(
+        "too many viewers: at most {MAX_VIEWERS} may be attached at once; refused (the session goes on)"
+    );
+    tracing::warn!("attach: {why}");
+    let _ = stream.try_write(end_line(&why).as_bytes());
 }
 
 /// Counts a viewer while it is attached.

@@ -3,10 +3,10 @@
 use bytes::Bytes;
 use http::{HeaderValue, Response, StatusCode};
 use http_body_util::{BodyExt, Full};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::ProxyBody;
-use crate::forward::header_list;
+use crate::headers::header_list;
 use crate::shared::Shared;
 use mcpscope_engine::event::{Direction, EndHow, EventKind, Leg, StreamId};
 
@@ -86,7 +86,7 @@ pub fn local_ending(
 
 /// A JSON-RPC error response body.
 pub fn jsonrpc_error(id: Value, code: i64, message: &str) -> String {
-    json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}}).to_string()
+    mcpscope_engine::wire::jsonrpc::error(&id, code, message).to_string()
 }
 
 /// The id of a single request body, for errors the proxy answers itself.

@@ -1,5 +1,6 @@
 //! The last stage: the request goes upstream (on the client connection's own upstream
-//! connection) and the response comes back with its body tapped.
+//! connection), a failure to get its response head is answered, and the response comes back
+//! as its [`ResponsePlan`] says, its body tapped.
 
 use std::sync::Arc;
 
@@ -9,21 +10,21 @@ use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 
 use super::read::ClientRequest;
+use super::response::{RequestFacts, ResponsePlan};
 use super::{Exchange, answer};
-use crate::endpoint::EndpointRewriter;
 use crate::error::ProxyError;
-use crate::forward::{closes_after, header_list, strip_hop_by_hop, upstream_uri};
+use crate::headers::{header_list, strip_hop_by_hop, upstream_uri, without_userinfo};
 use crate::oauth::{self, Addresses, MetadataBody};
-use crate::rescue::{self, Parked, Rescue};
+use crate::rescue::{self, Parked};
 use crate::shared::{Shared, lock};
+use crate::sink::HeldEvents;
 use crate::tap::{TapBody, TapContext};
 use crate::upstream::{self, SendError, UpstreamConn};
 use crate::{ConnSlot, ProxyBody, transport};
 use mcpscope_engine::event::{Direction, EndHow, EventKind, Leg, StreamId};
 use mcpscope_engine::fault::{Plan, Release};
 use mcpscope_engine::redact::UrlCredentials;
-use mcpscope_engine::wire::ContentKind;
-use mcpscope_engine::wire::oauth::endpoint_label;
+use mcpscope_engine::wire::observe;
 
 /// With `--rescue`: the calls parked for this resumption (a GET with `Last-Event-ID`), if any.
 fn parked_for(shared: &Shared, exchange: &Exchange, headers: &http::HeaderMap) -> Option<Parked> {
@@ -75,6 +76,16 @@ enum UpstreamFailure {
     TimedOut(String),
 }
 
+/// A request ready to go upstream, and what its response's plan needs of it.
+struct Outgoing {
+    /// The request as the upstream gets it.
+    request: Request<Full<Bytes>>,
+    /// The server it goes to.
+    target: Uri,
+    /// What of it the response's plan depends on.
+    facts: RequestFacts,
+}
+
 /// Sends the request upstream and answers with the tapped response; an unreachable upstream is
 /// answered 502, one that does not connect or answer in time 504, with a JSON-RPC error carrying
 /// the request's id; so is (502) one whose response head does not parse.
@@ -83,53 +94,127 @@ pub async fn forward(
     link: ConnSlot,
     exchange: Exchange,
     request: ClientRequest,
-    plan: Option<Plan>,
+    fault: Option<Plan>,
 ) -> Result<Response<ProxyBody>, ProxyError> {
     let stream = exchange.stream;
     let sink = &shared.sink;
+    let Outgoing {
+        request,
+        target,
+        mut facts,
+    } = match outgoing(shared, &exchange, request) {
+        Ok(outgoing) => outgoing,
+        Err(answered) => return Ok(*answered),
+    };
+    let control = shared.register(stream, &exchange.http_method, exchange.session.clone());
+    let (response, upstream) = match send_upstream(shared, &link, &target, request).await {
+        Ok(sent) => sent,
+        Err(failure) => {
+            let id = answer::request_id(facts.message.as_ref());
+            return failed(shared, &exchange, &target, id, failure);
+        }
+    };
+    if let Some(parked) = &facts.parked
+        && !response.status().is_success()
+    {
+        return Ok(rescue_refused(shared, &exchange, parked, response.status()));
+    }
+    let (mut head, incoming) = response.into_parts();
+    let plan = ResponsePlan::decide(shared, &exchange, &mut facts, &mut head);
+    sink.emit(EventKind::ResponseHead {
+        stream,
+        status: head.status.as_u16(),
+        headers: header_list(&head.headers),
+    });
+    oauth::report_all(sink, stream, plan.rewrites);
+    // A response the intercept will hold is recorded as it is then sent: its events wait.
+    let held = plan.hold.then(|| sink.holding());
+    let tap = TapBody::new(
+        incoming,
+        TapContext {
+            stream,
+            sink: held
+                .as_ref()
+                .map_or_else(|| sink.clone(), |(s, _)| s.clone()),
+            reset: exchange.reset,
+            shared: shared.clone(),
+            fault,
+            control,
+            upstream: Some(upstream),
+            link,
+            body: plan.body,
+        },
+    );
+    if let Some(addresses) = plan.metadata {
+        let body = MetadataBody::new(tap.boxed_unsync(), addresses, sink.clone(), stream);
+        return Ok(Response::from_parts(head, body.boxed_unsync()));
+    }
+    if let Some((_, held)) = held {
+        return hold_response(shared, stream, facts.message.as_ref(), head, tap, held).await;
+    }
+    Ok(Response::from_parts(head, tap.boxed_unsync()))
+}
+
+/// The request as the upstream gets it: its URI relative to the target, hop-by-hop headers
+/// gone, the upstream's `Host` (unless `--pass-host`), `--upstream`'s userinfo as
+/// `Authorization: Basic` (unless the client sent its own), HTTP/1.1. A URI that does not
+/// resolve against the target is answered 400.
+fn outgoing(
+    shared: &Shared,
+    exchange: &Exchange,
+    request: ClientRequest,
+) -> Result<Outgoing, Box<Response<ProxyBody>>> {
     let ClientRequest {
         mut parts,
         body,
         message,
         ..
     } = request;
-    let id = || answer::request_id(message.as_ref());
     let revision = parts
         .headers
         .get("mcp-protocol-version")
         .and_then(|v| v.to_str().ok())
         .map(str::to_string);
-    let parked = parked_for(shared, &exchange, &parts.headers);
-    let uri = match upstream_uri(&shared.config.upstream, &parts.uri) {
+    let parked = parked_for(shared, exchange, &parts.headers);
+    // In forward-proxy mode the request names its server, and nothing is rewritten.
+    let target = parts
+        .extensions
+        .get::<crate::forward_proxy::Target>()
+        .map(|t| t.0.clone());
+    let forwarded = target.is_some();
+    let target = target.unwrap_or_else(|| shared.config.upstream.clone());
+    let uri = match upstream_uri(&target, &parts.uri) {
         Ok(uri) => uri,
         Err(e) => {
-            let message = format!("mcpscope: bad request URI: {e}");
-            let body = answer::jsonrpc_error(id(), -32600, &message);
-            return Ok(answer::local(
+            let text = format!("mcpscope: bad request URI: {e}");
+            let body = answer::jsonrpc_error(answer::request_id(message.as_ref()), -32600, &text);
+            return Err(Box::new(answer::local(
                 shared,
-                stream,
+                exchange.stream,
                 StatusCode::BAD_REQUEST,
                 "application/json",
                 body,
-            ));
+            )));
         }
     };
     // The address the client reached the proxy at, for a legacy `endpoint` rewrite.
-    let proxy_host = oauth::client_host(&parts.headers, &parts.uri);
-    let request_path = parts.uri.path().to_string();
-    let addresses = Addresses::of(&shared.config.upstream, proxy_host.as_deref());
+    let proxy_host = oauth::client_host(&parts.headers, &parts.uri).filter(|_| !forwarded);
+    let path = parts.uri.path().to_string();
+    let addresses =
+        Addresses::of(&shared.config.upstream, proxy_host.as_deref()).filter(|_| !forwarded);
     strip_hop_by_hop(&mut parts.headers);
     // With --pass-host the upstream sees the client's own Host (and Origin, always forwarded).
     // The Host names the upstream's host and port only: a userinfo is never part of it.
     if let Some(authority) = uri
         .authority()
-        .and_then(|a| HeaderValue::from_str(crate::forward::without_userinfo(a.as_str())).ok())
+        .and_then(|a| HeaderValue::from_str(without_userinfo(a.as_str())).ok())
         .filter(|_| !shared.config.pass_host)
     {
         parts.headers.insert(http::header::HOST, authority);
     }
     // A userinfo in `--upstream` becomes `Authorization: Basic`, unless the client sent its own.
     if !parts.headers.contains_key(http::header::AUTHORIZATION)
+        && !forwarded
         && let Some(credentials) = UrlCredentials::of(&shared.config.upstream.to_string())
         && let Ok(value) = HeaderValue::from_str(&credentials.basic())
     {
@@ -139,60 +224,79 @@ pub async fn forward(
         .path_and_query()
         .map_or_else(|| Uri::from_static("/"), |p| Uri::from(p.clone()));
     parts.version = http::Version::HTTP_11;
-    // The ids as the client wrote them, for a rescue's answer.
     let exact_ids = if shared.config.rescue {
         rescue::exact_ids(&body)
     } else {
         Vec::new()
     };
-    let upstream_req = Request::from_parts(parts, Full::new(body));
-    let control = shared.register(stream, &exchange.http_method, exchange.session.clone());
+    Ok(Outgoing {
+        request: Request::from_parts(parts, Full::new(body)),
+        target,
+        facts: RequestFacts {
+            path,
+            revision,
+            parked,
+            proxy_host,
+            addresses,
+            exact_ids,
+            message,
+        },
+    })
+}
 
-    let (response, upstream) = match send_upstream(shared, &link, upstream_req).await {
-        Ok(sent) => sent,
-        Err(UpstreamFailure::Connect(cause)) => {
-            return Ok(unreachable(
-                shared,
-                &exchange,
-                id(),
-                StatusCode::BAD_GATEWAY,
-                cause,
-            ));
-        }
-        Err(UpstreamFailure::TimedOut(cause)) => {
-            return Ok(unreachable(
-                shared,
-                &exchange,
-                id(),
-                StatusCode::GATEWAY_TIMEOUT,
-                cause,
-            ));
-        }
-        Err(UpstreamFailure::Failed(e)) if transport::is_malformed(&e) => {
+/// The answer for a request that got no response head: 502 (unreachable, or a head that does
+/// not parse) or 504 (timed out) with a JSON-RPC error carrying the request's `id`; a
+/// connection that failed under the request ends the exchange with its kind of end.
+fn failed(
+    shared: &Shared,
+    exchange: &Exchange,
+    target: &Uri,
+    id: serde_json::Value,
+    failure: UpstreamFailure,
+) -> Result<Response<ProxyBody>, ProxyError> {
+    let stream = exchange.stream;
+    match failure {
+        UpstreamFailure::Connect(cause) => Ok(unreachable(
+            shared,
+            exchange,
+            target,
+            id,
+            StatusCode::BAD_GATEWAY,
+            cause,
+        )),
+        UpstreamFailure::TimedOut(cause) => Ok(unreachable(
+            shared,
+            exchange,
+            target,
+            id,
+            StatusCode::GATEWAY_TIMEOUT,
+            cause,
+        )),
+        UpstreamFailure::Failed(e) if transport::is_malformed(&e) => {
             shared.unregister(stream);
             let cause = upstream::error_text(&e);
             let reason = format!("the upstream's response head does not parse: {cause}");
-            let body = answer::jsonrpc_error(id(), -32000, &format!("mcpscope: {reason}"));
+            let body = answer::jsonrpc_error(id, -32000, &format!("mcpscope: {reason}"));
             let ending = answer::Ending {
                 how: EndHow::Error,
                 leg: Leg::Upstream,
                 detail: reason,
                 closes: false,
             };
-            return Ok(answer::local_ending(
+            Ok(answer::local_ending(
                 shared,
                 stream,
                 StatusCode::BAD_GATEWAY,
                 "application/json",
                 body,
                 ending,
-            ));
+            ))
         }
-        Err(UpstreamFailure::Failed(e)) => {
+        UpstreamFailure::Failed(e) => {
             shared.unregister(stream);
             let cause = upstream::error_text(&e);
             let (how, _) = transport::classify(&e);
-            sink.emit(EventKind::StreamEnded {
+            shared.sink.emit(EventKind::StreamEnded {
                 stream,
                 dir: Direction::ServerToClient,
                 how,
@@ -203,136 +307,36 @@ pub async fn forward(
             if how == EndHow::Reset {
                 exchange.reset.set();
             }
-            return Err(ProxyError::Upstream(cause));
+            Err(ProxyError::Upstream(cause))
         }
-    };
-
-    if let Some(parked) = &parked
-        && !response.status().is_success()
-    {
-        return Ok(rescue_refused(shared, &exchange, parked, response.status()));
     }
-    let (mut parts, incoming) = response.into_parts();
-    // An upstream that closes its connection after this response (close-delimited body or
-    // `Connection: close`) is mirrored: the client's connection closes after it too.
-    let closes = closes_after(&parts.headers);
-    strip_hop_by_hop(&mut parts.headers);
-    if closes {
-        parts
-            .headers
-            .insert(http::header::CONNECTION, HeaderValue::from_static("close"));
-    }
-    let declared = ContentKind::of(
-        parts
-            .headers
-            .get(http::header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok()),
-    );
-    // An OAuth endpoint's body is not MCP: it is forwarded and counted, never parsed.
-    let metadata_path = shared.metadata_paths.is_metadata_path(&request_path);
-    let content = if endpoint_label(&request_path).is_some() || metadata_path {
-        ContentKind::Other
-    } else {
-        declared
-    };
-    let rewrites = match &addresses {
-        Some(addresses) => oauth::rewrite_challenges(&mut parts.headers, addresses),
-        None => Vec::new(),
-    };
-    for rewrite in &rewrites {
-        shared.metadata_paths.learn(rewrite);
-    }
-    let metadata = addresses.filter(|_| {
-        oauth::is_metadata(
-            &exchange.http_method,
-            metadata_path,
-            parts.status,
-            declared == ContentKind::Json,
-        )
-    });
-    if metadata.is_some() {
-        // Its length changes when it is rewritten.
-        parts.headers.remove(http::header::CONTENT_LENGTH);
-    }
-    let content_length = parts
-        .headers
-        .get(http::header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse().ok());
-    sink.emit(EventKind::ResponseHead {
-        stream,
-        status: parts.status.as_u16(),
-        headers: header_list(&parts.headers),
-    });
-    oauth::report_all(sink, stream, rewrites);
-    let session = exchange.session.or_else(|| {
-        parts
-            .headers
-            .get("mcp-session-id")
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_string)
-    });
-    let rescue = match (parked, &session) {
-        _ if !shared.config.rescue => None,
-        // A JSON body can be rescued only when its length was not promised in the head.
-        _ if content == ContentKind::Json => (exchange.http_method == "POST"
-            && content_length.is_none())
-        .then(|| Rescue::for_json_request(message.as_ref(), &exact_ids))
-        .flatten(),
-        _ if content != ContentKind::Sse => None,
-        (Some(parked), Some(session)) => Some(Rescue::resuming(parked, session.clone())),
-        _ if exchange.http_method == "POST" => Rescue::for_request(
-            message.as_ref(),
-            &exact_ids,
-            revision.as_deref(),
-            session.clone(),
-        ),
-        _ => None,
-    };
-    let endpoint =
-        (exchange.http_method == "GET" && content == ContentKind::Sse && content_length.is_none())
-            .then_some(proxy_host)
-            .flatten()
-            .map(|host| EndpointRewriter::new(&host));
-    let tap = TapBody::new(
-        incoming,
-        TapContext {
-            stream,
-            sink: sink.clone(),
-            reset: exchange.reset,
-            content,
-            content_length,
-            session,
-            shared: shared.clone(),
-            plan,
-            control,
-            upstream: Some(upstream),
-            link,
-            rescue,
-            endpoint,
-        },
-    );
-    if let Some(addresses) = metadata {
-        let body = MetadataBody::new(tap.boxed_unsync(), addresses, sink.clone(), stream);
-        return Ok(Response::from_parts(parts, body.boxed_unsync()));
-    }
-    if content == ContentKind::Json && shared.intercept.matches(message.as_ref()) {
-        return hold_response(shared, stream, message.as_ref(), parts, tap).await;
-    }
-    Ok(Response::from_parts(parts, tap.boxed_unsync()))
 }
 
-/// A JSON response to a request the intercept matches: read whole (and reported as usual), held
-/// until released, then sent as it came, edited, replaced by a 502 (dropped) or by an error.
+/// A JSON response to a request the intercept matches: read whole, held until released, then
+/// sent as it came, edited, replaced by a 502 (dropped) or by an error. Its events (`held`, from
+/// the tap) are reported at the release; an edited body is reported as sent.
 async fn hold_response(
     shared: &Arc<Shared>,
     stream: StreamId,
     request: Option<&serde_json::Value>,
     mut parts: http::response::Parts,
     tap: TapBody,
+    held: HeldEvents,
 ) -> Result<Response<ProxyBody>, ProxyError> {
-    let body = tap.collect().await?.to_bytes();
+    let report = |events: Vec<EventKind>| {
+        for kind in events {
+            shared.sink.emit(kind);
+        }
+    };
+    let body = match tap.collect().await {
+        Ok(collected) => collected.to_bytes(),
+        Err(e) => {
+            report(held.take());
+            return Err(e);
+        }
+    };
     let Some(released) = shared.intercept.hold_response(stream, request, &body) else {
+        report(held.take());
         return Ok(Response::from_parts(parts, answer::full(body)));
     };
     let note = |text: String| {
@@ -346,16 +350,20 @@ async fn hold_response(
     match released.await.unwrap_or(Release::Forward(None)) {
         Release::Forward(None) => {
             note("response released by the intercept: sent as it came".into());
+            report(held.take());
             Ok(Response::from_parts(parts, answer::full(body)))
         }
         Release::Forward(Some(edited)) => {
             // The note says only that it was edited: a body in a note would escape redaction.
+            // The message recorded is the one sent (redacted like any other).
             note("response released by the intercept: sent edited".into());
+            report(as_sent(held.take(), stream, edited.as_bytes()));
             parts.headers.remove(http::header::CONTENT_LENGTH);
             Ok(Response::from_parts(parts, answer::full(edited)))
         }
         Release::Drop => {
             note("response released by the intercept: dropped".into());
+            report(held.take());
             Ok(local_response(
                 StatusCode::BAD_GATEWAY,
                 "text/plain",
@@ -366,11 +374,53 @@ async fn hold_response(
             note(format!(
                 "response released by the intercept: replaced by an error: {message}"
             ));
+            report(held.take());
             let body =
                 answer::jsonrpc_error(id(), -32000, &format!("mcpscope intercept: {message}"));
             Ok(local_response(StatusCode::OK, "application/json", body))
         }
     }
+}
+
+/// A held response's events with its body as the client was sent it: the server's message (or
+/// invalid body) replaced by the edited one, and the body's end counting the bytes sent.
+fn as_sent(events: Vec<EventKind>, stream: StreamId, sent: &[u8]) -> Vec<EventKind> {
+    let mut sent_message = Some(observe::message(stream, Direction::ServerToClient, sent));
+    let mut out = Vec::with_capacity(events.len());
+    for kind in events {
+        match kind {
+            EventKind::Message {
+                dir: Direction::ServerToClient,
+                ..
+            }
+            | EventKind::InvalidMessage {
+                dir: Direction::ServerToClient,
+                ..
+            } => out.extend(sent_message.take()),
+            EventKind::StreamEnded {
+                stream,
+                dir: Direction::ServerToClient,
+                how,
+                leg,
+                detail,
+                ..
+            } => {
+                // A body with no message of the server's still ends with the one sent.
+                out.extend(sent_message.take());
+                out.push(EventKind::StreamEnded {
+                    stream,
+                    dir: Direction::ServerToClient,
+                    how,
+                    leg,
+                    bytes: sent.len() as u64,
+                    detail,
+                });
+            }
+            other => out.push(other),
+        }
+    }
+    out.extend(sent_message);
+    out
 }
 
 /// A response mcpscope makes in place of a held one (the exchange itself was reported whole).
@@ -388,13 +438,14 @@ fn local_response(status: StatusCode, content_type: &str, body: String) -> Respo
 fn unreachable(
     shared: &Shared,
     exchange: &Exchange,
+    target: &Uri,
     id: serde_json::Value,
     status: StatusCode,
     cause: String,
 ) -> Response<ProxyBody> {
     let stream = exchange.stream;
     shared.unregister(stream);
-    let upstream = shared.config.upstream.to_string();
+    let upstream = target.to_string();
     let message = if status == StatusCode::GATEWAY_TIMEOUT {
         format!("mcpscope: upstream {upstream} timed out: {cause}")
     } else {
@@ -413,6 +464,7 @@ fn unreachable(
 async fn send_upstream(
     shared: &Shared,
     link: &ConnSlot,
+    target: &Uri,
     request: Request<Full<Bytes>>,
 ) -> Result<(Response<Incoming>, UpstreamConn), UpstreamFailure> {
     let timeouts = shared.config.timeouts;
@@ -434,7 +486,7 @@ async fn send_upstream(
             Err(SendError::Failed(e)) => return Err(UpstreamFailure::Failed(e)),
         }
     }
-    let connecting = UpstreamConn::connect(&shared.connector, &shared.config.upstream);
+    let connecting = UpstreamConn::connect(&shared.upstream.connector, target);
     let mut conn = tokio::time::timeout(timeouts.connect, connecting)
         .await
         .map_err(|_| {

@@ -7,7 +7,7 @@ use super::Exchange;
 use super::answer;
 use crate::ProxyBody;
 use crate::error::ProxyError;
-use crate::forward::is_loopback_host;
+use crate::headers::is_loopback_host;
 use crate::shared::Shared;
 use mcpscope_engine::event::{Direction, EndHow, EventKind, Leg};
 
@@ -42,7 +42,13 @@ pub fn check(shared: &Shared, req: &Request<Incoming>) -> Result<(), Refusal> {
             None => String::new(),
         },
     };
-    let guarded = !config.pass_host;
+    // A forward-proxy exchange names its own server: the Host is that server's, and there is
+    // no proxy address to rebind.
+    let forwarded = req
+        .extensions()
+        .get::<crate::forward_proxy::Target>()
+        .is_some();
+    let guarded = !config.pass_host && !forwarded;
     if guarded && !is_loopback_host(&host) && !names_allowed_host(&config.allow_hosts, &host) {
         return Err(Refusal::ForeignHost(host));
     }
@@ -53,7 +59,7 @@ pub fn check(shared: &Shared, req: &Request<Incoming>) -> Result<(), Refusal> {
             return Err(Refusal::ForeignOrigin(origin.into_owned()));
         }
     }
-    if shared.is_down() {
+    if shared.upstream.is_down(&shared.sink) {
         return Err(Refusal::ServerDown);
     }
     Ok(())

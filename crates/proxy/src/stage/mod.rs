@@ -1,7 +1,8 @@
 //! The request pipeline, one stage a module: [`guard`] (may the request pass?), [`read`] (its
-//! body, reported), [`hold`] (the intercept), [`plan`] (a fault for it, or a status answered at once), [`forward`] (to the
-//! upstream, with the response body tapped). [`answer`] holds the responses the proxy gives
-//! itself; [`pending`] ends an exchange dropped before any of them answered.
+//! body, reported), [`hold`] (the intercept), [`plan`] (a fault for it, or a status answered at
+//! once), [`forward`] (to the upstream, with the response body tapped as its
+//! [`response`] plan says). [`answer`] holds the responses the proxy gives itself; [`pending`]
+//! ends an exchange dropped before any of them answered.
 
 pub mod answer;
 pub mod forward;
@@ -10,16 +11,16 @@ pub mod hold;
 pub mod pending;
 pub mod plan;
 pub mod read;
-
-use std::sync::atomic::Ordering;
+pub(crate) mod response;
 
 use http::Request;
 use hyper::body::Incoming;
 
 use crate::conn::ResetFlag;
-use crate::forward::header_list;
+use crate::headers::header_list;
 use crate::shared::Shared;
 use mcpscope_engine::event::{EventKind, StreamId, header};
+use mcpscope_engine::wire::oauth::Origin;
 
 /// One request–response exchange, as every stage sees it.
 #[derive(Debug)]
@@ -32,12 +33,15 @@ pub struct Exchange {
     pub http_method: String,
     /// The MCP session the client named, if any.
     pub session: Option<String>,
+    /// The server it goes to (`scheme://host[:port]`): the request's own through the forward
+    /// proxy, the upstream's otherwise.
+    pub origin: Option<String>,
 }
 
 impl Exchange {
     /// Numbers the exchange and reports it opened.
     pub fn open(req: &Request<Incoming>, conn: u64, reset: ResetFlag, shared: &Shared) -> Self {
-        let stream = shared.next_stream.fetch_add(1, Ordering::Relaxed);
+        let stream = shared.ids.stream();
         // On HTTP/2 a dead stream is reset on its own (RST_STREAM, from the body's error);
         // resetting the TCP connection would kill its sibling streams too.
         let reset = if req.version() == http::Version::HTTP_2 {
@@ -52,18 +56,29 @@ impl Exchange {
             .map_or_else(|| "/".to_string(), |p| p.to_string());
         let headers = header_list(req.headers());
         let session = header(&headers, "mcp-session-id").map(str::to_string);
+        // Named in the event only through the forward proxy; otherwise `proxy_started` names
+        // the one upstream.
+        let target = req
+            .extensions()
+            .get::<crate::forward_proxy::Target>()
+            .and_then(|target| Origin::text_of(&target.0.to_string()));
+        let origin = target
+            .clone()
+            .or_else(|| Origin::text_of(&shared.config.upstream.to_string()));
         shared.sink.emit(EventKind::StreamOpened {
             stream,
             conn,
             method: http_method.clone(),
             path,
             headers,
+            origin: target.clone(),
         });
         Self {
             stream,
             reset,
             http_method,
             session,
+            origin,
         }
     }
 }

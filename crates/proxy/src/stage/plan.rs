@@ -20,11 +20,12 @@ pub enum Decision {
 /// Asks the rule engine; carries out a status fault (after its delay).
 pub async fn decide(shared: &Shared, exchange: &Exchange, request: &ClientRequest) -> Decision {
     let stream = exchange.stream;
-    let plan = shared.planner().and_then(|p| {
+    let plan = shared.faults.planner(&shared.sink).and_then(|p| {
         p.plan(&RequestInfo {
             stream,
             http_method: &exchange.http_method,
             session: exchange.session.as_deref(),
+            server: exchange.origin.as_deref(),
             body: request.message.as_ref(),
         })
     });

@@ -16,6 +16,8 @@ use mcpscope_engine::model::{Model, Verdict};
 pub enum Column {
     /// The call's session.
     Session,
+    /// The call's server (shown when more than one is seen).
+    Server,
     /// The JSON-RPC id.
     Id,
     /// The method, or `tools/call NAME`.
@@ -36,8 +38,9 @@ pub enum Column {
 
 impl Column {
     /// Every column, left to right.
-    pub const ALL: [Column; 9] = [
+    pub const ALL: [Column; 10] = [
         Column::Session,
+        Column::Server,
         Column::Id,
         Column::Title,
         Column::Stream,
@@ -52,6 +55,7 @@ impl Column {
     pub fn header(self) -> &'static str {
         match self {
             Column::Session => "session",
+            Column::Server => "server",
             Column::Id => "id",
             Column::Title => "method / tool",
             Column::Stream => "stream",
@@ -67,6 +71,7 @@ impl Column {
     pub fn width(self) -> Constraint {
         match self {
             Column::Session => Constraint::Length(10),
+            Column::Server => Constraint::Length(16),
             Column::Id => Constraint::Length(5),
             Column::Title => Constraint::Min(18),
             Column::Stream => Constraint::Length(13),
@@ -84,11 +89,12 @@ impl Column {
         self.when_narrow() && !matches!(self, Column::Stream | Column::Elapsed)
     }
 
-    /// Whether the column is shown when the pane is narrow.
+    /// Whether the column is shown when the pane is narrow (the server gives way with the
+    /// session: the death's cause and age come first).
     pub fn when_narrow(self) -> bool {
         !matches!(
             self,
-            Column::Session | Column::SinceDeath | Column::Reaction
+            Column::Session | Column::Server | Column::SinceDeath | Column::Reaction
         )
     }
 }
@@ -125,8 +131,12 @@ pub fn render(frame: &mut Frame, app: &App, model: &Model, now: DateTime<Utc>, a
     }
     let narrow = inner.width < 110;
     let tiny = inner.width < 70;
+    // The server column, when more than one server is seen, only where every column fits: a
+    // narrower pane keeps the death's cause and age first.
+    let server_column = inner.width >= 150 && model.servers().len() > 1;
     let cols: Vec<Column> = Column::ALL
         .into_iter()
+        .filter(|c| *c != Column::Server || server_column)
         .filter(|c| !narrow || c.when_narrow())
         .filter(|c| !tiny || c.when_tiny())
         .collect();
@@ -191,6 +201,10 @@ pub fn render(frame: &mut Frame, app: &App, model: &Model, now: DateTime<Utc>, a
                 .get(call.session)
                 .map(|s| s.label())
                 .unwrap_or_default();
+            let server = model
+                .call_server(call)
+                .map(server_label)
+                .unwrap_or_default();
             let since = call
                 .verdict
                 .death()
@@ -201,16 +215,31 @@ pub fn render(frame: &mut Frame, app: &App, model: &Model, now: DateTime<Utc>, a
                 _ => call.reaction.summary(),
             };
             let mut title = call.title();
+            if let Some(task) = call.task() {
+                title.push_str(&format!(
+                    " [task {} {}",
+                    task.short_id(),
+                    task.status.name()
+                ));
+                if task.wait_died.is_some() && call.verdict.is_open() {
+                    title.push_str(", result wait died: ask again");
+                }
+                title.push(']');
+            }
             if call.injected {
                 title.push_str(" ⚡");
             }
             if resent_of(model, call).is_some() {
                 title.push_str(" ↻");
             }
+            if !app.schema.of(call).is_empty() {
+                title.push_str(" ⚠schema");
+            }
             let cells: Vec<Cell> = cols
                 .iter()
                 .map(|c| match c {
                     Column::Session => Cell::from(session.clone()),
+                    Column::Server => Cell::from(server.clone()),
                     Column::Id => Cell::from(call.id_text()),
                     Column::Title => Cell::from(title.clone()),
                     Column::Stream => Cell::from(owner.clone()),
@@ -265,6 +294,15 @@ pub fn render(frame: &mut Frame, app: &App, model: &Model, now: DateTime<Utc>, a
         .header(header)
         .style(Style::default().patch(theme.text()));
     frame.render_widget(table, inner);
+}
+
+/// A server as the views name it: its origin without the scheme (`127.0.0.1:4001`,
+/// `api.example`), or a stdio process's name.
+pub fn server_label(origin: &str) -> String {
+    origin
+        .split_once("://")
+        .map_or(origin, |(_, rest)| rest)
+        .to_string()
 }
 
 /// The id of the call a request re-sent by mcpscope (`r`) copies, if it is one.

@@ -169,6 +169,22 @@ fn call_lines(app: &App, model: &Model, call: &Call, now: DateTime<Utc>) -> Vec<
         format!("{owner}   (request on {request})"),
     ));
     out.push(kv(theme, "elapsed", duration_ms(call.elapsed_ms(now))));
+    for violation in app.schema.of(call) {
+        out.push(Line::from(vec![
+            Span::styled(format!("{:<11}", "schema"), theme.header()),
+            Span::styled(
+                format!(
+                    "{}: {} {} — {}: {}",
+                    violation.side.word(),
+                    violation.side.instance(),
+                    violation.path,
+                    violation.keyword,
+                    violation.message
+                ),
+                theme.error(),
+            ),
+        ]));
+    }
     if let Some(death) = call.verdict.death() {
         out.push(Line::from(vec![
             Span::styled(format!("{:<11}", "died"), theme.header()),
@@ -238,6 +254,7 @@ fn call_lines(app: &App, model: &Model, call: &Call, now: DateTime<Utc>) -> Vec<
     if let Some(message) = call.rescued() {
         out.push(kv(theme, "rescued", format!("the client got: {message}")));
     }
+    task_lines(app, model, call, &mut out);
     out.push(Line::default());
     out.push(head(theme, "Timings"));
     out.push(kv(theme, "  sent", clock(call.started_at, app.tz)));
@@ -521,4 +538,73 @@ fn session_lines(app: &App, model: &Model, index: usize) -> Vec<Line<'static>> {
     out.push(Line::default());
     out.extend(super::notifications::lines(app, model, index));
     out
+}
+
+/// A task operation's task (id, status, ttl, the result wait) and its timeline: create, polls,
+/// status changes, lost waits, result. A request about a task names its operation.
+fn task_lines(app: &App, model: &Model, call: &Call, out: &mut Vec<Line<'static>>) {
+    let theme = &app.theme;
+    if let Some(op) = call.about_task().and_then(|op| model.calls.get(op)) {
+        let task = op.task().map(|t| t.id.clone()).unwrap_or_default();
+        out.push(kv(
+            theme,
+            "task",
+            format!("{task}: part of {} id={}", op.title(), op.id_text()),
+        ));
+        return;
+    }
+    let Some(task) = call.task() else {
+        return;
+    };
+    let status = match &task.status_message {
+        Some(m) => format!("{} — {m}", task.status.name()),
+        None => task.status.name().to_string(),
+    };
+    out.push(kv(theme, "task", format!("{}  {status}", task.id)));
+    let ttl = task.ttl_ms.map_or("unlimited".to_string(), |ms| {
+        duration_ms(i64::try_from(ms).unwrap_or(i64::MAX))
+    });
+    let poll = task.poll_ms.map_or("-".to_string(), |ms| {
+        duration_ms(i64::try_from(ms).unwrap_or(i64::MAX))
+    });
+    out.push(kv(theme, "ttl", format!("{ttl}   poll every {poll}")));
+    if let Some(death) = task.wait_died.filter(|_| call.verdict.is_open()) {
+        out.push(Line::from(vec![
+            Span::styled(format!("{:<11}", "result"), theme.header()),
+            Span::styled(
+                format!(
+                    "the tasks/result wait died on #{} ({}); the task lives: the client must ask again",
+                    death.stream,
+                    death.how.map(|h| h.as_str()).unwrap_or("no body")
+                ),
+                theme.stream_dead(),
+            ),
+        ]));
+    }
+    if task.reasked > 0 {
+        out.push(kv(theme, "asked again", format!("×{}", task.reasked)));
+    }
+    out.push(Line::default());
+    out.push(head(theme, "Task timeline"));
+    if task.dropped_steps > 0 {
+        out.push(Line::from(Span::styled(
+            format!("  … {} earlier steps", task.dropped_steps),
+            theme.dim(),
+        )));
+    }
+    for step in &task.steps {
+        let verdict = match step.what {
+            mcpscope_engine::model::StepKind::Asked { call: c, .. } => model
+                .calls
+                .get(c)
+                .map(|c| format!("  id={} {}", c.id_text(), c.verdict.name()))
+                .unwrap_or_default(),
+            _ => String::new(),
+        };
+        out.push(kv(
+            theme,
+            &format!("  {}", since(step.at, call.started_at)),
+            format!("{}{verdict}", step.what.describe()),
+        ));
+    }
 }

@@ -1,4 +1,4 @@
-//! The `?` help overlay listing every key, from the key bindings table.
+//! The `?` help overlay listing every key the view offers, from the key bindings table.
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
@@ -11,8 +11,7 @@ use crate::keys::help_lines;
 /// Draws the help overlay centred in `area`.
 pub fn render(frame: &mut Frame, app: &App, area: Rect) {
     let theme = &app.theme;
-    let width = 72.min(area.width);
-    let mut lines: Vec<Line> = help_lines()
+    let mut lines: Vec<Line> = help_lines(&app.offered_contexts())
         .map(|(keys, what)| {
             Line::from(vec![
                 Span::styled(format!(" {keys:<16}"), theme.header()),
@@ -20,6 +19,12 @@ pub fn render(frame: &mut Frame, app: &App, area: Rect) {
             ])
         })
         .collect();
+    // Wide enough for the longest line (borders and a space after), at least 72 columns.
+    let longest = lines.iter().map(Line::width).max().unwrap_or(0);
+    let width = u16::try_from(longest + 3)
+        .unwrap_or(u16::MAX)
+        .max(72)
+        .min(area.width);
     let height = (lines.len() as u16 + 4).min(area.height);
     let rect = super::centered(area, width, height);
     lines.push(Line::default());

@@ -7,6 +7,7 @@ pub mod help;
 pub mod json;
 pub mod menu;
 pub mod notifications;
+pub mod stats;
 pub mod status;
 pub mod tree;
 pub mod waterfall;
@@ -45,6 +46,9 @@ pub fn render(frame: &mut Frame, app: &App, model: &Model, now: DateTime<Utc>) {
     status::render(frame, app, model, now, panes.status);
     menu::render(frame, app, area);
     menu::render_held(frame, app, area);
+    if app.stats {
+        stats::render(frame, app, model, area);
+    }
     if app.help {
         help::render(frame, app, area);
     }

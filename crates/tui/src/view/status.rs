@@ -15,7 +15,7 @@ pub fn render(frame: &mut Frame, app: &App, model: &Model, now: DateTime<Utc>, a
     let theme = &app.theme;
     if let Some(input) = &app.input {
         let prompt = match input.kind {
-            InputKind::Filter => "filter (tool: method: status: session: body: text) / ",
+            InputKind::Filter => crate::filter::PROMPT,
             InputKind::Arm => "arm fault rule: ",
             InputKind::Seek => "seek to HH:MM:SS[.mmm]: ",
             InputKind::Intercept => "intercept (tool:NAME method:M; empty turns it off): ",

@@ -34,6 +34,7 @@ pub fn render(frame: &mut Frame, app: &App, model: &Model, area: Rect) {
         frame.buffer_mut(),
         &mut state,
     );
+    pin_session(app, model, area, frame.buffer_mut(), &state);
 }
 
 /// The layout pass: lays the tree out in `area` off-screen, which scrolls the selection into
@@ -49,6 +50,7 @@ pub fn settle(app: &mut App, model: &Model, area: Rect) {
         &mut scratch,
         &mut app.tree,
     );
+    pin_session(app, model, area, &mut scratch, &app.tree);
     app.tree_view = scratch;
 }
 
@@ -78,6 +80,27 @@ fn copy_state(
     state.scroll_up(usize::MAX);
     state.scroll_down(settled.get_offset());
     state
+}
+
+/// When the tree is scrolled past its first rows (a narrow or short pane, a late stream
+/// selected), the top border names the selected node's session: its own row is off screen.
+fn pin_session(app: &App, model: &Model, area: Rect, buf: &mut Buffer, state: &TreeState<Node>) {
+    if state.get_offset() == 0 || area.width < 4 || area.height == 0 {
+        return;
+    }
+    let Some(Node::Session(si)) = state.selected().first() else {
+        return;
+    };
+    let Some(session) = model.sessions.get(*si) else {
+        return;
+    };
+    let text = format!(" ▲ {} · streams ", session.label());
+    let width = usize::from(area.width - 2);
+    let text: String = text.chars().take(width).collect();
+    let border: String = "─".repeat(width);
+    let style = app.theme.pane_border(app.focus == Pane::Tree);
+    buf.set_string(area.x + 1, area.y, border, style);
+    buf.set_string(area.x + 1, area.y, text, app.theme.title());
 }
 
 fn draw(
@@ -110,11 +133,35 @@ fn draw(
 fn items(app: &App, model: &Model, theme: &Theme) -> Vec<TreeItem<'static, Node>> {
     let mut out = Vec::new();
     let selected_stream = app.tree.selected().get(1).copied();
-    for (si, session) in model.sessions.iter().enumerate() {
+    // With more than one server, sessions are grouped by their server (in the order the servers
+    // were first seen), and each session's line begins with it.
+    let servers = model.servers();
+    let grouped = servers.len() > 1;
+    let mut order: Vec<usize> = (0..model.sessions.len()).collect();
+    if grouped {
+        let rank = |si: usize| {
+            model.sessions[si]
+                .origin
+                .as_deref()
+                .and_then(|o| servers.iter().position(|s| *s == o))
+                .unwrap_or(servers.len())
+        };
+        order.sort_by_key(|&si| rank(si));
+    }
+    for si in order {
+        let session = &model.sessions[si];
         if session.streams.is_empty() {
             continue;
         }
-        let mut text = vec![Span::styled(session.label(), theme.header())];
+        let mut text = Vec::new();
+        if grouped {
+            let server = session.origin.as_deref().map_or_else(
+                || "(unknown server)".to_string(),
+                super::calls::server_label,
+            );
+            text.push(Span::styled(format!("{server} ▸ "), theme.title()));
+        }
+        text.push(Span::styled(session.label(), theme.header()));
         if let Some(rev) = &session.revision {
             text.push(Span::styled(format!("  {rev}"), theme.dim()));
         }

@@ -1,0 +1,445 @@
+//! Forward-proxy mode (`--forward`): mcpscope as the HTTP(S) proxy of an agent host or SDK
+//! (`HTTPS_PROXY`), every server's URL left as it is. Absolute-form requests carry `http://`
+//! exchanges; a `CONNECT` is intercepted with a leaf certificate of the local [`Ca`] for the
+//! name it connects to (ALPN h2 and http/1.1), or, when `--intercept` does not list the host,
+//! tunnelled blind. Inside, each request is an MCP exchange ([`classify`]) that runs the same
+//! pipeline as reverse mode with its upstream taken from the request's own authority (and
+//! without any OAuth rewrite: the client talks to the real URLs), or another exchange that is
+//! forwarded unchanged and only counted ([`pass`]).
+
+pub mod classify;
+pub mod pass;
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+
+use http::{Method, Request, Response, StatusCode, Uri};
+use hyper::body::Incoming;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::server::conn::auto;
+use tokio::io::AsyncReadExt;
+use tokio::net::{TcpListener, TcpStream};
+
+use crate::activity::{Activity, Tracked};
+use crate::ca::Ca;
+use crate::conn::{ClientConn, ResetFlag};
+use crate::error::ProxyError;
+use crate::shared::Shared;
+use crate::stage::guard::names_allowed_host;
+use crate::{ConnSlot, ProxyBody};
+use pass::{Line, PassClient, plain};
+
+/// How forward-proxy mode is set up.
+pub struct ForwardMode {
+    /// The local CA that issues the leaves of intercepted connections.
+    pub ca: Arc<Ca>,
+    /// Hosts (`name` or `name:port`) whose CONNECTs are intercepted; empty: every host.
+    pub intercept: Vec<String>,
+    /// Origins seen speaking MCP (their SSE GETs, DELETEs and JSON POSTs are MCP too).
+    known: Mutex<HashSet<String>>,
+}
+
+impl std::fmt::Debug for ForwardMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ForwardMode")
+            .field("ca", &self.ca)
+            .field("intercept", &self.intercept)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ForwardMode {
+    /// Forward-proxy mode with `ca`, intercepting the `intercept` hosts (every host if empty).
+    pub fn new(ca: Arc<Ca>, intercept: Vec<String>) -> Self {
+        Self {
+            ca,
+            intercept,
+            known: Mutex::new(HashSet::new()),
+        }
+    }
+
+    /// Whether a CONNECT to `host:port` is intercepted (else tunnelled blind).
+    pub fn intercepts(&self, host: &str, port: u16) -> bool {
+        self.intercept.is_empty() || names_allowed_host(&self.intercept, &format!("{host}:{port}"))
+    }
+
+    fn is_known(&self, origin: &str) -> bool {
+        self.known.lock().is_ok_and(|known| known.contains(origin))
+    }
+
+    fn learn(&self, origin: &str) {
+        if let Ok(mut known) = self.known.lock() {
+            known.insert(origin.to_string());
+        }
+    }
+}
+
+/// What the proxy's start names as its upstream in forward-proxy mode.
+pub const UPSTREAM_LABEL: &str = mcpscope_engine::model::FORWARD_PROXY_UPSTREAM;
+
+/// The server an MCP exchange of the forward proxy goes to (scheme and authority, path `/`),
+/// carried in the request's extensions: the forward stage sends it there instead of to
+/// `--upstream`, and nothing is rewritten toward the proxy's own address.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Target(pub Uri);
+
+/// What every connection of the forward proxy shares.
+#[derive(Clone)]
+struct Front {
+    shared: Arc<Shared>,
+    mode: Arc<ForwardMode>,
+    client: PassClient,
+}
+
+/// Accepts connections of the forward proxy until aborted.
+pub(crate) async fn accept_loop(
+    listener: TcpListener,
+    shared: Arc<Shared>,
+    mode: Arc<ForwardMode>,
+) {
+    let front = Front {
+        client: pass::client(shared.upstream.connector.clone()),
+        shared,
+        mode,
+    };
+    let mut acceptor = crate::accept::Acceptor::default();
+    loop {
+        let (tcp, _peer) = acceptor.accept(&listener, "forward proxy").await;
+        let _ = tcp.set_nodelay(true);
+        let conn = front.shared.ids.conn();
+        let reset = ResetFlag::default();
+        let activity = Activity::default();
+        let io = TokioIo::new(ClientConn::new(tcp, reset.clone(), activity.clone()));
+        tokio::spawn(serve(front.clone(), io, conn, reset, activity, None));
+    }
+}
+
+/// Serves one client connection: the proxy's own (`target` none: absolute-form requests and
+/// CONNECTs) or the decrypted inside of an intercepted CONNECT (`target` its server).
+/// (Boxed: an intercepted CONNECT serves its inside with this very function.)
+fn serve<I>(
+    front: Front,
+    io: TokioIo<I>,
+    conn: u64,
+    reset: ResetFlag,
+    activity: Activity,
+    target: Option<Uri>,
+) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>
+where
+    I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    Box::pin(serve_conn(front, io, conn, reset, activity, target))
+}
+
+async fn serve_conn<I>(
+    front: Front,
+    io: TokioIo<I>,
+    conn: u64,
+    reset: ResetFlag,
+    activity: Activity,
+    target: Option<Uri>,
+) where
+    I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let timeouts = front.shared.config.timeouts;
+    let watched = activity.clone();
+    let link = ConnSlot::default();
+    let last = Arc::new(Mutex::new(None::<Uri>));
+    let service = hyper::service::service_fn(move |req| {
+        request(
+            front.clone(),
+            req,
+            conn,
+            reset.clone(),
+            link.clone(),
+            last.clone(),
+            watched.clone(),
+            target.clone(),
+        )
+    });
+    let builder = auto::Builder::new(TokioExecutor::new());
+    let serving = builder.serve_connection_with_upgrades(io, service);
+    tokio::select! {
+        ended = serving => {
+            if let Err(e) = ended {
+                tracing::debug!("forward connection {conn} ended: {e}");
+            }
+        }
+        why = activity.expired(timeouts.request_head, timeouts.idle) => {
+            tracing::debug!("forward connection {conn} closed: {why}");
+        }
+    }
+}
+
+/// One request on a forward-proxy connection.
+#[allow(clippy::too_many_arguments)]
+async fn request(
+    front: Front,
+    mut req: Request<Incoming>,
+    conn: u64,
+    reset: ResetFlag,
+    link: ConnSlot,
+    last: Arc<Mutex<Option<Uri>>>,
+    activity: Activity,
+    inside: Option<Uri>,
+) -> Result<Response<Tracked<ProxyBody>>, ProxyError> {
+    let h2 = req.version() == http::Version::HTTP_2;
+    if inside.is_none() && req.method() == Method::CONNECT {
+        let in_flight = activity.begin(h2);
+        let response = connect(&front, req, conn, reset, activity).await;
+        return Ok(response.map(|body| Tracked::new(body, in_flight)));
+    }
+    let target = match inside.clone().or_else(|| absolute_target(req.uri())) {
+        Some(target) => target,
+        None => {
+            let in_flight = activity.begin(h2);
+            let text = format!(
+                "mcpscope --forward is an HTTP proxy: set HTTPS_PROXY and HTTP_PROXY to http://{} \
+                 (see `mcpscope env`), or run mcpscope with --upstream URL\n",
+                front.shared.config.listen
+            );
+            return Ok(plain(StatusCode::BAD_REQUEST, text).map(|b| Tracked::new(b, in_flight)));
+        }
+    };
+    let origin = target.to_string();
+    let mcp = classify::is_mcp(
+        req.method(),
+        req.uri().path(),
+        req.headers(),
+        front.mode.is_known(&origin),
+    );
+    if !mcp {
+        let in_flight = activity.begin(h2);
+        let response =
+            pass::pass(&front.client, &front.shared.sink, conn, reset, &target, req).await?;
+        return Ok(response.map(|body| Tracked::new(body, in_flight)));
+    }
+    front.mode.learn(&origin);
+    // An absolute-form client may send requests for several servers on one connection: the
+    // kept upstream connection serves only the server it was made to.
+    if let Ok(mut last) = last.lock()
+        && last.as_ref() != Some(&target)
+    {
+        if last.is_some()
+            && let Ok(mut kept) = link.lock()
+        {
+            kept.take();
+        }
+        *last = Some(target.clone());
+    }
+    req.extensions_mut().insert(Target(target));
+    crate::handle(req, conn, reset, link, activity, front.shared.clone()).await
+}
+
+/// The server of an absolute-form request (`http://host:port/path`): its scheme and authority.
+fn absolute_target(uri: &Uri) -> Option<Uri> {
+    let scheme = uri.scheme_str()?;
+    let authority = uri.authority()?;
+    if scheme != "http" && scheme != "https" {
+        return None;
+    }
+    format!(
+        "{scheme}://{}/",
+        crate::headers::without_userinfo(authority.as_str())
+    )
+    .parse()
+    .ok()
+}
+
+/// A CONNECT: answered 200, then the tunnel is either intercepted (TLS with a leaf of the CA,
+/// its requests served like the proxy's own) or blind (bytes copied both ways, one line).
+async fn connect(
+    front: &Front,
+    req: Request<Incoming>,
+    conn: u64,
+    reset: ResetFlag,
+    activity: Activity,
+) -> Response<ProxyBody> {
+    let Some(authority) = req.uri().authority().cloned() else {
+        return plain(
+            StatusCode::BAD_REQUEST,
+            "mcpscope: CONNECT needs host:port\n".into(),
+        );
+    };
+    let host = authority.host().to_string();
+    let port = authority.port_u16().unwrap_or(443);
+    if !front.mode.intercepts(&host, port) {
+        return blind(front, req, conn, &host, port).await;
+    }
+    let config = match front.mode.ca.server_config(&host) {
+        Ok(config) => config,
+        Err(e) => {
+            return plain(
+                StatusCode::BAD_GATEWAY,
+                format!("mcpscope: no certificate for {host}: {e}\n"),
+            );
+        }
+    };
+    let target: Option<Uri> = match port {
+        443 => format!("https://{host}/"),
+        _ => format!("https://{host}:{port}/"),
+    }
+    .parse()
+    .ok();
+    let front = front.clone();
+    tokio::spawn(async move {
+        let upgraded = match hyper::upgrade::on(req).await {
+            Ok(upgraded) => upgraded,
+            Err(e) => {
+                tracing::debug!("CONNECT {host}:{port} not upgraded: {e}");
+                return;
+            }
+        };
+        // A client may tunnel plain HTTP too (undici's proxy agent does for `http://`): the
+        // first byte tells (22 opens a TLS handshake).
+        let mut io = TokioIo::new(upgraded);
+        let mut first = [0u8; 1];
+        let timeout = front.shared.config.timeouts.request_head;
+        match tokio::time::timeout(timeout, io.read(&mut first)).await {
+            Ok(Ok(1)) => {}
+            _ => return,
+        }
+        let io = Prefixed {
+            first: Some(first[0]),
+            inner: io,
+        };
+        if first[0] != TLS_HANDSHAKE {
+            let plain = match port {
+                80 => format!("http://{host}/"),
+                _ => format!("http://{host}:{port}/"),
+            }
+            .parse()
+            .ok();
+            serve(front, TokioIo::new(io), conn, reset, activity, plain).await;
+            return;
+        }
+        let acceptor = tokio_rustls::TlsAcceptor::from(config);
+        let handshake = acceptor.accept(io);
+        let tls = match tokio::time::timeout(timeout, handshake).await {
+            Ok(Ok(tls)) => tls,
+            Ok(Err(e)) => {
+                // A client that does not trust the CA ends here: say so where it is seen.
+                front.shared.note(
+                    None,
+                    format!(
+                        "mcpscope: TLS with the client for {host}:{port} failed: {e} \
+                         (does the client trust the CA of `mcpscope ca`?)"
+                    ),
+                );
+                return;
+            }
+            Err(_) => return,
+        };
+        serve(front, TokioIo::new(tls), conn, reset, activity, target).await;
+    });
+    Response::new(crate::stage::answer::full(bytes::Bytes::new()))
+}
+
+/// A CONNECT tunnelled blind: the server is connected first (a 502 in words when it cannot
+/// be), then bytes are copied both ways until both ends close; one line counts them.
+async fn blind(
+    front: &Front,
+    req: Request<Incoming>,
+    conn: u64,
+    host: &str,
+    port: u16,
+) -> Response<ProxyBody> {
+    let shared = &front.shared;
+    let mut line = Line::new(
+        shared.sink.clone(),
+        conn,
+        &format!("{host}:{port}"),
+        "CONNECT",
+        "",
+    );
+    let name = host
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .to_string();
+    let connecting = TcpStream::connect((name, port));
+    let server = match tokio::time::timeout(shared.config.timeouts.connect, connecting).await {
+        Ok(Ok(server)) => server,
+        Ok(Err(e)) => {
+            line.finish(Some(e.to_string()));
+            return plain(
+                StatusCode::BAD_GATEWAY,
+                format!("mcpscope: {host}:{port} is unreachable: {e}\n"),
+            );
+        }
+        Err(_) => {
+            line.finish(Some("connect timeout".into()));
+            return plain(
+                StatusCode::GATEWAY_TIMEOUT,
+                format!("mcpscope: {host}:{port}: no connection in time\n"),
+            );
+        }
+    };
+    let _ = server.set_nodelay(true);
+    tokio::spawn(async move {
+        let mut server = server;
+        let mut client = match hyper::upgrade::on(req).await {
+            Ok(upgraded) => TokioIo::new(upgraded),
+            Err(e) => {
+                line.finish(Some(format!("not upgraded: {e}")));
+                return;
+            }
+        };
+        match tokio::io::copy_bidirectional(&mut client, &mut server).await {
+            Ok((up, down)) => {
+                line.up(up);
+                line.down(down);
+                line.finish(None);
+            }
+            Err(e) => line.finish(Some(e.to_string())),
+        }
+    });
+    Response::new(crate::stage::answer::full(bytes::Bytes::new()))
+}
+
+/// The first byte of a TLS handshake record.
+const TLS_HANDSHAKE: u8 = 22;
+
+/// A stream whose first byte was read already (to tell TLS from plain HTTP), handed back first.
+struct Prefixed<I> {
+    first: Option<u8>,
+    inner: I,
+}
+
+impl<I: tokio::io::AsyncRead + Unpin> tokio::io::AsyncRead for Prefixed<I> {
+    fn poll_read(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        let this = self.get_mut();
+        if let Some(byte) = this.first.take() {
+            buf.put_slice(&[byte]);
+            return std::task::Poll::Ready(Ok(()));
+        }
+        std::pin::Pin::new(&mut this.inner).poll_read(cx, buf)
+    }
+}
+
+impl<I: tokio::io::AsyncWrite + Unpin> tokio::io::AsyncWrite for Prefixed<I> {
+    fn poll_write(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        std::pin::Pin::new(&mut self.get_mut().inner).poll_write(cx, buf)
+    }
+
+    fn poll_flush(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.get_mut().inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.get_mut().inner).poll_shutdown(cx)
+    }
+}

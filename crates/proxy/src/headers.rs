@@ -1,0 +1,183 @@
+//! Header helpers for both heads: hop-by-hop headers (RFC 9110 §7.6.1), whether a response
+//! closes its connection, headers as recorded text pairs (unredacted: the hub's policy hides
+//! secrets later), the upstream URI and authority, and the loopback `Host` test.
+
+use http::header::{HeaderMap, HeaderName};
+use http::{Uri, uri::PathAndQuery};
+
+use mcpscope_engine::event::Header;
+
+/// Headers that belong to one connection and are never forwarded.
+const HOP_BY_HOP: &[&str] = &[
+    "connection",
+    "keep-alive",
+    "proxy-connection",
+    "proxy-authenticate",
+    "proxy-authorization",
+    "te",
+    "trailer",
+    "transfer-encoding",
+    "upgrade",
+];
+
+/// Removes hop-by-hop headers, including those the `Connection` header names.
+pub fn strip_hop_by_hop(headers: &mut HeaderMap) {
+    let named: Vec<HeaderName> = headers
+        .get_all(http::header::CONNECTION)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .filter_map(|name| HeaderName::from_bytes(name.trim().as_bytes()).ok())
+        .collect();
+    for name in named {
+        headers.remove(name);
+    }
+    for name in HOP_BY_HOP {
+        headers.remove(*name);
+    }
+}
+
+/// Whether an upstream response's connection closes after it: `Connection: close`, or a body
+/// delimited by the close (neither `Content-Length` nor chunked).
+pub fn closes_after(headers: &HeaderMap) -> bool {
+    let has = |name: http::header::HeaderName, token: &str| {
+        headers
+            .get_all(name)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .any(|v| v.split(',').any(|t| t.trim().eq_ignore_ascii_case(token)))
+    };
+    has(http::header::CONNECTION, "close")
+        || (!headers.contains_key(http::header::CONTENT_LENGTH)
+            && !has(http::header::TRANSFER_ENCODING, "chunked"))
+}
+
+/// Headers as (name, value) text pairs, as they are (secrets are hidden later, by the hub's
+/// redaction policy, before anything is recorded or shown).
+pub fn header_list(headers: &HeaderMap) -> Vec<Header> {
+    headers
+        .iter()
+        .map(|(name, value)| {
+            (
+                name.as_str().to_string(),
+                String::from_utf8_lossy(value.as_bytes()).into_owned(),
+            )
+        })
+        .collect()
+}
+
+/// The upstream URI for a client's path and query: the client's path is kept, except that `/`
+/// means the upstream's own path; the query is kept.
+pub fn upstream_uri(upstream: &Uri, client: &Uri) -> Result<Uri, http::Error> {
+    let base_path = upstream.path();
+    let path = match client.path() {
+        "/" | "" => base_path,
+        other => other,
+    };
+    let path_and_query = match client.query() {
+        Some(q) => format!("{path}?{q}"),
+        None => path.to_string(),
+    };
+    let mut parts = upstream.clone().into_parts();
+    parts.path_and_query = Some(PathAndQuery::try_from(path_and_query)?);
+    Ok(Uri::from_parts(parts)?)
+}
+
+/// An authority without its userinfo (`user:pw@host:port` → `host:port`).
+pub fn without_userinfo(authority: &str) -> &str {
+    authority
+        .rsplit_once('@')
+        .map_or(authority, |(_, host)| host)
+}
+
+/// Whether a `Host` header names this machine (`localhost`, `127.x.x.x`, `[::1]`, any port).
+pub fn is_loopback_host(host: &str) -> bool {
+    let name = if let Some(rest) = host.strip_prefix('[') {
+        rest.split(']').next().unwrap_or("")
+    } else {
+        host.rsplit_once(':').map_or(host, |(name, port)| {
+            if port.chars().all(|c| c.is_ascii_digit()) {
+                name
+            } else {
+                host
+            }
+        })
+    };
+    let name = name.trim_end_matches('.').to_ascii_lowercase();
+    if name == "localhost" || name.ends_with(".localhost") {
+        return true;
+    }
+    name.parse::<std::net::IpAddr>()
+        .is_ok_and(|ip| ip.is_loopback())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use http::header::HeaderValue;
+
+    #[test]
+    fn hop_by_hop_headers_go_and_end_to_end_stay() {
+        let mut h = HeaderMap::new();
+        h.insert(
+            "connection",
+            HeaderValue::from_static("keep-alive, x-secret-hop"),
+        );
+        h.insert("x-secret-hop", HeaderValue::from_static("1"));
+        h.insert("keep-alive", HeaderValue::from_static("timeout=5"));
+        h.insert("transfer-encoding", HeaderValue::from_static("chunked"));
+        h.insert("mcp-session-id", HeaderValue::from_static("s1"));
+        h.insert("last-event-id", HeaderValue::from_static("7"));
+        strip_hop_by_hop(&mut h);
+        let mut names: Vec<&str> = h.keys().map(|k| k.as_str()).collect();
+        names.sort();
+        assert_eq!(names, ["last-event-id", "mcp-session-id"]);
+    }
+
+    #[test]
+    fn headers_are_listed_as_they_are() {
+        let mut h = HeaderMap::new();
+        h.insert("authorization", HeaderValue::from_static("Bearer abc.def"));
+        h.insert("x-bin", HeaderValue::from_bytes(b"a\xffb").expect("value"));
+        let list = header_list(&h);
+        assert_eq!(list[0], ("authorization".into(), "Bearer abc.def".into()));
+        assert_eq!(list[1], ("x-bin".into(), "a\u{fffd}b".into()));
+    }
+
+    #[test]
+    fn upstream_uri_keeps_path_and_query() {
+        let up: Uri = "http://127.0.0.1:8765/mcp".parse().expect("uri");
+        let map = |p: &str| {
+            upstream_uri(&up, &p.parse().expect("uri"))
+                .expect("map")
+                .to_string()
+        };
+        assert_eq!(map("/mcp"), "http://127.0.0.1:8765/mcp");
+        assert_eq!(map("/"), "http://127.0.0.1:8765/mcp");
+        assert_eq!(map("/mcp?x=1"), "http://127.0.0.1:8765/mcp?x=1");
+        assert_eq!(map("/other"), "http://127.0.0.1:8765/other");
+    }
+
+    #[test]
+    fn only_loopback_hosts_pass() {
+        for ok in [
+            "localhost",
+            "localhost:9000",
+            "127.0.0.1:9000",
+            "127.1.2.3",
+            "[::1]:9000",
+            "LOCALHOST",
+        ] {
+            assert!(is_loopback_host(ok), "{ok}");
+        }
+        for bad in [
+            "evil.example",
+            "evil.example:9000",
+            "10.0.0.1:80",
+            "[2001:db8::1]:80",
+            "127.0.0.1.evil.example",
+        ] {
+            assert!(!is_loopback_host(bad), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,53 @@
+//! A live proxy in front of the built-in test server, with the fault engine installed and the
+//! events on a channel: what the intercept and re-send tests drive.
+
+use std::sync::Arc;
+
+use mcpscope_engine::event::Event;
+use mcpscope_engine::fault::rules::RuleEngine;
+use mcpscope_proxy::controller as fault;
+use mcpscope_proxy::{self as proxy, Config, Proxy, sink::EventSink};
+use mcpscope_testserver::{self as testserver, TestServer};
+use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
+
+/// The server, the proxy in front of it, its fault engine, its events and its MCP URL.
+pub struct Live {
+    /// The built-in test server.
+    pub server: TestServer,
+    /// The proxy in front of it.
+    pub proxy: Proxy,
+    /// The proxy's fault-rule engine.
+    pub engine: Arc<RuleEngine>,
+    /// Every event the proxy emits.
+    pub events: UnboundedReceiver<Event>,
+    /// The proxy's MCP endpoint URL.
+    pub url: String,
+}
+
+/// Starts the test server and a proxy in front of it.
+pub async fn start() -> Live {
+    start_with(testserver::Options::default()).await
+}
+
+/// Starts the test server with `options` and a proxy in front of it.
+pub async fn start_with(options: testserver::Options) -> Live {
+    let server = testserver::start(options).await.expect("test server");
+    let (tx, events) = unbounded_channel::<Event>();
+    let config = Config {
+        listen: "127.0.0.1:0".parse().expect("addr"),
+        upstream: server.url().parse().expect("uri"),
+        ..Default::default()
+    };
+    let proxy = proxy::start(config, EventSink::new(tx))
+        .await
+        .expect("proxy");
+    let engine = fault::install(&proxy, &[], None).expect("rules");
+    let url = format!("http://{}/mcp", proxy.addr);
+    Live {
+        server,
+        proxy,
+        engine,
+        events,
+        url,
+    }
+}

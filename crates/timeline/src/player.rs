@@ -1,0 +1,303 @@
+//! A recording played under a time cursor: play and pause at a speed, step, seek to a time, the
+//! start, the end or the next stream death — each seek past what the background index has
+//! reached waits for it and is carried out once it gets there. What a view shows of it is
+//! [`Status`]; the view's keys become [`Command`]s.
+
+use std::time::Instant;
+
+use chrono::{DateTime, Utc};
+use mcpscope_engine::model::{Model, Retention};
+
+use crate::cursor::{ReplayCursor, Speed};
+use crate::timeline::Timeline;
+
+/// Events per tick at `max` speed.
+const MAX_SPEED_STEP: usize = 5_000;
+
+/// What a player is told to do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Command {
+    /// Play, or pause.
+    PlayPause,
+    /// The next speed up.
+    Faster,
+    /// The next speed down.
+    Slower,
+    /// One event on.
+    StepForward,
+    /// One event back.
+    StepBack,
+    /// The next stream death.
+    NextDeath,
+    /// The previous stream death.
+    PrevDeath,
+    /// The first event.
+    Start,
+    /// The last event (once indexed).
+    End,
+    /// The moment given (once indexed).
+    SeekTime(DateTime<Utc>),
+}
+
+/// What a view says of a replay.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Status {
+    /// Events folded.
+    pub position: usize,
+    /// Events in the recording.
+    pub len: usize,
+    /// Playing or paused.
+    pub playing: bool,
+    /// `1×`, `10×`, `max`.
+    pub speed: String,
+    /// Whether `len` is the whole recording (a file being indexed: not yet).
+    pub complete: bool,
+    /// What to say of the recording meanwhile (`indexing… 42%`), or of a seek waiting for it.
+    pub note: Option<String>,
+}
+
+/// What one [`Player::tick`] brought.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Tick {
+    /// Whether anything shown changed.
+    pub changed: bool,
+    /// Something to tell the user (a waiting seek that found nothing).
+    pub flash: Option<String>,
+}
+
+/// A seek that waits for the index.
+#[derive(Debug, Clone, PartialEq)]
+enum Wait {
+    End,
+    Time(DateTime<Utc>),
+    NextDeath,
+    PrevDeath,
+}
+
+impl Wait {
+    fn describe(&self) -> &'static str {
+        match self {
+            Wait::End => "] goes to the end once indexed",
+            Wait::Time(_) => "the time is not indexed yet: going there once it is",
+            Wait::NextDeath => "looking for the next stream death",
+            Wait::PrevDeath => "looking for the previous stream death",
+        }
+    }
+}
+
+/// A recording with a time cursor, played in real time (or faster) as it is ticked.
+pub struct Player {
+    cursor: Box<dyn Timeline>,
+    playing: bool,
+    speed: Speed,
+    clock: Option<DateTime<Utc>>,
+    last_tick: Instant,
+    dirty: bool,
+    /// A seek past what is indexed, carried out once the index gets there.
+    waiting: Option<Wait>,
+    /// The cursor's note as last shown.
+    note: Option<String>,
+}
+
+impl Player {
+    /// A player of `events` in memory, at the first event.
+    pub fn of_events(events: Vec<mcpscope_engine::event::Event>, speed: Speed) -> Self {
+        Self::new(Box::new(ReplayCursor::new(events)), speed)
+    }
+
+    /// A player over `cursor`, at its first event, to be played at `speed`.
+    pub fn new(mut cursor: Box<dyn Timeline>, speed: Speed) -> Self {
+        cursor.step_forward();
+        Self {
+            cursor,
+            playing: false,
+            speed,
+            clock: None,
+            last_tick: Instant::now(),
+            dirty: true,
+            waiting: None,
+            note: None,
+        }
+    }
+
+    /// The same player, its model holding the past by `retention`.
+    pub fn with_retention(mut self, retention: Retention) -> Self {
+        let position = self.cursor.position();
+        self.cursor.set_retention(retention);
+        self.cursor.seek(position);
+        self
+    }
+
+    /// The model at the cursor.
+    pub fn model(&self) -> &Model {
+        self.cursor.model_at()
+    }
+
+    /// The time of the event at the cursor.
+    pub fn time(&self) -> Option<DateTime<Utc>> {
+        self.cursor.time()
+    }
+
+    /// The time elapsed timers count to: the cursor's, or the playing clock when it is later.
+    pub fn now(&self) -> DateTime<Utc> {
+        let t = self.cursor.time().unwrap_or_else(Utc::now);
+        self.clock.map_or(t, |c| c.max(t))
+    }
+
+    /// What a view says of the replay now.
+    pub fn status(&self) -> Status {
+        let note = match (&self.note, &self.waiting) {
+            (Some(note), Some(wait)) => Some(format!("{note} · {}", wait.describe())),
+            (note, _) => note.clone(),
+        };
+        Status {
+            position: self.cursor.position(),
+            len: self.cursor.known_len(),
+            playing: self.playing,
+            speed: self.speed.label().to_string(),
+            complete: self.cursor.complete(),
+            note,
+        }
+    }
+
+    /// Moves the play on by the time since the last tick, carries out a waiting seek the index
+    /// now allows, and says whether anything shown changed.
+    pub fn tick(&mut self) -> Tick {
+        let mut tick = Tick::default();
+        let dt = self.last_tick.elapsed();
+        self.last_tick = Instant::now();
+        if let Some(wait) = self.waiting.clone()
+            && self.settle(&wait, &mut tick.flash)
+        {
+            self.waiting = None;
+            self.dirty = true;
+        }
+        let note = self.cursor.note();
+        if note != self.note {
+            self.note = note;
+            self.dirty = true;
+        }
+        if self.playing {
+            match self.speed {
+                Speed::Max => {
+                    let to = self.cursor.position() + MAX_SPEED_STEP;
+                    self.cursor.seek(to);
+                    self.clock = None;
+                }
+                speed => {
+                    let factor = if speed == Speed::X10 { 10 } else { 1 };
+                    let base = self.clock.or_else(|| self.cursor.time());
+                    if let Some(base) = base {
+                        let step = chrono::Duration::from_std(dt * factor).unwrap_or_default();
+                        let clock = base + step;
+                        self.clock = Some(clock);
+                        self.cursor.play_to(clock);
+                    }
+                }
+            }
+            if self.cursor.at_end() {
+                self.playing = false;
+                self.clock = None;
+            }
+            self.dirty = true;
+        }
+        if self.dirty {
+            self.dirty = false;
+            let now = self.now();
+            self.cursor.advance(now);
+            tick.changed = true;
+        }
+        tick
+    }
+
+    /// Drops a seek that waits for the index, and the playing clock (a seek that could not be
+    /// understood does this, as any seek does).
+    pub fn stop_waiting(&mut self) {
+        self.dirty = true;
+        self.clock = None;
+        self.waiting = None;
+    }
+
+    /// Carries out `command`; returns what to tell the user, if anything.
+    pub fn command(&mut self, command: Command) -> Option<String> {
+        self.dirty = true;
+        if !matches!(
+            command,
+            Command::PlayPause | Command::Faster | Command::Slower
+        ) {
+            self.clock = None;
+            self.waiting = None;
+        }
+        let wait = match command {
+            Command::PlayPause => {
+                self.playing = !self.playing;
+                self.clock = None;
+                self.last_tick = Instant::now();
+                None
+            }
+            Command::Faster => {
+                self.speed = self.speed.faster();
+                None
+            }
+            Command::Slower => {
+                self.speed = self.speed.slower();
+                None
+            }
+            Command::StepForward => {
+                self.cursor.step_forward();
+                None
+            }
+            Command::StepBack => {
+                self.cursor.step_back();
+                None
+            }
+            Command::Start => {
+                self.cursor.seek(1);
+                None
+            }
+            Command::End => Some(Wait::End),
+            Command::NextDeath => Some(Wait::NextDeath),
+            Command::PrevDeath => Some(Wait::PrevDeath),
+            Command::SeekTime(t) => Some(Wait::Time(t)),
+        };
+        let mut flash = None;
+        if let Some(wait) = wait
+            && !self.settle(&wait, &mut flash)
+        {
+            self.waiting = Some(wait);
+        }
+        flash
+    }
+
+    /// Carries out the waiting seek if the index has got far enough; returns whether it is
+    /// settled (done, or found impossible: then `flash` says so).
+    fn settle(&mut self, wait: &Wait, flash: &mut Option<String>) -> bool {
+        let complete = self.cursor.complete();
+        match wait {
+            Wait::End if complete => {
+                let len = self.cursor.known_len();
+                self.cursor.seek(len);
+            }
+            Wait::Time(t) if self.cursor.time_reachable(*t) => self.cursor.seek_time(*t),
+            Wait::NextDeath => {
+                if self.cursor.next_death().is_none() {
+                    if !complete {
+                        return false;
+                    }
+                    *flash = Some("no later stream death".into());
+                }
+            }
+            Wait::PrevDeath => {
+                let position = self.cursor.position();
+                if self.cursor.prev_death().is_none() {
+                    if !complete && !self.cursor.reachable(position) {
+                        return false;
+                    }
+                    *flash = Some("no earlier stream death".into());
+                }
+            }
+            _ => return false,
+        }
+        true
+    }
+}

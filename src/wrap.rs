@@ -1,0 +1,111 @@
+//! `mcpscope wrap` / `unwrap --host HOST [--config FILE]`: what was done to each server, one
+//! line each on stdout; 2 for a file refused (not JSON, an unexpected shape, a link), 1 when
+//! reading or writing failed. The rules live in `mcpscope_hosts::wrap`.
+
+use std::io::Write as _;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use crate::cli::WrapArgs;
+use mcpscope_hosts::wrap::{self, ConfigError, ConfigHost, Restored, ServerChange, ServerLine};
+
+/// `mcpscope wrap`.
+pub fn wrap(args: &WrapArgs) -> ExitCode {
+    let outcome = target(args).and_then(|(host, path)| {
+        let shim = std::env::current_exe()
+            .map_err(|e| ConfigError::Io(format!("cannot find mcpscope's own path: {e}")))?;
+        let done = wrap::wrap(host, &path, &shim)?;
+        let mut lines = Vec::new();
+        lines.push(match (&done.backup, done.changed) {
+            (Some(backup), true) => {
+                format!("wrapped {} (backup: {})", path.display(), backup.display())
+            }
+            _ => format!("{}: nothing to change", path.display()),
+        });
+        lines.extend(done.servers.iter().map(|s| server_line(host, s)));
+        if done.changed {
+            lines.push(format!(
+                "restart {} to start the servers through mcpscope; `mcpscope unwrap --host {}` \
+                 puts the file back",
+                host.name(),
+                host.name()
+            ));
+        }
+        Ok(lines)
+    });
+    finish(outcome)
+}
+
+/// `mcpscope unwrap`.
+pub fn unwrap(args: &WrapArgs) -> ExitCode {
+    let outcome = target(args).and_then(|(host, path)| {
+        let done = wrap::unwrap(host, &path)?;
+        let mut lines = vec![match done.restored {
+            Restored::Exactly => format!(
+                "unwrapped {}: it is the backup again, byte for byte (backup removed)",
+                path.display()
+            ),
+            Restored::WrappersRemoved => format!(
+                "unwrapped {}: it changed since wrap, so only the wrappers were taken out and \
+                 the other changes kept; the backup {} (the file before wrap) is kept",
+                path.display(),
+                done.backup.display()
+            ),
+        }];
+        lines.extend(done.servers.iter().map(|s| server_line(host, s)));
+        Ok(lines)
+    });
+    finish(outcome)
+}
+
+fn target(args: &WrapArgs) -> Result<(ConfigHost, PathBuf), ConfigError> {
+    let host = ConfigHost::parse(&args.host).map_err(ConfigError::Refused)?;
+    let path = match &args.config {
+        Some(path) => path.clone(),
+        None => host.default_config()?,
+    };
+    Ok((host, path))
+}
+
+fn server_line(host: ConfigHost, server: &ServerLine) -> String {
+    let at = if server.table == "mcpServers" || server.table == "servers" {
+        String::new()
+    } else {
+        format!(" ({})", server.table)
+    };
+    let name = &server.name;
+    match &server.change {
+        ServerChange::Wrapped(line) => format!("  wrapped    {name}{at}: {}", line.join(" ")),
+        ServerChange::AlreadyWrapped => format!("  unchanged  {name}{at}: already wrapped"),
+        ServerChange::Http(url) => format!(
+            "  unchanged  {name}{at}: HTTP server {url}; to observe it, start the host through \
+             the forward proxy: mcpscope run -- {}",
+            host.start_command()
+        ),
+        ServerChange::Other(why) => format!("  unchanged  {name}{at}: {why}, not a stdio server"),
+        ServerChange::Unwrapped(line) => format!("  unwrapped  {name}{at}: {}", line.join(" ")),
+        ServerChange::NotWrapped => format!("  unchanged  {name}{at}: not wrapped"),
+    }
+}
+
+fn finish(outcome: Result<Vec<String>, ConfigError>) -> ExitCode {
+    match outcome {
+        Ok(lines) => {
+            let mut out = std::io::stdout().lock();
+            for line in lines {
+                if writeln!(out, "{line}").is_err() {
+                    crate::end_of_pipe();
+                }
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e @ ConfigError::Refused(_)) => {
+            crate::say!("mcpscope: {e}");
+            ExitCode::from(2)
+        }
+        Err(e @ ConfigError::Io(_)) => {
+            crate::say!("mcpscope: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,160 @@
+//! Two servers behind one forward proxy, on screen: the tree groups sessions by server, the
+//! calls table gains a server column (wide screens only: narrow ones keep a death's cause and
+//! age first), and the filter takes `server:`.
+
+mod common;
+
+use chrono::{DateTime, Utc};
+use common::screen::text;
+use mcpscope_engine::event::{Direction, EndHow, EventKind, Leg, StreamId};
+use mcpscope_engine::fixtures::{Script, at};
+use mcpscope_engine::model::Model;
+use mcpscope_tui::app::App;
+use mcpscope_tui::render_to_buffer;
+use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use ratatui::layout::Rect;
+use serde_json::json;
+
+const A: &str = "http://127.0.0.1:4001";
+const B: &str = "https://tools.example";
+
+fn open(s: &mut Script, stream: StreamId, origin: &str, session: &str) {
+    s.push(EventKind::StreamOpened {
+        stream,
+        conn: stream,
+        method: "POST".into(),
+        path: "/mcp".into(),
+        headers: vec![
+            ("mcp-session-id".into(), session.into()),
+            ("mcp-protocol-version".into(), "2025-06-18".into()),
+        ],
+        origin: Some(origin.into()),
+    });
+}
+
+/// A's `poke` dies with its stream; B's `slow` (same session id, same JSON-RPC id) is pending,
+/// B's `echo` answered.
+fn model() -> (Model, DateTime<Utc>) {
+    let mut s = Script::new();
+    let calls = [(1, A, "poke", 1), (2, B, "slow", 1), (3, B, "echo", 2)];
+    for (i, &(stream, origin, tool, id)) in calls.iter().enumerate() {
+        s.at(100 * i as i64);
+        open(&mut s, stream, origin, "s1");
+        s.push(EventKind::Message {
+            stream,
+            dir: Direction::ClientToServer,
+            body: json!({"jsonrpc":"2.0","id":id,"method":"tools/call",
+                         "params":{"name":tool,"arguments":{}}}),
+        });
+        s.respond(stream, 200, "text/event-stream", &[]);
+    }
+    s.at(500)
+        .event(3, None, Some(json!({"jsonrpc":"2.0","id":2,"result":{}})))
+        .finish(3, EndHow::Eof, Leg::Upstream);
+    s.at(1_000).finish(1, EndHow::Reset, Leg::Upstream);
+    (Model::from_events(&s.events).0, at(4_000))
+}
+
+fn screen(app: &mut App, model: &Model, now: DateTime<Utc>, width: u16, height: u16) -> String {
+    app.layout(model, now, Rect::new(0, 0, width, height));
+    text(&render_to_buffer(app, model, now, width, height))
+}
+
+fn key(app: &mut App, model: &Model, code: KeyCode) {
+    app.handle_key(KeyEvent::new(code, KeyModifiers::NONE), model);
+}
+
+#[test]
+fn wide_the_calls_name_their_server_and_the_tree_groups_by_server() {
+    let (model, now) = model();
+    let mut app = common::screen::app(Some("recordings/run.jsonl"));
+    let s = screen(&mut app, &model, now, 160, 40);
+    assert!(s.contains(" server "), "no server column:\n{s}");
+    let row = |tool: &str| {
+        s.lines()
+            .find(|l| l.contains(&format!("tools/call {tool}")))
+            .unwrap_or_else(|| panic!("no {tool} row:\n{s}"))
+            .to_string()
+    };
+    assert!(row("poke").contains("127.0.0.1:4001"), "{}", row("poke"));
+    assert!(row("poke").contains("orphaned"), "{}", row("poke"));
+    assert!(row("slow").contains("tools.example"), "{}", row("slow"));
+    assert!(row("slow").contains("pending"), "{}", row("slow"));
+    // Two sessions named s1, each under its server.
+    let sessions: Vec<&str> = s.lines().filter(|l| l.contains("▸ s1")).collect();
+    assert_eq!(sessions.len(), 2, "{s}");
+    assert!(sessions[0].contains("127.0.0.1:4001"), "{}", sessions[0]);
+    assert!(sessions[1].contains("tools.example"), "{}", sessions[1]);
+    insta::assert_snapshot!("servers_160x40", s);
+}
+
+#[test]
+fn narrow_the_server_gives_way_to_the_deaths_cause_and_age() {
+    let (model, now) = model();
+    for (width, height, name) in [
+        (80, 24, "servers_80x24"),
+        (100, 30, "servers_100x30"),
+        (140, 40, "servers_140x40"),
+    ] {
+        let mut app = common::screen::app(Some("recordings/run.jsonl"));
+        let s = screen(&mut app, &model, now, width, height);
+        let row = s
+            .lines()
+            .find(|l| l.contains("poke"))
+            .unwrap_or_else(|| panic!("no poke row at {width}x{height}:\n{s}"));
+        assert!(row.contains("reset "), "{width}x{height}: {row}\n{s}");
+        if width < 110 {
+            assert!(row.contains("s ago"), "{width}x{height}: {row}\n{s}");
+        }
+        assert!(!s.contains(" server "), "{width}x{height}:\n{s}");
+        insta::assert_snapshot!(name, s);
+    }
+}
+
+#[test]
+fn one_server_shows_no_server_column() {
+    let mut s = Script::new();
+    open(&mut s, 1, A, "s1");
+    s.push(EventKind::Message {
+        stream: 1,
+        dir: Direction::ClientToServer,
+        body: json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"poke"}}),
+    });
+    let model = Model::from_events(&s.events).0;
+    let mut app = common::screen::app(None);
+    let screen = screen(&mut app, &model, at(1_000), 160, 40);
+    assert!(screen.contains("tools/call poke"), "{screen}");
+    assert!(!screen.contains(" server "), "{screen}");
+    assert!(!screen.contains("▸ s1"), "{screen}");
+}
+
+#[test]
+fn the_filter_takes_a_server() {
+    let (model, now) = model();
+    // (filter, the tools left)
+    let table: &[(&str, &[&str])] = &[
+        ("server:tools.example", &["slow", "echo"]),
+        ("server:127.0.0.1:4001", &["poke"]),
+        ("server:4001", &["poke"]),
+        ("server:https://tools.example", &["slow", "echo"]),
+        ("server:elsewhere", &[]),
+    ];
+    for &(filter, tools) in table {
+        let mut app = common::screen::app(None);
+        key(&mut app, &model, KeyCode::Char('/'));
+        for c in filter.chars() {
+            key(&mut app, &model, KeyCode::Char(c));
+        }
+        key(&mut app, &model, KeyCode::Enter);
+        screen(&mut app, &model, now, 140, 40);
+        let mut shown: Vec<&str> = app
+            .rows
+            .iter()
+            .filter_map(|&ci| model.calls.get(ci)?.tool.as_deref())
+            .collect();
+        shown.sort_unstable();
+        let mut want = tools.to_vec();
+        want.sort_unstable();
+        assert_eq!(shown, want, "{filter}");
+    }
+}
