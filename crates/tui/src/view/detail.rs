@@ -305,6 +305,21 @@ fn timing_lines(
             ),
         ));
     }
+    // Events past the stream's detail limit: counted, never silently missing from the list.
+    if stream.dropped_marks > 0 {
+        let elsewhere = if app.info.recording.is_some() {
+            "; the recording has them"
+        } else {
+            ""
+        };
+        out.push(Line::from(Span::styled(
+            format!(
+                "  … {} earlier events not held in memory{elsewhere}",
+                stream.dropped_marks
+            ),
+            theme.dim(),
+        )));
+    }
     for mark in &stream.marks {
         let summary = mark
             .message
