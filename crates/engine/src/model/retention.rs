@@ -177,8 +177,11 @@ impl Model {
     pub(super) fn enforce_retention(&mut self) {
         let r = self.retention;
         let floor = self.floor;
+        // The slack grows with the floor too: when what cannot be evicted (open streams'
+        // detail) is past a limit, a pass waits for an eighth more, not for one more event.
         let over = |n: usize, limit: usize, floor: usize| {
-            n > limit.max(floor).saturating_add(Retention::slack(limit))
+            let base = limit.max(floor);
+            n > base.saturating_add(Retention::slack(base))
         };
         if over(self.full_calls, r.keep_calls, floor.full_calls)
             || over(
