@@ -39,6 +39,39 @@ async fn held(control: &Arc<dyn FaultControl>, n: usize) -> Vec<HeldRequest> {
     }
 }
 
+/// A proxy in front of the JSON-answering test server, intercepting `tool:echo`: an `echo` call
+/// whose request was held and forwarded, and whose response is held now.
+struct HeldResponse {
+    live: mcpscope_testkit::live::Live,
+    control: Arc<dyn FaultControl>,
+    call: JoinHandle<Answer>,
+    held: Vec<HeldRequest>,
+}
+
+async fn held_echo_response() -> HeldResponse {
+    let live = mcpscope_testkit::live::start_with(testserver::Options {
+        json_responses: true,
+        ..Default::default()
+    })
+    .await;
+    let control = fault::controller(&live.proxy, live.engine.clone());
+    control
+        .set_intercept(Some("tool:echo".into()))
+        .expect("intercept");
+    let call = echo(&live.url, "from the server");
+    let h = held(&control, 1).await;
+    control
+        .release(h[0].id, Release::Forward(None))
+        .expect("forward the request");
+    let held = held(&control, 1).await;
+    HeldResponse {
+        live,
+        control,
+        call,
+        held,
+    }
+}
+
 fn text(a: &Answer) -> String {
     a.text()
         .map(str::to_string)
@@ -125,27 +158,18 @@ async fn held_requests_are_forwarded_edited_dropped_or_refused() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_json_response_is_held_too_and_can_be_edited() {
     let run = async {
-        let mcpscope_testkit::live::Live {
-            server,
-            proxy,
-            engine,
-            events: mut rx,
-            url,
-        } = mcpscope_testkit::live::start_with(testserver::Options {
-            json_responses: true,
-            ..Default::default()
-        })
-        .await;
-        let control = fault::controller(&proxy, engine);
-        control
-            .set_intercept(Some("tool:echo".into()))
-            .expect("intercept");
-        let call = echo(&url, "from the server");
-        let h = held(&control, 1).await;
-        control
-            .release(h[0].id, Release::Forward(None))
-            .expect("forward the request");
-        let h = held(&control, 1).await;
+        let HeldResponse {
+            live:
+                mcpscope_testkit::live::Live {
+                    server,
+                    proxy: _proxy,
+                    events: mut rx,
+                    ..
+                },
+            control,
+            call,
+            held: h,
+        } = held_echo_response().await;
         assert!(
             h[0].summary.starts_with("response to tools/call echo id="),
             "{h:?}"
@@ -249,27 +273,18 @@ async fn an_edited_request_is_recorded_as_sent_and_redacted_with_no_body_in_a_no
 async fn an_edited_response_is_recorded_as_sent_and_redacted() {
     use mcpscope_engine::event::{Direction, EventKind};
     let run = async {
-        let mcpscope_testkit::live::Live {
-            server,
-            proxy,
-            engine,
-            events: mut rx,
-            url,
-        } = mcpscope_testkit::live::start_with(testserver::Options {
-            json_responses: true,
-            ..Default::default()
-        })
-        .await;
-        let control = fault::controller(&proxy, engine);
-        control
-            .set_intercept(Some("tool:echo".into()))
-            .expect("intercept");
-        let call = echo(&url, "from the server");
-        let h = held(&control, 1).await;
-        control
-            .release(h[0].id, Release::Forward(None))
-            .expect("forward the request");
-        let h = held(&control, 1).await;
+        let HeldResponse {
+            live:
+                mcpscope_testkit::live::Live {
+                    server,
+                    proxy: _proxy,
+                    events: mut rx,
+                    ..
+                },
+            control,
+            call,
+            held: h,
+        } = held_echo_response().await;
         let edited = h[0].body.replace(
             r#""text":"from the server""#,
             r#""text":"from the intercept","password":"EDITED-S3CRET""#,
