@@ -557,10 +557,20 @@ impl App {
             Pane::Waterfall => {
                 let r = self.areas.waterfall_rows;
                 if r.contains(at) {
-                    let first =
-                        waterfall_first(self.wf_stream, usize::from(r.height), model.streams.len());
-                    let pos = first + usize::from(at.y - r.y);
-                    if pos < model.streams.len() {
+                    let rows = waterfall_rows(model, self.wf_stream, usize::from(r.height));
+                    let clicked = usize::from(at.y - r.y);
+                    // A task row stands for the stream that created it, the nearest above.
+                    let stream = rows
+                        .get(..=clicked.min(rows.len().saturating_sub(1)))
+                        .and_then(|above| {
+                            above.iter().rev().find_map(|row| match row {
+                                WaterfallRow::Stream(pos) => Some(*pos),
+                                WaterfallRow::Task(_) => None,
+                            })
+                        });
+                    if clicked < rows.len()
+                        && let Some(pos) = stream
+                    {
                         self.wf_stream = pos;
                         self.selection_from_waterfall(model);
                     }
@@ -583,6 +593,48 @@ impl App {
             .find(|(r, _)| *r != Rect::ZERO && r.contains(at))
             .map(|(_, p)| *p)
     }
+}
+
+/// A row of the waterfall.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WaterfallRow {
+    /// A stream, by its position in [`Model::streams`].
+    Stream(usize),
+    /// The task operation a stream's answer created, by its root call's index: one span from
+    /// the request to the result, drawn under the stream that created it.
+    Task(usize),
+}
+
+/// The waterfall's rows for `height` lines keeping stream `selected` in view: each stream,
+/// then a row for each task operation whose task its answer created.
+pub fn waterfall_rows(model: &Model, selected: usize, height: usize) -> Vec<WaterfallRow> {
+    let streams = model.streams.as_slice();
+    let mut rows = Vec::new();
+    let first = waterfall_first(selected, height, streams.len());
+    let mut selected_at = None;
+    for (pos, stream) in streams.iter().enumerate().skip(first) {
+        if rows.len() >= height && selected_at.is_some() {
+            break;
+        }
+        if pos == selected {
+            selected_at = Some(rows.len());
+        }
+        rows.push(WaterfallRow::Stream(pos));
+        rows.extend(
+            stream
+                .calls
+                .iter()
+                .filter(|&&c| model.calls.get(c).is_some_and(|call| call.task().is_some()))
+                .map(|&c| WaterfallRow::Task(c)),
+        );
+    }
+    if let Some(at) = selected_at
+        && at >= height
+    {
+        rows.drain(..at + 1 - height);
+    }
+    rows.truncate(height);
+    rows
 }
 
 /// The first stream shown on a waterfall of `height` rows keeping `selected` in view.
