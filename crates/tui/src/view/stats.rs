@@ -100,6 +100,12 @@ pub fn lines(model: &Model) -> Vec<String> {
         "tool definitions: {} B in all (what a host puts into the model's context)",
         bytes.values().sum::<usize>()
     ));
+    let dropped = model.evicted().dropped;
+    if dropped > 0 {
+        out.push(format!(
+            "not counted: {dropped} older calls no longer held in memory (the recording has them)"
+        ));
+    }
     out
 }
 
