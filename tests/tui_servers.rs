@@ -1,4 +1,4 @@
-//! Two servers behind one forward proxy, on screen: the tree groups sessions by server, the
+//! Two servers behind one forward proxy, on screen: the tree has a level per server, the
 //! calls table gains a server column (wide screens only: narrow ones keep a death's cause and
 //! age first), and the filter takes `server:`.
 
@@ -80,12 +80,139 @@ fn wide_the_calls_name_their_server_and_the_tree_groups_by_server() {
     assert!(row("poke").contains("orphaned"), "{}", row("poke"));
     assert!(row("slow").contains("tools.example"), "{}", row("slow"));
     assert!(row("slow").contains("pending"), "{}", row("slow"));
-    // Two sessions named s1, each under its server.
-    let sessions: Vec<&str> = s.lines().filter(|l| l.contains("▸ s1")).collect();
-    assert_eq!(sessions.len(), 2, "{s}");
-    assert!(sessions[0].contains("127.0.0.1:4001"), "{}", sessions[0]);
-    assert!(sessions[1].contains("tools.example"), "{}", sessions[1]);
+    // A node per server, in the order first seen, each over its own session named s1.
+    let tree: Vec<&str> = s
+        .lines()
+        .filter(|l| l.contains("sessions)") || l.contains("▶ s1") || l.contains("▼ s1"))
+        .collect();
+    assert_eq!(tree.len(), 4, "{s}");
+    assert!(
+        tree[0].contains("▼ 127.0.0.1:4001  (1 sessions)"),
+        "{}",
+        tree[0]
+    );
+    assert!(
+        tree[1].contains("  ▼ s1  2025-06-18  (1 streams)"),
+        "{}",
+        tree[1]
+    );
+    assert!(
+        tree[2].contains("▼ tools.example  (1 sessions)"),
+        "{}",
+        tree[2]
+    );
+    assert!(
+        tree[3].contains("  ▶ s1  2025-06-18  (2 streams)"),
+        "{}",
+        tree[3]
+    );
     insta::assert_snapshot!("servers_160x40", s);
+}
+
+/// The tree pane's rows, as on screen.
+fn tree_rows(screen: &str) -> Vec<String> {
+    let start = screen
+        .lines()
+        .position(|l| l.contains("Sessions · streams"))
+        .expect("the tree pane");
+    screen
+        .lines()
+        .skip(start + 1)
+        .take_while(|l| !l.starts_with('└'))
+        .map(|l| {
+            l.trim_start_matches('│')
+                .split('│')
+                .next()
+                .unwrap_or("")
+                .trim_end()
+                .to_string()
+        })
+        .filter(|l| !l.is_empty())
+        .collect()
+}
+
+#[test]
+fn a_server_is_a_level_of_the_tree_that_closes_and_tells_how_its_calls_stand() {
+    let (model, now) = model();
+    let mut app = common::screen::app(None);
+    screen(&mut app, &model, now, 160, 40);
+    key(&mut app, &model, KeyCode::Tab);
+    key(&mut app, &model, KeyCode::Home);
+    let s = screen(&mut app, &model, now, 160, 40);
+    assert!(s.contains("┌ Server "), "the first row is a server:\n{s}");
+    assert!(s.contains("http://127.0.0.1:4001"), "{s}");
+    assert!(s.contains("1 held · 0 waiting · 1 orphaned"), "{s}");
+    assert!(s.contains("sessions   1 (0 ended)"), "{s}");
+
+    // Down to the second server: its two calls, one waiting.
+    for _ in 0..3 {
+        key(&mut app, &model, KeyCode::Down);
+    }
+    let s = screen(&mut app, &model, now, 160, 40);
+    assert!(s.contains("https://tools.example"), "{s}");
+    assert!(s.contains("2 held · 1 waiting · 0 orphaned"), "{s}");
+
+    // Left closes the server: its session goes from the tree; the other server's stays.
+    key(&mut app, &model, KeyCode::Left);
+    let s = screen(&mut app, &model, now, 160, 40);
+    let rows = tree_rows(&s);
+    assert_eq!(rows.len(), 4, "{rows:#?}");
+    assert!(rows[3].starts_with("▶ tools.example"), "{rows:#?}");
+}
+
+#[test]
+fn the_tree_keeps_the_selection_when_a_second_server_appears() {
+    let mut s = Script::new();
+    open(&mut s, 1, A, "s1");
+    s.push(EventKind::Message {
+        stream: 1,
+        dir: Direction::ClientToServer,
+        body: json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"poke"}}),
+    });
+    let first = s.events.len();
+    s.at(100);
+    open(&mut s, 2, B, "s2");
+    s.push(EventKind::Message {
+        stream: 2,
+        dir: Direction::ClientToServer,
+        body: json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slow"}}),
+    });
+    let (before, _) = Model::from_events(&s.events[..first]);
+    let (after, _) = Model::from_events(&s.events);
+
+    let mut app = common::screen::app(None);
+    app.sync(&before);
+    screen(&mut app, &before, at(500), 160, 40);
+    app.select_row(&before, 0);
+    let s1 = screen(&mut app, &before, at(500), 160, 40);
+    let rows = tree_rows(&s1);
+    assert!(
+        rows[0].starts_with("▼ s1"),
+        "one server: sessions on top\n{rows:#?}"
+    );
+
+    app.sync(&after);
+    let s2 = screen(&mut app, &after, at(500), 160, 40);
+    let rows = tree_rows(&s2);
+    assert!(rows[0].starts_with("▼ 127.0.0.1:4001"), "{rows:#?}");
+    assert!(
+        rows[1].starts_with("  ▼ s1"),
+        "the open session stays open\n{rows:#?}"
+    );
+    assert!(rows[2].starts_with("    ▶ POST#1"), "{rows:#?}");
+    assert!(
+        rows.iter().any(|r| r.starts_with("▼ tools.example")),
+        "{rows:#?}"
+    );
+    assert_eq!(
+        app.tree.selected(),
+        &[
+            mcpscope_tui::grouping::server_node(Some(A)),
+            mcpscope_tui::app::Node::Session(before.stream(1).expect("stream 1").session),
+            mcpscope_tui::app::Node::Stream(1),
+        ],
+        "the selected stream is still selected, under its server"
+    );
 }
 
 #[test]
@@ -125,7 +252,7 @@ fn one_server_shows_no_server_column() {
     let screen = screen(&mut app, &model, at(1_000), 160, 40);
     assert!(screen.contains("tools/call poke"), "{screen}");
     assert!(!screen.contains(" server "), "{screen}");
-    assert!(!screen.contains("▸ s1"), "{screen}");
+    assert!(!screen.contains("sessions)"), "no server level:\n{screen}");
 }
 
 #[test]

@@ -55,6 +55,9 @@ impl Pane {
 /// A tree node identifier.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Node {
+    /// A server (a hash of its origin; see [`crate::grouping`]): the top level when the tree
+    /// groups sessions by server.
+    Server(u64),
     /// A session (index).
     Session(usize),
     /// A stream (id).
@@ -70,6 +73,8 @@ pub enum Node {
 pub enum Selected {
     /// Nothing.
     Nothing,
+    /// A server (its tree node).
+    Server(Node),
     /// A call (index).
     Call(usize),
     /// A session (index).
@@ -253,6 +258,8 @@ pub struct App {
     pub tree: TreeState<Node>,
     /// The tree pane as the layout pass drew it (drawing copies it onto the frame).
     pub tree_view: Buffer,
+    /// The tree's server level: whether it groups, and the servers already opened once.
+    pub grouping: crate::grouping::Grouping,
     /// The stream highlighted on the waterfall (position in [`Model::streams`]).
     pub wf_stream: usize,
     /// Detail pane scroll.
@@ -335,6 +342,7 @@ impl App {
             call: None,
             tree: TreeState::default(),
             tree_view: Buffer::empty(Rect::ZERO),
+            grouping: Default::default(),
             wf_stream: 0,
             detail_scroll: 0,
             filter: Filter::default(),
@@ -373,6 +381,7 @@ impl App {
             self.hide_answered,
         );
         if self.rows_key.as_ref() != Some(&key) {
+            self.grouping.settle(model, &mut self.tree);
             self.rows = rows::build(model, &self.filter, self.hide_answered);
             self.rows_key = Some(key);
             if !self.cursor_chosen {
@@ -429,9 +438,12 @@ impl App {
         if let Some(pos) = model.stream_pos(stream) {
             self.wf_stream = pos;
             let session = model.streams.as_slice()[pos].session;
-            self.tree.open(vec![Node::Session(session)]);
-            self.tree
-                .select(vec![Node::Session(session), Node::Stream(stream)]);
+            let mut path = crate::grouping::session_path(model, session);
+            for depth in 1..=path.len() {
+                self.tree.open(path[..depth].to_vec());
+            }
+            path.push(Node::Stream(stream));
+            self.tree.select(path);
         }
     }
 
@@ -451,6 +463,7 @@ impl App {
     pub fn selection_from_tree(&mut self, model: &Model) {
         self.detail_scroll = 0;
         match self.tree.selected().last().copied() {
+            Some(node @ Node::Server(_)) => self.selected = Selected::Server(node),
             Some(Node::Session(s)) => self.selected = Selected::Session(s),
             Some(Node::Stream(id)) => {
                 self.selected = Selected::Stream(id);
@@ -470,10 +483,7 @@ impl App {
             let id = stream.id;
             self.selected = Selected::Stream(id);
             self.detail_scroll = 0;
-            let session = stream.session;
-            self.tree.open(vec![Node::Session(session)]);
-            self.tree
-                .select(vec![Node::Session(session), Node::Stream(id)]);
+            self.link_stream(model, id);
             self.select_call_of_stream(model, id);
         }
     }
@@ -494,7 +504,7 @@ impl App {
             Selected::Call(c) => model.calls.get(c).map(|c| c.owner),
             Selected::Stream(id) => Some(id),
             Selected::Message(m) => model.messages.get(m).map(|m| m.stream),
-            Selected::Session(_) | Selected::Nothing => None,
+            Selected::Server(_) | Selected::Session(_) | Selected::Nothing => None,
         }
     }
 

@@ -11,6 +11,7 @@ pub mod app;
 pub mod curl;
 pub mod edit;
 pub mod filter;
+pub mod grouping;
 pub mod keys;
 pub mod layout;
 pub mod rows;

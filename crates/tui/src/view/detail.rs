@@ -10,7 +10,8 @@ use ratatui::widgets::{Block, Paragraph};
 
 use super::fmt::{clock, duration_ms, verdict_style};
 use super::json;
-use crate::app::{App, Pane, Selected};
+use crate::app::{App, Node, Pane, Selected};
+use crate::grouping;
 use crate::theme::Theme;
 use mcpscope_engine::event::Header;
 use mcpscope_engine::model::{Call, Model, Stream, SubscriptionState, Verdict, listen};
@@ -48,6 +49,7 @@ pub fn content(app: &App, model: &Model, now: DateTime<Utc>) -> (&'static str, V
         },
         Selected::Message(m) => (" Message ", message_lines(app, model, m)),
         Selected::Session(s) => (" Session ", session_lines(app, model, s)),
+        Selected::Server(node) => (" Server ", server_lines(app, model, node)),
         Selected::Nothing => (
             " Detail ",
             vec![Line::from(Span::styled(
@@ -506,6 +508,45 @@ fn message_lines(app: &App, model: &Model, index: usize) -> Vec<Line<'static>> {
         mark,
     ));
     out
+}
+
+/// A server of a grouped tree: its origin, its sessions and how their calls stand.
+fn server_lines(app: &App, model: &Model, node: Node) -> Vec<Line<'static>> {
+    let theme = &app.theme;
+    let Some(origin) = grouping::server_of(model, node) else {
+        return Vec::new();
+    };
+    let sessions: Vec<usize> = (0..model.sessions.len())
+        .filter(|&si| {
+            let session = &model.sessions[si];
+            session.origin.as_deref() == origin && !session.streams.is_empty()
+        })
+        .collect();
+    let (mut calls, mut open, mut orphaned, mut ended) = (0, 0, 0, 0);
+    for call in model.calls.iter().filter(|c| sessions.contains(&c.session)) {
+        calls += 1;
+        open += usize::from(call.verdict.is_open());
+        orphaned += usize::from(matches!(call.verdict, Verdict::Orphaned { .. }));
+    }
+    for &si in &sessions {
+        ended += usize::from(model.sessions[si].ended.is_some());
+    }
+    vec![
+        Line::from(Span::styled(
+            origin.unwrap_or("(unknown server)").to_string(),
+            theme.title(),
+        )),
+        kv(
+            theme,
+            "sessions",
+            format!("{} ({ended} ended)", sessions.len()),
+        ),
+        kv(
+            theme,
+            "calls",
+            format!("{calls} held · {open} waiting · {orphaned} orphaned"),
+        ),
+    ]
 }
 
 fn session_lines(app: &App, model: &Model, index: usize) -> Vec<Line<'static>> {

@@ -1,4 +1,4 @@
-//! Sessions → streams → messages, with tui-tree-widget. Children are built only for open nodes,
+//! (Servers →) sessions → streams → messages, with tui-tree-widget. Children are built only for open nodes,
 //! and a session with many streams shows a window of them around the selection.
 
 use ratatui::Frame;
@@ -10,6 +10,7 @@ use tui_tree_widget::{Tree, TreeItem, TreeState};
 
 use super::fmt::clock;
 use crate::app::{App, Node, Pane};
+use crate::grouping;
 use crate::theme::Theme;
 use mcpscope_engine::event::Direction;
 use mcpscope_engine::model::{Fate, Model, Stream};
@@ -88,10 +89,14 @@ fn pin_session(app: &App, model: &Model, area: Rect, buf: &mut Buffer, state: &T
     if state.get_offset() == 0 || area.width < 4 || area.height == 0 {
         return;
     }
-    let Some(Node::Session(si)) = state.selected().first() else {
+    let Some(&Node::Session(si)) = state
+        .selected()
+        .iter()
+        .find(|n| matches!(n, Node::Session(_)))
+    else {
         return;
     };
-    let Some(session) = model.sessions.get(*si) else {
+    let Some(session) = model.sessions.get(si) else {
         return;
     };
     let text = format!(" ▲ {} · streams ", session.label());
@@ -131,73 +136,106 @@ fn draw(
 }
 
 fn items(app: &App, model: &Model, theme: &Theme) -> Vec<TreeItem<'static, Node>> {
-    let mut out = Vec::new();
-    let selected_stream = app.tree.selected().get(1).copied();
-    // With more than one server, sessions are grouped by their server (in the order the servers
-    // were first seen), and each session's line begins with it.
-    let servers = model.servers();
-    let grouped = servers.len() > 1;
-    let mut order: Vec<usize> = (0..model.sessions.len()).collect();
-    if grouped {
-        let rank = |si: usize| {
-            model.sessions[si]
-                .origin
-                .as_deref()
-                .and_then(|o| servers.iter().position(|s| *s == o))
-                .unwrap_or(servers.len())
-        };
-        order.sort_by_key(|&si| rank(si));
+    let selected_stream = app
+        .tree
+        .selected()
+        .iter()
+        .copied()
+        .find(|n| matches!(n, Node::Stream(_)));
+    let shown = |si: &usize| !model.sessions[*si].streams.is_empty();
+    if !grouping::grouped(model) {
+        return (0..model.sessions.len())
+            .filter(shown)
+            .filter_map(|si| session_item(app, model, theme, si, &[], selected_stream))
+            .collect();
     }
-    for si in order {
-        let session = &model.sessions[si];
-        if session.streams.is_empty() {
-            continue;
-        }
-        let mut text = Vec::new();
-        if grouped {
-            let server = session.origin.as_deref().map_or_else(
-                || "(unknown server)".to_string(),
-                super::calls::server_label,
-            );
-            text.push(Span::styled(format!("{server} ▸ "), theme.title()));
-        }
-        text.push(Span::styled(session.label(), theme.header()));
-        if let Some(rev) = &session.revision {
-            text.push(Span::styled(format!("  {rev}"), theme.dim()));
-        }
-        if let Some(client) = &session.client {
-            text.push(Span::styled(format!("  {client}"), theme.dim()));
-        }
-        if let Some((_, end)) = &session.ended {
-            text.push(Span::styled(
-                format!("  {end:?}").to_lowercase(),
-                theme.stream_dead(),
-            ));
-        }
-        text.push(Span::styled(
-            format!("  ({} streams)", session.streams.len()),
-            theme.dim(),
-        ));
-        let open = app.tree.opened().contains(&vec![Node::Session(si)]);
-        let children = if open {
-            stream_items(app, model, theme, si, selected_stream)
+    // Grouped: a node per server in the order the servers were first seen, the sessions whose
+    // server is unknown last, each server's sessions in their own order.
+    let mut servers: Vec<Option<&str>> = model.servers().into_iter().map(Some).collect();
+    if model
+        .sessions
+        .iter()
+        .any(|s| s.origin.is_none() && !s.streams.is_empty())
+    {
+        servers.push(None);
+    }
+    let mut out = Vec::new();
+    for origin in servers {
+        let node = grouping::server_node(origin);
+        let sessions: Vec<usize> = (0..model.sessions.len())
+            .filter(shown)
+            .filter(|&si| model.sessions[si].origin.as_deref() == origin)
+            .collect();
+        let children: Vec<_> = if app.tree.opened().contains(&vec![node]) {
+            sessions
+                .iter()
+                .filter_map(|&si| session_item(app, model, theme, si, &[node], selected_stream))
+                .collect()
         } else {
-            vec![TreeItem::new_leaf(Node::More(si, 0), "…")]
+            vec![TreeItem::new_leaf(Node::More(0, 4), "…")]
         };
-        if let Ok(item) = TreeItem::new(Node::Session(si), Line::from(text), children) {
+        let label = origin.map_or_else(
+            || "(unknown server)".to_string(),
+            super::calls::server_label,
+        );
+        let text = Line::from(vec![
+            Span::styled(label, theme.title()),
+            Span::styled(format!("  ({} sessions)", sessions.len()), theme.dim()),
+        ]);
+        if let Ok(item) = TreeItem::new(node, text, children) {
             out.push(item);
         }
     }
     out
 }
 
-fn stream_items(
+/// A session's line, with its streams when it is open; `parent` is the path above it.
+fn session_item(
     app: &App,
     model: &Model,
     theme: &Theme,
     si: usize,
+    parent: &[Node],
+    selected_stream: Option<Node>,
+) -> Option<TreeItem<'static, Node>> {
+    let session = &model.sessions[si];
+    let mut text = vec![Span::styled(session.label(), theme.header())];
+    if let Some(rev) = &session.revision {
+        text.push(Span::styled(format!("  {rev}"), theme.dim()));
+    }
+    if let Some(client) = &session.client {
+        text.push(Span::styled(format!("  {client}"), theme.dim()));
+    }
+    if let Some((_, end)) = &session.ended {
+        text.push(Span::styled(
+            format!("  {end:?}").to_lowercase(),
+            theme.stream_dead(),
+        ));
+    }
+    text.push(Span::styled(
+        format!("  ({} streams)", session.streams.len()),
+        theme.dim(),
+    ));
+    let mut path = parent.to_vec();
+    path.push(Node::Session(si));
+    let children = if app.tree.opened().contains(&path) {
+        stream_items(app, model, theme, &path, selected_stream)
+    } else {
+        vec![TreeItem::new_leaf(Node::More(si, 0), "…")]
+    };
+    TreeItem::new(Node::Session(si), Line::from(text), children).ok()
+}
+
+fn stream_items(
+    app: &App,
+    model: &Model,
+    theme: &Theme,
+    session_path: &[Node],
     selected: Option<Node>,
 ) -> Vec<TreeItem<'static, Node>> {
+    let Some(&Node::Session(si)) = session_path.last() else {
+        return Vec::new();
+    };
     let ids = &model.sessions[si].streams;
     let center = match selected {
         Some(Node::Stream(id)) => ids.iter().position(|&s| s == id),
@@ -219,7 +257,8 @@ fn stream_items(
         let Some(stream) = model.stream(id) else {
             continue;
         };
-        let path = vec![Node::Session(si), Node::Stream(id)];
+        let mut path = session_path.to_vec();
+        path.push(Node::Stream(id));
         let children = if app.tree.opened().contains(&path) {
             stream
                 .messages
