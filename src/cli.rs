@@ -406,9 +406,19 @@ pub struct AttachArgs {
 /// Options of `matrix`.
 #[derive(Debug, Clone, Args)]
 pub struct MatrixArgs {
-    /// The client command and its arguments; `{url}` is replaced by the proxy's URL.
+    /// The client command and its arguments; `{url}` is replaced by the proxy's URL (with
+    /// --forward, by the server's own URL).
     #[arg(last = true, value_name = "COMMAND")]
     pub command: Vec<String>,
+    /// Run each cell's proxy as a forward proxy: the client gets the server's own URL and
+    /// reaches it through `HTTPS_PROXY`/`HTTP_PROXY` (set for it, with the local CA trusted),
+    /// as `mcpscope run` does.
+    #[arg(long)]
+    pub forward: bool,
+    /// With --forward, trust the certificates of this PEM file for upstream TLS, besides the
+    /// Web PKI roots (repeatable).
+    #[arg(long = "ca-file", value_name = "FILE", requires = "forward")]
+    pub ca_files: Vec<PathBuf>,
     /// Comma-separated cases to run (default: all; see --list).
     #[arg(long, value_name = "LIST")]
     pub cases: Option<String>,

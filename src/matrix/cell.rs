@@ -59,7 +59,24 @@ pub struct Plan {
     pub starting: Arc<tokio::sync::Semaphore>,
     /// The agent host run instead of a client command.
     pub host: Option<Arc<super::host::HostPlan>>,
+    /// Each cell's proxy is a forward proxy (`--forward`).
+    pub forward: Option<Forward>,
 }
+
+/// How the cells run as forward proxies.
+#[derive(Debug, Clone)]
+pub struct Forward {
+    /// The forward-proxy mode every cell's proxy gets (the local CA).
+    pub mode: Arc<mcpscope_proxy::forward_proxy::ForwardMode>,
+    /// The variables that make the client trust the local CA.
+    pub trust: Vec<(String, String)>,
+    /// Certificates trusted for upstream TLS besides the Web PKI roots (`--ca-file`).
+    pub ca_roots: Vec<mcpscope_proxy::ca::Certificate>,
+}
+
+/// Why a forward cell that saw no request is not judged: a client that ignores the proxy
+/// variables reaches its server past the proxy, and that is not a reaction to any death.
+pub const FORWARD_UNSEEN: &str = "no request came through the forward proxy (the client did not use HTTP_PROXY/HTTPS_PROXY, or sent nothing)";
 
 /// A cell's result.
 #[derive(Debug, Clone)]
@@ -175,10 +192,21 @@ pub async fn run(case: &'static Case, plan: &Plan) -> anyhow::Result<CellResult>
         }
         None => None,
     };
-    let config = Config {
-        upstream,
-        rescue: plan.rescue,
-        ..Config::default()
+    // Forward: the client is given the server's own URL, the proxy only through its
+    // environment; the proxy's `upstream` is not used.
+    let server_url = upstream.to_string();
+    let config = match &plan.forward {
+        Some(forward) => Config {
+            rescue: plan.rescue,
+            forward: Some(Arc::clone(&forward.mode)),
+            ca_roots: forward.ca_roots.clone(),
+            ..Config::default()
+        },
+        None => Config {
+            upstream,
+            rescue: plan.rescue,
+            ..Config::default()
+        },
     };
     let mut running = start_proxy(config, recorder, Redactor::new()).await?;
     if let Some(fault) = case.fault {
@@ -229,15 +257,26 @@ pub async fn run(case: &'static Case, plan: &Plan) -> anyhow::Result<CellResult>
         stop.await;
         shared.note(None, KILL_NOTE);
     };
-    let url = format!("http://{}/mcp", running.proxy.addr);
+    let (url, extra_env) = match &plan.forward {
+        Some(forward) => {
+            let mut vars = crate::forward::proxy_vars(running.proxy.addr);
+            vars.extend(forward.trust.iter().cloned());
+            (server_url, vars)
+        }
+        None => (format!("http://{}/mcp", running.proxy.addr), Vec::new()),
+    };
     let (run, host_run) = match &plan.host {
         Some(host) => {
-            let (run, host_run) = super::host::run(host, &url, stop).await?;
+            let (run, host_run) = super::host::run(host, &url, &extra_env, stop).await?;
             (run, Some(host_run))
         }
         None => {
             let argv = client::substitute(&plan.command, &url);
-            (client::run(&argv, stop).await, None)
+            let setting = client::Setting {
+                env: (!extra_env.is_empty()).then(|| std::env::vars().chain(extra_env).collect()),
+                dir: None,
+            };
+            (client::run_in(&argv, &setting, stop).await, None)
         }
     };
     let ended_at = run.exited_at.unwrap_or_else(chrono::Utc::now);
@@ -278,13 +317,17 @@ pub async fn run(case: &'static Case, plan: &Plan) -> anyhow::Result<CellResult>
     };
     // A host's reaction is what reached the model (`ClientRun::model_reaction`), a generic
     // client's what the proxy saw; no words of either's output are read.
-    let judgement = judge::judge(
-        &model,
-        &plan.target,
-        (case.fault, case.expect),
-        &evidence,
-        &run,
-    );
+    let judgement = if plan.forward.is_some() && model.streams.is_empty() {
+        Judgement::skipped(case.expect, FORWARD_UNSEEN, None)
+    } else {
+        judge::judge(
+            &model,
+            &plan.target,
+            (case.fault, case.expect),
+            &evidence,
+            &run,
+        )
+    };
     Ok(CellResult {
         case,
         judgement,

@@ -158,6 +158,7 @@ pub struct HostRun {
 pub async fn run(
     plan: &HostPlan,
     mcp_url: &str,
+    extra_env: &[(String, String)],
     stop: impl std::future::Future<Output = ()>,
 ) -> anyhow::Result<(ClientRun, HostRun)> {
     let stub = stub::start(Options {
@@ -180,8 +181,10 @@ pub async fn run(
             home: home.path(),
         },
     )?;
+    let mut env = launch.env;
+    env.extend(extra_env.iter().cloned());
     let setting = Setting {
-        env: Some(launch.env),
+        env: Some(env),
         dir: Some(home.path().to_path_buf()),
     };
     let mut run = client::run_in(&launch.argv, &setting, stop).await;

@@ -81,7 +81,23 @@ pub async fn run(args: &MatrixArgs) -> anyhow::Result<()> {
     if let Some(dir) = &args.record_dir {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     }
+    let forward = match args.forward {
+        true => {
+            let ca = crate::forward::load_ca()?;
+            let trust = crate::forward::trust_vars(&ca)?;
+            Some(cell::Forward {
+                mode: Arc::new(mcpscope_proxy::forward_proxy::ForwardMode::new(
+                    Arc::new(ca),
+                    Vec::new(),
+                )),
+                trust,
+                ca_roots: crate::forward::ca_roots(&args.ca_files)?,
+            })
+        }
+        false => None,
+    };
     let plan = Arc::new(Plan {
+        forward,
         command: args.command.clone(),
         timeout: args.timeout,
         target: target(args),
@@ -95,7 +111,7 @@ pub async fn run(args: &MatrixArgs) -> anyhow::Result<()> {
     });
     let jobs = args.jobs.unwrap_or(selected.len()).max(1);
     crate::say!(
-        "mcpscope matrix: {}{} cells, {jobs} at a time, {:?} each at most{}",
+        "mcpscope matrix: {}{} cells, {jobs} at a time, {:?} each at most{}{}",
         host.as_ref().map_or_else(String::new, |h| format!(
             "{} in a loopback-only network namespace, ",
             h.label()
@@ -104,6 +120,11 @@ pub async fn run(args: &MatrixArgs) -> anyhow::Result<()> {
         args.timeout,
         if args.rescue {
             ", proxies with --rescue"
+        } else {
+            ""
+        },
+        if args.forward {
+            ", forward proxies (the client gets the server's URL and HTTPS_PROXY)"
         } else {
             ""
         }
