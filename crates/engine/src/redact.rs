@@ -331,6 +331,19 @@ impl Redactor {
 
     /// Whether a JSON key's value is a secret.
     pub fn is_secret_json_key(&self, key: &str) -> bool {
+        // Most keys are short ASCII: normalized on the stack, without an allocation per key.
+        const SHORT: usize = 48;
+        if key.len() <= SHORT && key.is_ascii() {
+            let mut buf = [0u8; SHORT];
+            let mut n = 0;
+            for b in key.bytes().filter(|b| *b != b'_' && *b != b'-') {
+                buf[n] = b.to_ascii_lowercase();
+                n += 1;
+            }
+            let normal = std::str::from_utf8(&buf[..n]).unwrap_or_default();
+            return SECRET_JSON_KEYS.contains(&normal)
+                || self.json_keys.iter().any(|k| k == normal);
+        }
         let key = json_key(key);
         SECRET_JSON_KEYS.contains(&key.as_str()) || self.json_keys.contains(&key)
     }
@@ -467,21 +480,34 @@ impl Redactor {
         None
     }
 
-    /// A cheap check before parsing: whether any secret JSON key could be in `text`.
+    /// A cheap check before parsing: whether `text` has a key that is a secret's. It reads
+    /// the text's strings as JSON does: a string followed by `:` is a key. A key with an
+    /// escape in it (which parsing would decode) or a string that does not end counts as one
+    /// that may be, so the text is then parsed (or, not parsing, read raw) as before.
     fn may_hold_secret_key(&self, text: &str) -> bool {
-        // One pass, one allocation: lowercased, without `_` and `-` (still UTF-8: only ASCII
-        // bytes are changed or dropped).
-        let bytes: Vec<u8> = text
-            .bytes()
-            .filter(|b| *b != b'_' && *b != b'-')
-            .map(|b| b.to_ascii_lowercase())
-            .collect();
-        let squeezed = String::from_utf8(bytes).unwrap_or_default();
-        SECRET_JSON_KEYS
-            .iter()
-            .map(|k| k as &str)
-            .chain(self.json_keys.iter().map(String::as_str))
-            .any(|key| squeezed.contains(key))
+        let bytes = text.as_bytes();
+        let mut i = 0;
+        while i < bytes.len() {
+            if bytes[i] != b'"' {
+                i += 1;
+                continue;
+            }
+            let Some(end) = string_end(bytes, i) else {
+                return true;
+            };
+            let mut j = end;
+            while j < bytes.len() && bytes[j].is_ascii_whitespace() {
+                j += 1;
+            }
+            if bytes.get(j) == Some(&b':') {
+                let key = &text[i + 1..end - 1];
+                if key.contains('\\') || self.is_secret_json_key(key) {
+                    return true;
+                }
+            }
+            i = end;
+        }
+        false
     }
 
     /// Redacts every secret an event carries, in place: headers, the path's query, the
@@ -998,5 +1024,45 @@ mod known_values {
         );
         assert_eq!(r.text(&redacted), None);
         assert_eq!(r.text(r#"{"password":"#), None);
+    }
+
+    /// Only a key that is a secret's (whole, as parsing would read it) makes a text parsed:
+    /// a key that merely contains one (`progressToken`), or a value that mentions one, does not.
+    #[test]
+    fn the_check_before_parsing_reads_keys_as_json_does() {
+        let r = Redactor::new().with_json_keys(&["session-ticket"]);
+        // (text, what it becomes; None: unchanged)
+        let table: &[(&str, Option<&str>)] = &[
+            (
+                r#"{"method":"notifications/progress","params":{"progressToken":"t","progress":1}}"#,
+                None,
+            ),
+            (r#"{"note":"token: abc","text":"password\":1"}"#, None),
+            (
+                r#"{"a" : {"Access_Token" : "x"}}"#,
+                Some(r#"{"a":{"Access_Token":"[redacted]"}}"#),
+            ),
+            (r#"{"\u0074oken":"x"}"#, Some(r#"{"token":"[redacted]"}"#)),
+            (
+                r#"[{"sessionTicket":"x"}]"#,
+                Some(r#"[{"sessionTicket":"[redacted]"}]"#),
+            ),
+            (
+                r#"{"clientSecret":"s","#,
+                Some(r#"{"clientSecret":"[redacted]","#),
+            ),
+            (r#"{"a":"never ends"#, None),
+            (r#"{"k":"\"token\":1"}"#, None),
+        ];
+        for &(text, want) in table {
+            assert_eq!(r.text(text).as_deref(), want, "{text}");
+        }
+        let long = format!(r#"{{"{}":"v","token":"t"}}"#, "k".repeat(100));
+        assert!(
+            r.text(&long).is_some_and(|t| !t.contains(r#""t""#)),
+            "{long}"
+        );
+        let unicode = r#"{"clé":"v","pässword":"x"}"#;
+        assert_eq!(r.text(unicode), None);
     }
 }

@@ -153,8 +153,42 @@ impl Drop for LiveIndex {
 
 impl Follower for LiveIndex {}
 
+/// How much lower than the proxy's threads the live index runs (a `nice` increment): it only
+/// saves a later opening some time, so under load it yields to the traffic and catches up
+/// when the traffic pauses.
+const NICENESS: libc::c_int = 10;
+
+/// A save may take at most this share of the thread's time: after a save that took `d`, the
+/// next waits at least `d × SAVE_SPACING` (and at least [`LiveConfig::save_every`]).
+const SAVE_SPACING: u32 = 20;
+
+/// Lowers the calling thread's scheduling priority by [`NICENESS`] (Linux: a thread's nice
+/// value is its own). Nothing else changes if that is refused.
+#[cfg(target_os = "linux")]
+fn yield_to_the_traffic() {
+    // SAFETY: `gettid` has no preconditions; `setpriority` on our own thread id only changes
+    // this thread's nice value.
+    let result = unsafe {
+        let tid = libc::gettid();
+        let id = libc::id_t::try_from(tid).unwrap_or(0);
+        let current = libc::getpriority(libc::PRIO_PROCESS, id);
+        libc::setpriority(libc::PRIO_PROCESS, id, current.saturating_add(NICENESS))
+    };
+    if result != 0 {
+        tracing::debug!(
+            "live index: priority unchanged: {}",
+            io::Error::last_os_error()
+        );
+    }
+}
+
+/// Elsewhere the thread keeps the priority it was started with.
+#[cfg(not(target_os = "linux"))]
+fn yield_to_the_traffic() {}
+
 /// The thread: follows the file until told to finish, then catches up and saves a last time.
 fn follow(path: &Path, retention: Retention, config: LiveConfig, signal: &Signal) -> LiveReport {
+    yield_to_the_traffic();
     let mut follower = match Following::open(path, retention, config) {
         Ok(follower) => follower,
         Err(e) => {
@@ -181,7 +215,7 @@ fn follow(path: &Path, retention: Retention, config: LiveConfig, signal: &Signal
             follower.save();
             break;
         }
-        if follower.last_save.elapsed() >= config.save_every && !follower.save() {
+        if follower.last_save.elapsed() >= follower.save_interval() && !follower.save() {
             break;
         }
         if !progressed {
@@ -221,6 +255,8 @@ struct Following {
     buffer: Vec<u8>,
     chunk: usize,
     last_save: Instant,
+    /// How long the last save took.
+    save_took: Duration,
     report: LiveReport,
 }
 
@@ -252,8 +288,18 @@ impl Following {
             buffer: Vec::new(),
             chunk: CHUNK_BYTES,
             last_save: Instant::now(),
+            save_took: Duration::ZERO,
             report: LiveReport::default(),
         })
+    }
+
+    /// How long after the last save the next one is due: the configured interval, or longer
+    /// when saving a large model takes long (a save never takes more than a twentieth of the
+    /// thread's time).
+    fn save_interval(&self) -> Duration {
+        self.config
+            .save_every
+            .max(self.save_took.saturating_mul(SAVE_SPACING))
     }
 
     fn every(&self) -> u64 {
@@ -356,7 +402,14 @@ impl Following {
     /// holds; whether all is well (a failed save stops the live index: the last good sidecar
     /// stays).
     fn save(&mut self) -> bool {
+        let started = Instant::now();
+        let saved = self.save_now();
+        self.save_took = started.elapsed();
         self.last_save = Instant::now();
+        saved
+    }
+
+    fn save_now(&mut self) -> bool {
         let folded = self.at.at.seq;
         if folded == 0 || folded == self.report.saved {
             return true;

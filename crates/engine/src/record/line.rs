@@ -13,6 +13,7 @@ use std::collections::HashMap;
 
 use chrono::{DateTime, TimeDelta, Utc};
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use serde_json::value::RawValue;
 
 use super::MAX_LINE_BYTES;
@@ -257,10 +258,64 @@ fn derived(stream: StreamId, dir: Direction, data: &str) -> EventKind {
     observe::message(stream, dir, data.as_bytes())
 }
 
+/// Nesting a message body may have for [`same_as_derived`] to answer without parsing: well
+/// under the parser's own limit, past which a reader would derive a different body.
+const SHALLOW_ENOUGH: usize = 64;
+
+/// The largest buffer [`same_as_derived`] keeps between messages.
+const SCRATCH_KEPT: usize = 1 << 20;
+
+/// Whether `kind`, a message from `stream`, is what a reader derives from the SSE `data`
+/// ([`derived`]). The common case is answered without parsing: a body that is a JSON-RPC
+/// message (an object, or a batch of objects) and writes out as exactly `data` is what parsing
+/// `data` gives back. Anything else is parsed and compared.
+fn same_as_derived(
+    kind: &EventKind,
+    stream: StreamId,
+    dir: Direction,
+    data: &str,
+    scratch: &mut Vec<u8>,
+) -> bool {
+    if let EventKind::Message { body, .. } = kind {
+        let message = match body {
+            Value::Object(_) => true,
+            Value::Array(items) => !items.is_empty() && items.iter().all(Value::is_object),
+            _ => false,
+        };
+        if message && depth_below(body, SHALLOW_ENOUGH) {
+            scratch.clear();
+            let same =
+                serde_json::to_writer(&mut *scratch, body).is_ok() && scratch == data.as_bytes();
+            // The buffer is kept for the next message, unless a large one grew it.
+            if scratch.capacity() > SCRATCH_KEPT {
+                *scratch = Vec::new();
+            }
+            if same {
+                return true;
+            }
+        }
+    }
+    derived(stream, dir, data) == *kind
+}
+
+/// Whether `value` nests less than `limit` deep.
+fn depth_below(value: &Value, limit: usize) -> bool {
+    if limit == 0 {
+        return false;
+    }
+    match value {
+        Value::Object(map) => map.values().all(|v| depth_below(v, limit - 1)),
+        Value::Array(items) => items.iter().all(|v| depth_below(v, limit - 1)),
+        _ => true,
+    }
+}
+
 /// Writes events as version 2 lines.
 #[derive(Debug, Default)]
 pub struct Encoder {
     context: Context,
+    /// A message body written out, to compare with the SSE data it came in.
+    scratch: Vec<u8>,
 }
 
 impl Encoder {
@@ -308,6 +363,7 @@ impl Encoder {
         let t = self.stamp(event.t);
         let mut taken = None;
         let context = &mut self.context;
+        let scratch = &mut self.scratch;
         match &event.kind {
             EventKind::SseEvent {
                 stream,
@@ -376,7 +432,7 @@ impl Encoder {
                 taken = context.take(*stream);
                 let from_sse = taken
                     .as_ref()
-                    .is_some_and(|data| derived(*stream, *dir, data) == event.kind);
+                    .is_some_and(|data| same_as_derived(&event.kind, *stream, *dir, data, scratch));
                 if from_sse {
                     let kind = match event.kind {
                         EventKind::Message { .. } => RefKind::Message,
@@ -787,6 +843,64 @@ mod tests {
         let (lines, back) = round_trip(&events);
         assert_eq!(back, events);
         assert!(lines[1].contains("\"body\""), "{}", lines[1]);
+    }
+
+    /// Whether a message refers back to its SSE data is the same whether it is decided by
+    /// writing the body out (compact data) or by parsing the data (anything else), and every
+    /// pair reads back as it was.
+    #[test]
+    fn a_message_refers_to_its_data_whether_or_not_it_needed_parsing() {
+        let deep = format!("{}1{}", r#"{"a":"#.repeat(70), "}".repeat(70));
+        // (data, refers back)
+        let table: &[(&str, bool)] = &[
+            (
+                r#"{"jsonrpc":"2.0","id":1,"result":{"z":1,"a":[1.5,"é"]}}"#,
+                true,
+            ),
+            (r#"{ "jsonrpc": "2.0", "method": "n" }"#, true),
+            (r#"{"jsonrpc":"2.0","method":"n","params":{"x":1.0}}"#, true),
+            (r#"{"jsonrpc":"2.0","method":"n","params":{"x":1e2}}"#, true),
+            (r#"{"jsonrpc":"2.0","method":"a\/b"}"#, true),
+            (
+                r#"[{"jsonrpc":"2.0","method":"n"},{"jsonrpc":"2.0","id":2,"result":{}}]"#,
+                true,
+            ),
+            (r#"[]"#, true),
+            (r#"7"#, true),
+            (&deep, true),
+        ];
+        for &(data, refers) in table {
+            let events = live_pair(6, data);
+            let mut scratch = Vec::new();
+            let kind = &events[1].kind;
+            assert_eq!(
+                same_as_derived(kind, 6, Direction::ServerToClient, data, &mut scratch),
+                derived(6, Direction::ServerToClient, data) == *kind,
+                "{data}"
+            );
+            let (lines, back) = round_trip(&events);
+            assert_eq!(back, events, "{data}");
+            assert_eq!(
+                lines[1].contains("from_sse"),
+                refers,
+                "{data}: {}",
+                lines[1]
+            );
+        }
+        // A body that is not its data is never taken for it, however it writes out.
+        let data = r#"{"jsonrpc":"2.0","method":"n"}"#;
+        let other = EventKind::Message {
+            stream: 6,
+            dir: Direction::ServerToClient,
+            body: json!({"jsonrpc":"2.0","method":"m"}),
+        };
+        assert!(!same_as_derived(
+            &other,
+            6,
+            Direction::ServerToClient,
+            data,
+            &mut Vec::new()
+        ));
     }
 
     #[test]

@@ -1,0 +1,57 @@
+//! The live index yields to the traffic: its thread runs ten nice levels below the thread that
+//! started it, so that on a busy machine the proxy's threads go first.
+
+#![cfg(target_os = "linux")]
+
+use std::time::{Duration, Instant};
+
+use mcpscope_engine::model::Retention;
+use mcpscope_engine::record::{Create, Recorder};
+use mcpscope_timeline::liveindex::LiveIndex;
+
+/// The nice value in a thread's `stat` (field 19; fields count from the one after the
+/// command in parentheses, the state, field 3).
+fn nice_in(stat: &str) -> i64 {
+    let rest = &stat[stat.rfind(')').expect("comm ends") + 2..];
+    rest.split(' ')
+        .nth(16)
+        .expect("nice")
+        .parse()
+        .expect("a number")
+}
+
+/// The nice value of each of this process's threads named `name`.
+fn nice_of(name: &str) -> Vec<i64> {
+    let mut out = Vec::new();
+    for task in std::fs::read_dir("/proc/self/task").expect("/proc/self/task") {
+        let dir = task.expect("a task").path();
+        let comm = std::fs::read_to_string(dir.join("comm")).unwrap_or_default();
+        if comm.trim() == name {
+            out.push(nice_in(
+                &std::fs::read_to_string(dir.join("stat")).expect("stat"),
+            ));
+        }
+    }
+    out
+}
+
+#[test]
+fn the_live_index_runs_below_the_thread_that_started_it() {
+    let dir = std::env::temp_dir().join(format!("mcpscope-liveindex-nice-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let path = dir.join("run.jsonl");
+    let _ = std::fs::remove_file(&path);
+    let recorder = Recorder::create(&path, Create::New, true).expect("a recording");
+    drop(recorder);
+    let base = nice_in(&std::fs::read_to_string("/proc/thread-self/stat").expect("our stat"));
+    let index = LiveIndex::start(&path, Retention::window(100));
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let mut seen = nice_of("record-index");
+    while seen.iter().all(|&n| n != (base + 10).min(19)) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+        seen = nice_of("record-index");
+    }
+    assert_eq!(seen, vec![(base + 10).min(19)], "base {base}");
+    drop(index);
+    let _ = std::fs::remove_dir_all(&dir);
+}
