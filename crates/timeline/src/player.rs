@@ -37,6 +37,9 @@ pub enum Command {
     End,
     /// The moment given (once indexed).
     SeekTime(DateTime<Utc>),
+    /// Nothing but what every seek does first: drop a seek that waits for the index, and the
+    /// playing clock (a typed time that could not be understood does this).
+    StopWaiting,
 }
 
 /// What a view says of a replay.
@@ -54,6 +57,8 @@ pub struct Status {
     pub complete: bool,
     /// What to say of the recording meanwhile (`indexing… 42%`), or of a seek waiting for it.
     pub note: Option<String>,
+    /// The time of the event at the cursor (none before the first).
+    pub time: Option<DateTime<Utc>>,
 }
 
 /// What one [`Player::tick`] brought.
@@ -157,6 +162,7 @@ impl Player {
             speed: self.speed.label().to_string(),
             complete: self.cursor.complete(),
             note,
+            time: self.cursor.time(),
         }
     }
 
@@ -210,14 +216,6 @@ impl Player {
         tick
     }
 
-    /// Drops a seek that waits for the index, and the playing clock (a seek that could not be
-    /// understood does this, as any seek does).
-    pub fn stop_waiting(&mut self) {
-        self.dirty = true;
-        self.clock = None;
-        self.waiting = None;
-    }
-
     /// Carries out `command`; returns what to tell the user, if anything.
     pub fn command(&mut self, command: Command) -> Option<String> {
         self.dirty = true;
@@ -259,6 +257,7 @@ impl Player {
             Command::NextDeath => Some(Wait::NextDeath),
             Command::PrevDeath => Some(Wait::PrevDeath),
             Command::SeekTime(t) => Some(Wait::Time(t)),
+            Command::StopWaiting => None,
         };
         let mut flash = None;
         if let Some(wait) = wait

@@ -1,11 +1,13 @@
 //! What a key or the mouse asks for ([`Action`]) and how the view applies it ([`App::update`]).
 //! Anything that reaches outside the view comes back as an [`Effect`] for the runner.
 
+use chrono::{NaiveTime, Utc};
 use ratatui::layout::{Position, Rect};
 
-use super::app::{App, Effect, FaultMenu, Input, InputKind, Pane, ReplayCmd, Selected};
+use super::app::{App, Effect, FaultMenu, Input, InputKind, Pane, Selected};
 use super::filter::Filter;
 use mcpscope_engine::model::{FORWARD_PROXY_UPSTREAM, Model};
+use mcpscope_timeline::player::Command;
 
 /// The first or the last entry of a list.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -88,7 +90,7 @@ pub enum Action {
     /// Tree: open the node or go to its first child.
     TreeRight,
     /// A replay cursor command.
-    Replay(ReplayCmd),
+    Replay(Command),
     /// Start typing a time to seek to (replay).
     StartSeek,
     /// Close the fault menu.
@@ -301,7 +303,7 @@ impl App {
                     match kind {
                         InputKind::Filter => self.filter = Filter::parse(&text),
                         InputKind::Arm => return vec![Effect::Arm(text.trim().to_string())],
-                        InputKind::Seek => return vec![Effect::Replay(ReplayCmd::SeekTime(text))],
+                        InputKind::Seek => return vec![Effect::Replay(self.seek_command(&text))],
                         InputKind::Intercept => {
                             let text = text.trim().to_string();
                             return vec![Effect::Intercept((!text.is_empty()).then_some(text))];
@@ -645,4 +647,28 @@ pub fn waterfall_first(selected: usize, height: usize, len: usize) -> usize {
     selected
         .saturating_sub(height / 2)
         .min(len.saturating_sub(height))
+}
+
+impl App {
+    /// The replay command for a typed seek: `HH:MM:SS[.mmm]` on the day of the event at the
+    /// cursor, in the view's time zone. A time that cannot be understood is said in the status
+    /// bar and still drops a seek that was waiting, as every seek does.
+    fn seek_command(&mut self, text: &str) -> Command {
+        let time = NaiveTime::parse_from_str(text.trim(), "%H:%M:%S%.f")
+            .or_else(|_| NaiveTime::parse_from_str(text.trim(), "%H:%M:%S"))
+            .ok();
+        let around = self.replay.as_ref().and_then(|status| status.time);
+        let at = time.zip(around).and_then(|(time, around)| {
+            let day = around.with_timezone(&self.tz).date_naive();
+            let local = day.and_time(time).and_local_timezone(self.tz).single()?;
+            Some(local.with_timezone(&Utc))
+        });
+        match at {
+            Some(at) => Command::SeekTime(at),
+            None => {
+                self.flash = Some(format!("bad time {text:?}: use HH:MM:SS[.mmm]"));
+                Command::StopWaiting
+            }
+        }
+    }
 }

@@ -13,9 +13,11 @@ use super::Info;
 use super::filter::Filter;
 use super::rows;
 use super::theme::{BUILTIN, Theme};
+pub use crate::node::Node;
 use mcpscope_engine::event::StreamId;
 use mcpscope_engine::fault::{FaultChoice, FaultControl, RuleId};
 use mcpscope_engine::model::{Counts, Model};
+use mcpscope_timeline::player::Command;
 
 /// The panes Tab cycles through.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,22 +52,6 @@ impl Pane {
             Pane::Waterfall => Pane::Detail,
         }
     }
-}
-
-/// A tree node identifier.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Node {
-    /// A server (a hash of its origin; see [`crate::grouping`]): the top level when the tree
-    /// groups sessions by server.
-    Server(u64),
-    /// A session (index).
-    Session(usize),
-    /// A stream (id).
-    Stream(StreamId),
-    /// A message (index).
-    Message(usize),
-    /// A placeholder (children not built, or "… more").
-    More(usize, u8),
 }
 
 /// What the detail pane shows.
@@ -118,31 +104,6 @@ pub struct FaultMenu {
     pub selected: usize,
 }
 
-/// A command for the replay cursor.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ReplayCmd {
-    /// Space.
-    PlayPause,
-    /// `+`.
-    Faster,
-    /// `-`.
-    Slower,
-    /// `.`.
-    StepForward,
-    /// `,`.
-    StepBack,
-    /// `n`.
-    NextDeath,
-    /// `N`.
-    PrevDeath,
-    /// `[`: the start of the recording.
-    Start,
-    /// `]`: the end of the recording.
-    End,
-    /// `:` seek to a typed time.
-    SeekTime(String),
-}
-
 /// Something outside the view the runner must do after an action (see `run::perform`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Effect {
@@ -153,7 +114,7 @@ pub enum Effect {
     /// Toggle pause of the live view.
     TogglePause,
     /// Move the replay cursor.
-    Replay(ReplayCmd),
+    Replay(Command),
     /// Apply a live fault (menu spec) to a stream.
     ApplyFault {
         /// The stream.

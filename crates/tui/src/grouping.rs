@@ -10,7 +10,7 @@ use std::hash::{Hash, Hasher};
 use mcpscope_engine::model::Model;
 use tui_tree_widget::TreeState;
 
-use crate::app::Node;
+use crate::node::Node;
 
 /// Servers remembered as already seen (and so opened once) before the memory starts over.
 const SEEN_LIMIT: usize = 4_096;

@@ -7,7 +7,8 @@ use ratatui::crossterm::event::{
 use ratatui::layout::Position;
 
 use super::action::{Action, Jump};
-use super::app::{App, Effect, Pane, ReplayCmd};
+use super::app::{App, Effect, Pane};
+use mcpscope_timeline::player::Command;
 use mcpscope_engine::model::Model;
 
 /// A key a binding answers to.
@@ -133,15 +134,15 @@ pub const BINDINGS: &[Binding] = &[
     bind(&[Plain(Char('a'))], Control, Action::StartArm, Line("a", "arm a fault rule")),
     bind(&[Plain(Char('D'))], Control, Action::DisarmOldest, Line("D", "disarm the oldest armed fault rule")),
     Binding { keys: &[], context: Normal, action: None, help: Line("mouse", "click selects, wheel scrolls") },
-    bind(&[Plain(Char(' '))], Replay, Action::Replay(ReplayCmd::PlayPause), Line("space", "replay: play / pause")),
-    bind(&[Plain(Char('+')), Plain(Char('='))], Replay, Action::Replay(ReplayCmd::Faster), Line("+ -", "replay: speed 1× / 10× / max")),
-    bind(&[Plain(Char('-'))], Replay, Action::Replay(ReplayCmd::Slower), Shared),
-    bind(&[Plain(Char('.'))], Replay, Action::Replay(ReplayCmd::StepForward), Line(". ,", "replay: one event forward / back")),
-    bind(&[Plain(Char(','))], Replay, Action::Replay(ReplayCmd::StepBack), Shared),
-    bind(&[Plain(Char('n'))], Replay, Action::Replay(ReplayCmd::NextDeath), Line("n N", "replay: next / previous stream death")),
-    bind(&[Plain(Char('N'))], Replay, Action::Replay(ReplayCmd::PrevDeath), Shared),
-    bind(&[Plain(Char('['))], Replay, Action::Replay(ReplayCmd::Start), Line("[ ]", "replay: start / end of the recording")),
-    bind(&[Plain(Char(']'))], Replay, Action::Replay(ReplayCmd::End), Shared),
+    bind(&[Plain(Char(' '))], Replay, Action::Replay(Command::PlayPause), Line("space", "replay: play / pause")),
+    bind(&[Plain(Char('+')), Plain(Char('='))], Replay, Action::Replay(Command::Faster), Line("+ -", "replay: speed 1× / 10× / max")),
+    bind(&[Plain(Char('-'))], Replay, Action::Replay(Command::Slower), Shared),
+    bind(&[Plain(Char('.'))], Replay, Action::Replay(Command::StepForward), Line(". ,", "replay: one event forward / back")),
+    bind(&[Plain(Char(','))], Replay, Action::Replay(Command::StepBack), Shared),
+    bind(&[Plain(Char('n'))], Replay, Action::Replay(Command::NextDeath), Line("n N", "replay: next / previous stream death")),
+    bind(&[Plain(Char('N'))], Replay, Action::Replay(Command::PrevDeath), Shared),
+    bind(&[Plain(Char('['))], Replay, Action::Replay(Command::Start), Line("[ ]", "replay: start / end of the recording")),
+    bind(&[Plain(Char(']'))], Replay, Action::Replay(Command::End), Shared),
     bind(&[Plain(Char(':'))], Replay, Action::StartSeek, Line(":", "replay: seek to HH:MM:SS[.mmm]")),
     bind(&[Plain(Esc)], Typing, Action::InputCancel, Hidden),
     bind(&[Plain(Enter)], Typing, Action::InputSubmit, Hidden),

@@ -5,7 +5,7 @@
 use std::io;
 use std::time::{Duration, Instant};
 
-use chrono::{DateTime, NaiveTime, Utc};
+use chrono::{DateTime, Utc};
 use futures_util::StreamExt;
 use ratatui::crossterm::event::{Event as TermEvent, EventStream, KeyEventKind};
 use ratatui::layout::{Position, Rect};
@@ -13,14 +13,14 @@ use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::mpsc::UnboundedReceiver;
 use tokio::sync::mpsc::error::TryRecvError;
 
-use super::app::{App, Effect, ReplayCmd};
+use super::app::{App, Effect};
 use super::save;
 use super::term::Term;
 use super::view;
 use mcpscope_engine::event::{Event, StreamId};
 use mcpscope_engine::model::{Model, Retention};
 use mcpscope_timeline::live::Live;
-use mcpscope_timeline::player::{Command, Player};
+use mcpscope_timeline::player::Player;
 use mcpscope_timeline::{FileCursor, Speed};
 
 /// Events folded per frame at most (the rest wait in the channel for the next frame).
@@ -169,39 +169,10 @@ impl Source for ReplaySource {
         let Effect::Replay(cmd) = effect else {
             return;
         };
-        let command = match cmd {
-            ReplayCmd::PlayPause => Command::PlayPause,
-            ReplayCmd::Faster => Command::Faster,
-            ReplayCmd::Slower => Command::Slower,
-            ReplayCmd::StepForward => Command::StepForward,
-            ReplayCmd::StepBack => Command::StepBack,
-            ReplayCmd::Start => Command::Start,
-            ReplayCmd::End => Command::End,
-            ReplayCmd::NextDeath => Command::NextDeath,
-            ReplayCmd::PrevDeath => Command::PrevDeath,
-            ReplayCmd::SeekTime(text) => match parse_seek(text, self.player.time(), app) {
-                Some(t) => Command::SeekTime(t),
-                None => {
-                    self.player.stop_waiting();
-                    app.flash = Some(format!("bad time {text:?}: use HH:MM:SS[.mmm]"));
-                    return;
-                }
-            },
-        };
-        if let Some(flash) = self.player.command(command) {
+        if let Some(flash) = self.player.command(cmd.clone()) {
             app.flash = Some(flash);
         }
     }
-}
-
-/// Parses `HH:MM:SS[.mmm]` on the day of `around`, in the view's time zone.
-pub fn parse_seek(text: &str, around: Option<DateTime<Utc>>, app: &App) -> Option<DateTime<Utc>> {
-    let time = NaiveTime::parse_from_str(text.trim(), "%H:%M:%S%.f")
-        .or_else(|_| NaiveTime::parse_from_str(text.trim(), "%H:%M:%S"))
-        .ok()?;
-    let day = around?.with_timezone(&app.tz).date_naive();
-    let local = day.and_time(time).and_local_timezone(app.tz).single()?;
-    Some(local.with_timezone(&Utc))
 }
 
 /// Whether the loop goes on after an effect.

@@ -4,19 +4,8 @@
 use std::ops::Range;
 use std::path::Path;
 
-use super::line::Context;
-use super::reader::{Events, Position, ReadError};
+use super::reader::{Events, IndexPoint, Position, ReadError};
 use crate::event::Event;
-
-/// One indexed place: the position of an event's line and what the lines after it may refer to
-/// (the previous time and heads, SSE data not yet referred to), so reading can start there.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct IndexPoint {
-    /// Where the event's line starts.
-    pub at: Position,
-    /// What the following lines may refer to.
-    pub context: Context,
-}
 
 /// The index of one recording.
 #[derive(Debug, Clone, PartialEq)]

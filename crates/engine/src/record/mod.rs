@@ -9,8 +9,8 @@ pub mod span;
 pub mod writer;
 
 pub use convert::{ConvertError, Converted, convert};
-pub use index::{Index, IndexPoint, index_file, read_range};
-pub use reader::{Events, Position, ReadError, Recording, read_file, read_from};
+pub use index::{Index, index_file, read_range};
+pub use reader::{Events, IndexPoint, Position, ReadError, Recording, read_file, read_from};
 pub use span::read_span;
 pub use writer::{Create, Follower, Recorder, open_private, write_private};
 

@@ -5,10 +5,19 @@ use std::fs::File;
 use std::io::{BufRead, BufReader, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
-use super::index::IndexPoint;
 use super::line::{Context, DecodeError, Decoder};
 use super::{FORMAT_NAME, Header, MAX_LINE_BYTES};
 use crate::event::{Event, FORMAT_VERSION};
+
+/// One indexed place: the position of an event's line and what the lines after it may refer to
+/// (the previous time and heads, SSE data not yet referred to), so reading can start there.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct IndexPoint {
+    /// Where the event's line starts.
+    pub at: Position,
+    /// What the following lines may refer to.
+    pub context: Context,
+}
 
 /// A line buffer grown past this by one long line is given back rather than kept for the next.
 const KEPT_LINE_CAPACITY: usize = 1 << 20;

@@ -25,6 +25,7 @@ use crate::ca::Ca;
 use crate::conn::{ClientConn, ResetFlag};
 use crate::error::ProxyError;
 use crate::shared::Shared;
+use crate::stage::ForwardTarget;
 use crate::stage::guard::names_allowed_host;
 use crate::{ConnSlot, ProxyBody};
 use pass::{Line, PassClient, plain};
@@ -77,11 +78,6 @@ impl ForwardMode {
 /// What the proxy's start names as its upstream in forward-proxy mode.
 pub const UPSTREAM_LABEL: &str = mcpscope_engine::model::FORWARD_PROXY_UPSTREAM;
 
-/// The server an MCP exchange of the forward proxy goes to (scheme and authority, path `/`),
-/// carried in the request's extensions: the forward stage sends it there instead of to
-/// `--upstream`, and nothing is rewritten toward the proxy's own address.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Target(pub Uri);
 
 /// What every connection of the forward proxy shares.
 #[derive(Clone)]
@@ -227,7 +223,7 @@ async fn request(
         }
         *last = Some(target.clone());
     }
-    req.extensions_mut().insert(Target(target));
+    req.extensions_mut().insert(ForwardTarget(target));
     crate::handle(req, conn, reset, link, activity, front.shared.clone()).await
 }
 

@@ -179,7 +179,7 @@ fn outgoing(
     // In forward-proxy mode the request names its server, and nothing is rewritten.
     let target = parts
         .extensions
-        .get::<crate::forward_proxy::Target>()
+        .get::<super::ForwardTarget>()
         .map(|t| t.0.clone());
     let forwarded = target.is_some();
     let target = target.unwrap_or_else(|| shared.config.upstream.clone());

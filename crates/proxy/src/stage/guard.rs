@@ -46,7 +46,7 @@ pub fn check(shared: &Shared, req: &Request<Incoming>) -> Result<(), Refusal> {
     // no proxy address to rebind.
     let forwarded = req
         .extensions()
-        .get::<crate::forward_proxy::Target>()
+        .get::<super::ForwardTarget>()
         .is_some();
     let guarded = !config.pass_host && !forwarded;
     if guarded && !is_loopback_host(&host) && !names_allowed_host(&config.allow_hosts, &host) {

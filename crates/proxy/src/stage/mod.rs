@@ -22,6 +22,12 @@ use crate::shared::Shared;
 use mcpscope_engine::event::{EventKind, StreamId, header};
 use mcpscope_engine::wire::oauth::Origin;
 
+/// The server an MCP exchange of the forward proxy goes to (scheme and authority, path `/`),
+/// carried in the request's extensions: the forward stage sends it there instead of to
+/// `--upstream`, and nothing is rewritten toward the proxy's own address.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ForwardTarget(pub http::Uri);
+
 /// One request–response exchange, as every stage sees it.
 #[derive(Debug)]
 pub struct Exchange {
@@ -60,7 +66,7 @@ impl Exchange {
         // the one upstream.
         let target = req
             .extensions()
-            .get::<crate::forward_proxy::Target>()
+            .get::<ForwardTarget>()
             .and_then(|target| Origin::text_of(&target.0.to_string()));
         let origin = target
             .clone()

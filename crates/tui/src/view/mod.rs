@@ -18,7 +18,7 @@ use ratatui::layout::Rect;
 use ratatui::widgets::Block;
 
 use super::app::App;
-use super::layout::areas;
+use super::geometry::{areas, message_lines};
 use mcpscope_engine::model::Model;
 
 /// Draws the whole screen; reads `app`, never changes it (run [`App::layout`] for the same size
@@ -28,7 +28,7 @@ pub fn render(frame: &mut Frame, app: &App, model: &Model, now: DateTime<Utc>) {
     if area.width == 0 || area.height == 0 {
         return;
     }
-    let message = crate::layout::message_lines(app.flash.as_deref(), area.width);
+    let message = message_lines(app.flash.as_deref(), area.width);
     let panes = areas(app.zoom, app.focus, message, area);
     frame.render_widget(Block::default().style(app.theme.text()), area);
     if panes.calls != Rect::ZERO {
