@@ -147,9 +147,15 @@ fn replay_keys_drive_the_cursor_without_a_terminal() {
         press(&mut app, &mut source, KeyCode::Char(c));
     }
     press(&mut app, &mut source, KeyCode::Enter);
-    assert_eq!(source.now(), at(3_000), "a time not understood moves nothing");
+    assert_eq!(
+        source.now(),
+        at(3_000),
+        "a time not understood moves nothing"
+    );
     assert!(
-        app.flash.as_deref().is_some_and(|f| f.contains("bad time \"soon\"")),
+        app.flash
+            .as_deref()
+            .is_some_and(|f| f.contains("bad time \"soon\"")),
         "{:?}",
         app.flash
     );

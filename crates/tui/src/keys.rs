@@ -8,8 +8,8 @@ use ratatui::layout::Position;
 
 use super::action::{Action, Jump};
 use super::app::{App, Effect, Pane};
-use mcpscope_timeline::player::Command;
 use mcpscope_engine::model::Model;
+use mcpscope_timeline::player::Command;
 
 /// A key a binding answers to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

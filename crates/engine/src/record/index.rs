@@ -4,7 +4,7 @@
 use std::ops::Range;
 use std::path::Path;
 
-use super::reader::{Events, IndexPoint, Position, ReadError};
+use super::reader::{Events, IndexPoint, ReadError};
 use crate::event::Event;
 
 /// The index of one recording.

@@ -78,7 +78,6 @@ impl ForwardMode {
 /// What the proxy's start names as its upstream in forward-proxy mode.
 pub const UPSTREAM_LABEL: &str = mcpscope_engine::model::FORWARD_PROXY_UPSTREAM;
 
-
 /// What every connection of the forward proxy shares.
 #[derive(Clone)]
 struct Front {

@@ -44,10 +44,7 @@ pub fn check(shared: &Shared, req: &Request<Incoming>) -> Result<(), Refusal> {
     };
     // A forward-proxy exchange names its own server: the Host is that server's, and there is
     // no proxy address to rebind.
-    let forwarded = req
-        .extensions()
-        .get::<super::ForwardTarget>()
-        .is_some();
+    let forwarded = req.extensions().get::<super::ForwardTarget>().is_some();
     let guarded = !config.pass_host && !forwarded;
     if guarded && !is_loopback_host(&host) && !names_allowed_host(&config.allow_hosts, &host) {
         return Err(Refusal::ForeignHost(host));
