@@ -86,26 +86,15 @@ fn wide_the_calls_name_their_server_and_the_tree_groups_by_server() {
         .filter(|l| l.contains("sessions)") || l.contains("▶ s1") || l.contains("▼ s1"))
         .collect();
     assert_eq!(tree.len(), 4, "{s}");
-    assert!(
-        tree[0].contains("▼ 127.0.0.1:4001  (1 sessions)"),
-        "{}",
-        tree[0]
-    );
-    assert!(
-        tree[1].contains("  ▼ s1  2025-06-18  (1 streams)"),
-        "{}",
-        tree[1]
-    );
-    assert!(
-        tree[2].contains("▼ tools.example  (1 sessions)"),
-        "{}",
-        tree[2]
-    );
-    assert!(
-        tree[3].contains("  ▶ s1  2025-06-18  (2 streams)"),
-        "{}",
-        tree[3]
-    );
+    let expected = [
+        "▼ 127.0.0.1:4001  (1 sessions)",
+        "  ▼ s1  2025-06-18  (1 streams)",
+        "▼ tools.example  (1 sessions)",
+        "  ▶ s1  2025-06-18  (2 streams)",
+    ];
+    for (line, want) in tree.iter().zip(expected) {
+        assert!(line.contains(want), "{line:?} should show {want:?}");
+    }
     insta::assert_snapshot!("servers_160x40", s);
 }
 
