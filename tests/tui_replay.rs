@@ -131,22 +131,23 @@ fn replay_keys_drive_the_cursor_without_a_terminal() {
         }
         source.pump(app);
     };
+    // `:`, the time typed, Enter.
+    let seek = |app: &mut App, source: &mut ReplaySource, time: &str| {
+        let keys = std::iter::once(KeyCode::Char(':'))
+            .chain(time.chars().map(KeyCode::Char))
+            .chain([KeyCode::Enter]);
+        for code in keys {
+            press(app, source, code);
+        }
+    };
     press(&mut app, &mut source, KeyCode::Char('n'));
     assert_eq!(source.now(), at(4_500));
     assert_eq!(source.model().counts().orphaned, 1);
     press(&mut app, &mut source, KeyCode::Char(','));
     assert_eq!(source.model().counts().orphaned, 0);
-    press(&mut app, &mut source, KeyCode::Char(':'));
-    for c in "19:59:45.0".chars() {
-        press(&mut app, &mut source, KeyCode::Char(c));
-    }
-    press(&mut app, &mut source, KeyCode::Enter);
+    seek(&mut app, &mut source, "19:59:45.0");
     assert_eq!(source.now(), at(3_000));
-    press(&mut app, &mut source, KeyCode::Char(':'));
-    for c in "soon".chars() {
-        press(&mut app, &mut source, KeyCode::Char(c));
-    }
-    press(&mut app, &mut source, KeyCode::Enter);
+    seek(&mut app, &mut source, "soon");
     assert_eq!(
         source.now(),
         at(3_000),
