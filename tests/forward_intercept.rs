@@ -255,7 +255,12 @@ async fn through_forward_a_call_copied_as_curl_reaches_its_https_server_again() 
             .find(|c| c.tool.as_deref() == Some("echo"))
             .map(|c| c.index)
             .expect("the echo call");
-        let row = app.rows.iter().position(|&c| c == echo_index).expect("row");
+        let row = app
+            .calls
+            .rows
+            .iter()
+            .position(|&c| c == echo_index)
+            .expect("row");
         app.select_row(&model, row);
         let command = app.curl_of_selection(&model).expect("a curl command");
         assert!(

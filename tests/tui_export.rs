@@ -30,7 +30,7 @@ fn live() -> (App, LiveSource) {
 fn e_on_a_selected_call_yields_the_export_effect() {
     let (mut app, source) = live();
     app.select_row(source.model(), 2);
-    let call = app.call.expect("a call is selected");
+    let call = app.calls.call.expect("a call is selected");
     assert_eq!(
         app.handle_key(key('e'), source.model()),
         vec![Effect::Export { call }]
@@ -59,7 +59,7 @@ fn export_writes_the_diagram_to_a_new_private_file_each_time() {
     let (mut app, mut source) = live();
     app.export_dir = dir.path().to_path_buf();
     app.select_row(source.model(), 2);
-    let call = app.call.expect("a call is selected");
+    let call = app.calls.call.expect("a call is selected");
     let name = format!("mcpscope-call-{}", call + 1);
     for round in 1..=3 {
         for effect in app.handle_key(key('e'), source.model()) {

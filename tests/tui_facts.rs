@@ -87,8 +87,12 @@ fn the_cursor_stays_on_the_first_listed_row_until_the_user_moves_it() {
         model.calls[slow].verdict,
         Verdict::Orphaned { .. }
     ));
-    assert_eq!(app.rows.first(), Some(&slow), "the orphan is listed first");
-    assert_eq!((app.row, app.call), (0, Some(slow)));
+    assert_eq!(
+        app.calls.rows.first(),
+        Some(&slow),
+        "the orphan is listed first"
+    );
+    assert_eq!((app.calls.row, app.calls.call), (0, Some(slow)));
     let screen = screen(&mut app, &model, now, 160);
     assert!(screen.contains("tools/call slow  id=3"), "{screen}");
     // The call died with POST#22; the detail says so, and what the client tried.
@@ -104,11 +108,11 @@ fn the_user_s_choice_of_row_is_kept_as_rows_move() {
     let mut app = app();
     app.sync(&model);
     app.handle_key(KeyEvent::new(KeyCode::Down, KeyModifiers::NONE), &model);
-    assert_eq!(app.row, 1);
-    let chosen = app.call;
+    assert_eq!(app.calls.row, 1);
+    let chosen = app.calls.call;
     model.advance(s.now() + Duration::milliseconds(RESUME_GRACE_MS + 1));
     app.sync(&model);
-    assert_eq!(app.call, chosen);
+    assert_eq!(app.calls.call, chosen);
 }
 
 #[test]
@@ -143,7 +147,12 @@ fn a_resumption_mcpscope_answered_itself_is_not_an_upstream_eof() {
     let mut app = app();
     app.sync(&model);
     let slow = last_call(&model, "slow").expect("slow").index;
-    let row = app.rows.iter().position(|&c| c == slow).expect("listed");
+    let row = app
+        .calls
+        .rows
+        .iter()
+        .position(|&c| c == slow)
+        .expect("listed");
     app.select_row(&model, row);
     app.selected = mcpscope_tui::app::Selected::Stream(23);
     app.zoom = true;
@@ -305,7 +314,7 @@ fn slash_searches_message_bodies_and_highlights_the_matches() {
         press(&mut app, KeyCode::Char(c));
     }
     press(&mut app, KeyCode::Enter);
-    assert_eq!(app.rows.len(), 1, "only the call whose body holds it");
+    assert_eq!(app.calls.rows.len(), 1, "only the call whose body holds it");
     app.zoom = true;
     app.layout(&model, s.now(), Rect::new(0, 0, 120, 60));
     let buf = render_to_buffer(&app, &model, s.now(), 120, 60);
@@ -414,7 +423,12 @@ fn a_probe_the_client_fell_back_from_is_not_shown_as_an_error() {
     let (model, _) = s.fold();
     let mut app = app();
     app.sync(&model);
-    let row = app.rows.iter().position(|&c| c == 0).expect("probe row");
+    let row = app
+        .calls
+        .rows
+        .iter()
+        .position(|&c| c == 0)
+        .expect("probe row");
     app.select_row(&model, row);
     let screen = screen(&mut app, &model, s.now(), 160);
     let probe = screen

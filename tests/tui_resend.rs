@@ -55,7 +55,12 @@ async fn r_resends_the_request_and_its_answer_is_a_new_marked_exchange() {
         .find(|c| c.tool.as_deref() == Some("echo"))
         .map(|c| c.index)
         .expect("echo call");
-    let row = app.rows.iter().position(|&c| c == echo_index).expect("row");
+    let row = app
+        .calls
+        .rows
+        .iter()
+        .position(|&c| c == echo_index)
+        .expect("row");
     app.select_row(&model, row);
     let (_feed, feed_rx) = mpsc::unbounded_channel();
     let mut source = LiveSource::new(feed_rx, mcpscope_engine::model::Retention::default());
@@ -97,7 +102,7 @@ async fn r_resends_the_request_and_its_answer_is_a_new_marked_exchange() {
     );
     assert_eq!(model.calls[copy].session, model.calls[echo_index].session);
     app.sync(&model);
-    let row = app.rows.iter().position(|&c| c == copy).expect("row");
+    let row = app.calls.rows.iter().position(|&c| c == copy).expect("row");
     app.select_row(&model, row);
     app.layout(&model, Utc::now(), Rect::new(0, 0, 160, 40));
     let buf = render_to_buffer(&app, &model, Utc::now(), 160, 40);

@@ -122,7 +122,7 @@ fn tree_expanded_and_linked_to_the_selected_call() {
     key(&mut app, &model, KeyCode::Down);
     screen(&mut app, &model, scenario_now());
     assert_eq!(
-        app.rows.get(app.row),
+        app.calls.rows.get(app.calls.row),
         Some(&2),
         "tree selection did not select the slow call"
     );
@@ -193,7 +193,7 @@ fn status_filter_token() {
     key(&mut app, &model, KeyCode::Char('/'));
     typed(&mut app, &model, "status:orphaned");
     key(&mut app, &model, KeyCode::Enter);
-    assert_eq!(app.rows.len(), 1);
+    assert_eq!(app.calls.rows.len(), 1);
 }
 
 #[test]
@@ -239,15 +239,15 @@ fn keys_move_the_selection() {
     let mut app = app();
     let model = model();
     screen(&mut app, &model, scenario_now());
-    assert_eq!(app.row, 0);
+    assert_eq!(app.calls.row, 0);
     key(&mut app, &model, KeyCode::Char('j'));
-    assert_eq!(app.row, 1);
+    assert_eq!(app.calls.row, 1);
     key(&mut app, &model, KeyCode::Char('G'));
-    assert_eq!(app.row, app.rows.len() - 1);
+    assert_eq!(app.calls.row, app.calls.rows.len() - 1);
     key(&mut app, &model, KeyCode::Char('g'));
-    assert_eq!(app.row, 0);
+    assert_eq!(app.calls.row, 0);
     key(&mut app, &model, KeyCode::PageDown);
-    assert_eq!(app.row, app.rows.len() - 1);
+    assert_eq!(app.calls.row, app.calls.rows.len() - 1);
     let quit = app.handle_key(
         KeyEvent::new(KeyCode::Char('q'), KeyModifiers::NONE),
         &model,

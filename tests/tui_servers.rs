@@ -264,6 +264,7 @@ fn the_filter_takes_a_server() {
         key(&mut app, &model, KeyCode::Enter);
         screen(&mut app, &model, now, 140, 40);
         let mut shown: Vec<&str> = app
+            .calls
             .rows
             .iter()
             .filter_map(|&ci| model.calls.get(ci)?.tool.as_deref())

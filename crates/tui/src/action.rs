@@ -122,10 +122,10 @@ const NO_FAULTS: &str = "no live proxy: faults are unavailable";
 impl App {
     /// Applies one action; returns what the runner must do outside the view.
     pub fn update(&mut self, action: Action, model: &Model) -> Vec<Effect> {
-        let before = self.call;
+        let before = self.calls.call;
         let effects = self.apply(action, model);
-        if self.call != before {
-            self.cursor_chosen = true;
+        if self.calls.call != before {
+            self.calls.cursor_chosen = true;
         }
         self.sync(model);
         effects
@@ -162,6 +162,7 @@ impl App {
                 let session = match self.selected {
                     Selected::Session(s) => Some(s),
                     _ => self
+                        .calls
                         .call
                         .and_then(|c| model.calls.get(c))
                         .map(|c| c.session),
@@ -169,7 +170,7 @@ impl App {
                 match session {
                     Some(session) => {
                         self.selected = Selected::Session(session);
-                        self.detail_scroll = 0;
+                        self.detail.scroll = 0;
                         self.zoom = true;
                     }
                     None => self.flash = Some("no session: select a call".into()),
@@ -230,7 +231,7 @@ impl App {
                 }
                 None => self.flash = Some("nothing to copy as curl: select a call".into()),
             },
-            Action::Export => match self.call.filter(|&c| model.calls.contains(c)) {
+            Action::Export => match self.calls.call.filter(|&c| model.calls.contains(c)) {
                 Some(call) => return vec![Effect::Export { call }],
                 None => self.flash = Some("nothing to export: select a call".into()),
             },
@@ -257,15 +258,15 @@ impl App {
             }
             Action::Back => self.back(),
             Action::Move(delta) => self.move_by(model, delta),
-            Action::PageUp => self.move_by(model, -(self.page.max(1) as i64)),
-            Action::PageDown => self.move_by(model, self.page.max(1) as i64),
+            Action::PageUp => self.move_by(model, -(self.calls.page.max(1) as i64)),
+            Action::PageDown => self.move_by(model, self.calls.page.max(1) as i64),
             Action::Jump(to) => self.jump(model, to),
             Action::TreeLeft => {
-                self.tree.key_left();
+                self.tree.state_mut().key_left();
                 self.selection_from_tree(model);
             }
             Action::TreeRight => {
-                self.tree.key_right();
+                self.tree.state_mut().key_right();
                 self.selection_from_tree(model);
             }
             Action::Replay(cmd) => return vec![Effect::Replay(cmd)],
@@ -359,7 +360,7 @@ impl App {
     fn drill_in(&mut self) {
         match self.focus {
             Pane::Tree => {
-                self.tree.toggle_selected();
+                self.tree.state_mut().toggle_selected();
             }
             Pane::Detail if self.zoom => {}
             _ => {
@@ -390,7 +391,7 @@ impl App {
     /// recording, at the address it was recorded on); through a forward proxy, at the request's
     /// own server by way of the proxy.
     pub fn curl_of_selection(&self, model: &Model) -> Option<String> {
-        let call = model.calls.get(self.call?)?;
+        let call = model.calls.get(self.calls.call?)?;
         let listen = self
             .info
             .listen
@@ -416,7 +417,7 @@ impl App {
 
     /// The selected client call's request, to send again as it was sent.
     pub fn resend_of_selection(&self, model: &Model) -> Option<mcpscope_engine::fault::Resend> {
-        let call = model.calls.get(self.call?)?;
+        let call = model.calls.get(self.calls.call?)?;
         if call.dir != mcpscope_engine::event::Direction::ClientToServer {
             return None;
         }
@@ -436,21 +437,22 @@ impl App {
     pub fn move_by(&mut self, model: &Model, delta: i64) {
         match self.active_pane() {
             Pane::Calls => {
-                if self.rows.is_empty() {
+                if self.calls.rows.is_empty() {
                     return;
                 }
                 self.follow = false;
-                let last = self.rows.len() as i64 - 1;
-                let row = (self.row as i64).saturating_add(delta).clamp(0, last) as usize;
+                let last = self.calls.rows.len() as i64 - 1;
+                let row = (self.calls.row as i64).saturating_add(delta).clamp(0, last) as usize;
                 self.select_row(model, row);
             }
             Pane::Tree => {
                 let changed = if delta < 0 {
-                    self.tree.select_relative(|i| {
+                    self.tree.state_mut().select_relative(|i| {
                         i.map_or(0, |i| i.saturating_sub(delta.unsigned_abs() as usize))
                     })
                 } else {
                     self.tree
+                        .state_mut()
                         .select_relative(|i| i.map_or(0, |i| i.saturating_add(delta as usize)))
                 };
                 if changed {
@@ -458,16 +460,17 @@ impl App {
                 }
             }
             Pane::Detail => {
-                let scroll = i64::from(self.detail_scroll).saturating_add(delta);
-                self.detail_scroll = scroll.clamp(0, i64::from(u16::MAX)) as u16;
+                let scroll = i64::from(self.detail.scroll).saturating_add(delta);
+                self.detail.scroll = scroll.clamp(0, i64::from(u16::MAX)) as u16;
             }
             Pane::Waterfall => {
                 if model.streams.is_empty() {
                     return;
                 }
                 let last = model.streams.len() as i64 - 1;
-                self.wf_stream =
-                    (self.wf_stream as i64).saturating_add(delta).clamp(0, last) as usize;
+                self.waterfall.stream = (self.waterfall.stream as i64)
+                    .saturating_add(delta)
+                    .clamp(0, last) as usize;
                 self.selection_from_waterfall(model);
             }
         }
@@ -477,27 +480,27 @@ impl App {
     pub fn jump(&mut self, model: &Model, to: Jump) {
         match self.active_pane() {
             Pane::Calls => {
-                if self.rows.is_empty() {
+                if self.calls.rows.is_empty() {
                     return;
                 }
                 self.follow = false;
                 let row = match to {
                     Jump::First => 0,
-                    Jump::Last => self.rows.len() - 1,
+                    Jump::Last => self.calls.rows.len() - 1,
                 };
                 self.select_row(model, row);
             }
             Pane::Tree => {
                 let changed = match to {
-                    Jump::First => self.tree.select_first(),
-                    Jump::Last => self.tree.select_last(),
+                    Jump::First => self.tree.state_mut().select_first(),
+                    Jump::Last => self.tree.state_mut().select_last(),
                 };
                 if changed {
                     self.selection_from_tree(model);
                 }
             }
             Pane::Detail => {
-                self.detail_scroll = match to {
+                self.detail.scroll = match to {
                     Jump::First => 0,
                     Jump::Last => u16::MAX,
                 };
@@ -506,7 +509,7 @@ impl App {
                 if model.streams.is_empty() {
                     return;
                 }
-                self.wf_stream = match to {
+                self.waterfall.stream = match to {
                     Jump::First => 0,
                     Jump::Last => model.streams.len() - 1,
                 };
@@ -545,21 +548,21 @@ impl App {
             Pane::Calls => {
                 let r = self.areas.calls_rows;
                 if r.contains(at) {
-                    let row = self.row_offset + usize::from(at.y - r.y);
-                    if row < self.rows.len() {
+                    let row = self.calls.offset + usize::from(at.y - r.y);
+                    if row < self.calls.rows.len() {
                         self.select_row(model, row);
                     }
                 }
             }
             Pane::Tree => {
-                if self.tree.click_at(at) {
+                if self.tree.state_mut().click_at(at) {
                     self.selection_from_tree(model);
                 }
             }
             Pane::Waterfall => {
                 let r = self.areas.waterfall_rows;
                 if r.contains(at) {
-                    let rows = waterfall_rows(model, self.wf_stream, usize::from(r.height));
+                    let rows = waterfall_rows(model, self.waterfall.stream, usize::from(r.height));
                     let clicked = usize::from(at.y - r.y);
                     // A task row stands for the stream that created it, the nearest above.
                     let stream = rows
@@ -573,7 +576,7 @@ impl App {
                     if clicked < rows.len()
                         && let Some(pos) = stream
                     {
-                        self.wf_stream = pos;
+                        self.waterfall.stream = pos;
                         self.selection_from_waterfall(model);
                     }
                 }

@@ -5,18 +5,20 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use chrono::FixedOffset;
-use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
-use tui_tree_widget::TreeState;
 
 use super::Info;
 use super::filter::Filter;
 use super::rows;
 use super::theme::{BUILTIN, Theme};
+use super::view::calls::{CallsPane, RowsKey};
+use super::view::detail::DetailPane;
+use super::view::tree::TreePane;
+use super::view::waterfall::WaterfallPane;
 pub use crate::node::Node;
 use mcpscope_engine::event::StreamId;
 use mcpscope_engine::fault::{FaultChoice, FaultControl, RuleId};
-use mcpscope_engine::model::{Counts, Model};
+use mcpscope_engine::model::Model;
 use mcpscope_timeline::player::Command;
 
 /// The panes Tab cycles through.
@@ -169,6 +171,8 @@ pub use mcpscope_timeline::player::Status as ReplayStatus;
 /// Screen areas of the current layout (see [`App::layout`]), for drawing and the mouse.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Areas {
+    /// The whole screen these areas were laid out for.
+    pub screen: Rect,
     /// The calls table's rows (inside the border, below the header).
     pub calls_rows: Rect,
     /// The calls pane.
@@ -184,8 +188,6 @@ pub struct Areas {
     /// The status bar (or the line being typed).
     pub status: Rect,
 }
-
-type RowsKey = (u64, usize, Counts, String, bool);
 
 /// The whole view state.
 pub struct App {
@@ -203,28 +205,14 @@ pub struct App {
     pub zoom: bool,
     /// What the detail pane shows.
     pub selected: Selected,
-    /// The calls table rows (call indices), in display order.
-    pub rows: Vec<usize>,
-    rows_key: Option<RowsKey>,
-    /// The selected row of the calls table.
-    pub row: usize,
-    /// The first row shown.
-    pub row_offset: usize,
-    /// The selected call (stays selected when rows move).
-    pub call: Option<usize>,
-    /// Whether the user has moved the cursor: until then it stays on the first listed row
-    /// (the most urgent call) as rows come and go.
-    pub cursor_chosen: bool,
-    /// The tree's state.
-    pub tree: TreeState<Node>,
-    /// The tree pane as the layout pass drew it (drawing copies it onto the frame).
-    pub tree_view: Buffer,
-    /// The tree's server level: whether it groups, and the servers already opened once.
-    pub grouping: crate::grouping::Grouping,
-    /// The stream highlighted on the waterfall (position in [`Model::streams`]).
-    pub wf_stream: usize,
-    /// Detail pane scroll.
-    pub detail_scroll: u16,
+    /// The calls table's rows, cursor and page.
+    pub calls: CallsPane,
+    /// The tree's widget state and server level.
+    pub tree: TreePane,
+    /// The waterfall's highlighted stream.
+    pub waterfall: WaterfallPane,
+    /// The detail pane's scroll and lines.
+    pub detail: DetailPane,
     /// Active filter.
     pub filter: Filter,
     /// Hide answered calls.
@@ -265,8 +253,6 @@ pub struct App {
     pub tz: FixedOffset,
     /// Areas of the current layout.
     pub areas: Areas,
-    /// Rows of the calls table that fit on screen (current layout).
-    pub page: usize,
     /// The folder `e` writes call files into (the working directory by default).
     pub export_dir: PathBuf,
     /// The last evicted call whose detail was read back from the recording.
@@ -295,17 +281,10 @@ impl App {
             focus: Pane::Calls,
             zoom: false,
             selected: Selected::Nothing,
-            rows: Vec::new(),
-            rows_key: None,
-            row: 0,
-            cursor_chosen: false,
-            row_offset: 0,
-            call: None,
-            tree: TreeState::default(),
-            tree_view: Buffer::empty(Rect::ZERO),
-            grouping: Default::default(),
-            wf_stream: 0,
-            detail_scroll: 0,
+            calls: CallsPane::default(),
+            tree: TreePane::default(),
+            waterfall: WaterfallPane::default(),
+            detail: DetailPane::default(),
             filter: Filter::default(),
             hide_answered: false,
             follow: false,
@@ -326,7 +305,6 @@ impl App {
             feed_closed: false,
             tz,
             areas: Areas::default(),
-            page: 10,
             export_dir: PathBuf::from("."),
             recalled: None,
         }
@@ -341,54 +319,59 @@ impl App {
             self.filter.text.clone(),
             self.hide_answered,
         );
-        if self.rows_key.as_ref() != Some(&key) {
-            self.grouping.settle(model, &mut self.tree);
-            self.rows = rows::build(model, &self.filter, self.hide_answered);
-            self.rows_key = Some(key);
-            if !self.cursor_chosen {
-                self.row = 0;
-            } else if let Some(call) = self.call
-                && let Some(pos) = self.rows.iter().position(|&c| c == call)
+        if self.calls.key.as_ref() != Some(&key) {
+            self.tree.sync(model);
+            self.calls.rows = rows::build(model, &self.filter, self.hide_answered);
+            self.calls.key = Some(key);
+            if !self.calls.cursor_chosen {
+                self.calls.row = 0;
+            } else if let Some(call) = self.calls.call
+                && let Some(pos) = self.calls.rows.iter().position(|&c| c == call)
             {
-                self.row = pos;
+                self.calls.row = pos;
             }
         }
         if self.follow
-            && let Some(newest) = self.rows.iter().copied().max()
-            && self.call != Some(newest)
-            && let Some(pos) = self.rows.iter().position(|&c| c == newest)
+            && let Some(newest) = self.calls.rows.iter().copied().max()
+            && self.calls.call != Some(newest)
+            && let Some(pos) = self.calls.rows.iter().position(|&c| c == newest)
         {
             self.select_row(model, pos);
         }
-        self.row = self.row.min(self.rows.len().saturating_sub(1));
-        if self.rows.is_empty() {
-            self.call = None;
-        } else if self.call.is_none() || self.rows.get(self.row) != self.call.as_ref() {
-            let row = self.row;
+        self.calls.row = self.calls.row.min(self.calls.rows.len().saturating_sub(1));
+        if self.calls.rows.is_empty() {
+            self.calls.call = None;
+        } else if self.calls.call.is_none()
+            || self.calls.rows.get(self.calls.row) != self.calls.call.as_ref()
+        {
+            let row = self.calls.row;
             self.select_row(model, row);
         }
         if self.selected == Selected::Nothing
-            && let Some(call) = self.call
+            && let Some(call) = self.calls.call
         {
             self.selected = Selected::Call(call);
         }
-        self.wf_stream = self.wf_stream.min(model.streams.len().saturating_sub(1));
+        self.waterfall.stream = self
+            .waterfall
+            .stream
+            .min(model.streams.len().saturating_sub(1));
     }
 
     /// Forces the rows to be rebuilt at the next sync.
     pub fn invalidate(&mut self) {
-        self.rows_key = None;
+        self.calls.key = None;
     }
 
     /// Selects a row of the calls table and links the tree and waterfall to its stream.
     pub fn select_row(&mut self, model: &Model, row: usize) {
-        let Some(&call) = self.rows.get(row) else {
+        let Some(&call) = self.calls.rows.get(row) else {
             return;
         };
-        self.row = row;
-        self.call = Some(call);
+        self.calls.row = row;
+        self.calls.call = Some(call);
         self.selected = Selected::Call(call);
-        self.detail_scroll = 0;
+        self.detail.scroll = 0;
         if let Some(c) = model.calls.get(call) {
             self.link_stream(model, c.owner);
         }
@@ -397,14 +380,14 @@ impl App {
     /// Points the tree and the waterfall at a stream.
     pub fn link_stream(&mut self, model: &Model, stream: StreamId) {
         if let Some(pos) = model.stream_pos(stream) {
-            self.wf_stream = pos;
+            self.waterfall.stream = pos;
             let session = model.streams.as_slice()[pos].session;
             let mut path = crate::grouping::session_path(model, session);
             for depth in 1..=path.len() {
-                self.tree.open(path[..depth].to_vec());
+                self.tree.state_mut().open(path[..depth].to_vec());
             }
             path.push(Node::Stream(stream));
-            self.tree.select(path);
+            self.tree.state_mut().select(path);
         }
     }
 
@@ -414,22 +397,22 @@ impl App {
             return;
         };
         let calls = &model.streams.as_slice()[pos].calls;
-        if let Some(row) = self.rows.iter().position(|c| calls.contains(c)) {
-            self.row = row;
-            self.call = self.rows.get(row).copied();
+        if let Some(row) = self.calls.rows.iter().position(|c| calls.contains(c)) {
+            self.calls.row = row;
+            self.calls.call = self.calls.rows.get(row).copied();
         }
     }
 
     /// Sets the selection from the tree's selected node.
     pub fn selection_from_tree(&mut self, model: &Model) {
-        self.detail_scroll = 0;
+        self.detail.scroll = 0;
         match self.tree.selected().last().copied() {
             Some(node @ Node::Server(_)) => self.selected = Selected::Server(node),
             Some(Node::Session(s)) => self.selected = Selected::Session(s),
             Some(Node::Stream(id)) => {
                 self.selected = Selected::Stream(id);
                 if let Some(pos) = model.stream_pos(id) {
-                    self.wf_stream = pos;
+                    self.waterfall.stream = pos;
                 }
                 self.select_call_of_stream(model, id);
             }
@@ -440,10 +423,10 @@ impl App {
 
     /// Sets the selection from the waterfall's highlighted stream.
     pub fn selection_from_waterfall(&mut self, model: &Model) {
-        if let Some(stream) = model.streams.as_slice().get(self.wf_stream) {
+        if let Some(stream) = model.streams.as_slice().get(self.waterfall.stream) {
             let id = stream.id;
             self.selected = Selected::Stream(id);
-            self.detail_scroll = 0;
+            self.detail.scroll = 0;
             self.link_stream(model, id);
             self.select_call_of_stream(model, id);
         }

@@ -30,7 +30,10 @@ pub fn message_lines(text: Option<&str>, width: u16) -> u16 {
 /// `focus`ed pane on a small screen, else all four; the status bar is the last line, with
 /// `message` lines for a status message above it.
 pub fn areas(zoom: bool, focus: Pane, message: u16, area: Rect) -> Areas {
-    let mut out = Areas::default();
+    let mut out = Areas {
+        screen: area,
+        ..Areas::default()
+    };
     if area.width == 0 || area.height == 0 {
         return out;
     }

@@ -5,8 +5,8 @@ use chrono::{Offset, Utc};
 use mcpscope_engine::fixtures::Script;
 use mcpscope_engine::model::{Model, Retention};
 use mcpscope_tui::app::App;
-use mcpscope_tui::view::detail;
 use mcpscope_tui::{Info, Theme};
+use ratatui::layout::Rect;
 use serde_json::json;
 
 /// The detail pane's text for the selected call `tool`.
@@ -19,10 +19,16 @@ fn detail_of(model: &Model, tool: &str) -> String {
         .find(|c| c.tool.as_deref() == Some(tool))
         .map(|c| c.index)
         .expect("the call");
-    let row = app.rows.iter().position(|&c| c == index).expect("its row");
+    let row = app
+        .calls
+        .rows
+        .iter()
+        .position(|&c| c == index)
+        .expect("its row");
     app.select_row(model, row);
-    let (_, lines) = detail::content(&app, model, Utc::now());
-    lines
+    app.layout(model, Utc::now(), Rect::new(0, 0, 160, 48));
+    app.detail
+        .lines()
         .iter()
         .map(|line| {
             line.spans

@@ -9,7 +9,70 @@ use ratatui::widgets::{Block, Cell, Row, Table};
 
 use super::fmt::{duration_ms, stream_state, stream_state_narrow, verdict_style};
 use crate::app::{App, Pane};
-use mcpscope_engine::model::{Model, Verdict};
+use mcpscope_engine::model::{Counts, Model, Verdict};
+
+/// What the calls table's rows are built from: when any of it changes, they are built again
+/// (events applied, calls, counts, filter text, answered hidden).
+pub(crate) type RowsKey = (u64, usize, Counts, String, bool);
+
+/// The calls table's own state: its rows in display order, the cursor, and the page on screen.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CallsPane {
+    /// The rows (call indices), in display order.
+    pub rows: Vec<usize>,
+    /// What `rows` were built from.
+    pub(crate) key: Option<RowsKey>,
+    /// The selected row.
+    pub row: usize,
+    /// The first row on screen.
+    pub offset: usize,
+    /// The selected call (stays selected when rows move).
+    pub call: Option<usize>,
+    /// Whether the user has moved the cursor: until then it stays on the first listed row
+    /// (the most urgent call) as rows come and go.
+    pub cursor_chosen: bool,
+    /// Rows that fit on screen (as of the last layout pass).
+    pub page: usize,
+}
+
+impl Default for CallsPane {
+    fn default() -> Self {
+        Self {
+            rows: Vec::new(),
+            key: None,
+            row: 0,
+            offset: 0,
+            call: None,
+            cursor_chosen: false,
+            page: 10,
+        }
+    }
+}
+
+impl CallsPane {
+    /// The layout pass for the pane drawn in `area`: the page that fits inside its border and
+    /// header, scrolled so that the selected row is on it.
+    pub(crate) fn settle(&mut self, area: Rect) {
+        let inner = Block::bordered().inner(area);
+        if inner.width == 0 || inner.height == 0 {
+            return;
+        }
+        let page = usize::from(inner.height.saturating_sub(1)).max(1);
+        self.page = page;
+        if self.row < self.offset {
+            self.offset = self.row;
+        } else if self.row >= self.offset + page {
+            self.offset = self.row + 1 - page;
+        }
+        self.offset = self.offset.min(self.rows.len().saturating_sub(page));
+    }
+
+    /// The rows on screen (as of the last layout pass).
+    pub fn visible(&self) -> &[usize] {
+        let first = self.offset.min(self.rows.len());
+        &self.rows[first..(first + self.page).min(self.rows.len())]
+    }
+}
 
 /// A column of the calls table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -106,7 +169,7 @@ pub fn render(frame: &mut Frame, app: &App, model: &Model, now: DateTime<Utc>, a
     let counts = model.counts();
     let mut title = vec![Span::styled(" Calls ", theme.title())];
     title.push(Span::styled(
-        format!("{} shown ", app.rows.len()),
+        format!("{} shown ", app.calls.rows.len()),
         theme.dim(),
     ));
     if counts.orphaned > 0 {
@@ -156,9 +219,8 @@ pub fn render(frame: &mut Frame, app: &App, model: &Model, now: DateTime<Utc>, a
     } else {
         34
     };
-    let page = usize::from(inner.height.saturating_sub(1)).max(1);
     let header = Row::new(cols.iter().map(|c| Cell::from(c.header()))).style(theme.header());
-    if app.rows.is_empty() {
+    if app.calls.rows.is_empty() {
         let text = if !app.filter.is_empty() {
             "no call matches the filter (Esc clears it)"
         } else if app.replay.as_ref().is_some_and(|r| !r.playing) {
@@ -173,8 +235,8 @@ pub fn render(frame: &mut Frame, app: &App, model: &Model, now: DateTime<Utc>, a
         frame.render_widget(table, inner);
         return;
     }
-    let first = app.row_offset.min(app.rows.len());
-    let visible = &app.rows[first..(first + page).min(app.rows.len())];
+    let first = app.calls.offset.min(app.calls.rows.len());
+    let visible = app.calls.visible();
     let rows: Vec<Row> = visible
         .iter()
         .enumerate()
@@ -265,7 +327,7 @@ pub fn render(frame: &mut Frame, app: &App, model: &Model, now: DateTime<Utc>, a
                     Column::Reaction => Cell::from(reaction.clone()),
                 })
                 .collect();
-            let selected = first + i == app.row;
+            let selected = first + i == app.calls.row;
             let row_style = if selected {
                 style.patch(theme.selection())
             } else {

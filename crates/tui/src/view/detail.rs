@@ -16,10 +16,45 @@ use crate::theme::Theme;
 use mcpscope_engine::event::Header;
 use mcpscope_engine::model::{Call, Model, Stream, SubscriptionState, Verdict, listen};
 
-/// Draws the detail pane into `area`, scrolled by `app.detail_scroll`.
+/// The detail pane's own state: its scroll, and what the layout pass built for the selection.
+#[derive(Debug, Default)]
+pub struct DetailPane {
+    /// Lines scrolled past.
+    pub scroll: u16,
+    /// The title and lines the last layout pass built.
+    shown: Option<(&'static str, Vec<Line<'static>>)>,
+}
+
+impl DetailPane {
+    /// The lines the last layout pass built (none before one ran with the pane on screen).
+    pub fn lines(&self) -> &[Line<'static>] {
+        self.shown
+            .as_ref()
+            .map_or(&[], |(_, lines)| lines.as_slice())
+    }
+}
+
+/// The layout pass: builds the pane's lines for the selection once for the frame, and keeps the
+/// scroll within them.
+pub(crate) fn settle(app: &mut App, model: &Model, now: DateTime<Utc>) {
+    let shown = content(app, model, now);
+    let max = shown.1.len().saturating_sub(1).min(usize::from(u16::MAX)) as u16;
+    app.detail.scroll = app.detail.scroll.min(max);
+    app.detail.shown = Some(shown);
+}
+
+/// Draws the detail pane into `area`, scrolled by `app.detail.scroll`: the lines the layout
+/// pass built (built here only when it did not run for this pane).
 pub fn render(frame: &mut Frame, app: &App, model: &Model, now: DateTime<Utc>, area: Rect) {
     let theme = &app.theme;
-    let (title, lines) = content(app, model, now);
+    let built;
+    let (title, lines): (&str, Vec<Line>) = match &app.detail.shown {
+        Some((title, lines)) => (title, lines.iter().map(borrowed).collect()),
+        None => {
+            built = content(app, model, now);
+            (built.0, built.1.iter().map(borrowed).collect())
+        }
+    };
     let focused = app.focus == Pane::Detail;
     let block = Block::bordered()
         .title(Span::styled(title, theme.title()))
@@ -27,13 +62,25 @@ pub fn render(frame: &mut Frame, app: &App, model: &Model, now: DateTime<Utc>, a
     let para = Paragraph::new(lines)
         .block(block)
         .style(theme.text())
-        .scroll((app.detail_scroll, 0));
+        .scroll((app.detail.scroll, 0));
     frame.render_widget(para, area);
 }
 
-/// The pane's title and lines for the selection (the layout pass counts them to clamp the
-/// scroll).
-pub fn content(app: &App, model: &Model, now: DateTime<Utc>) -> (&'static str, Vec<Line<'static>>) {
+/// A line that borrows `line`'s text, to draw it without copying.
+fn borrowed<'a>(line: &'a Line<'static>) -> Line<'a> {
+    Line {
+        style: line.style,
+        alignment: line.alignment,
+        spans: line
+            .spans
+            .iter()
+            .map(|s| Span::styled(s.content.as_ref(), s.style))
+            .collect(),
+    }
+}
+
+/// The pane's title and lines for the selection.
+fn content(app: &App, model: &Model, now: DateTime<Utc>) -> (&'static str, Vec<Line<'static>>) {
     let theme = &app.theme;
     match app.selected {
         Selected::Call(c) => match model.calls.get(c) {

@@ -21,15 +21,24 @@ use super::app::App;
 use super::geometry::{areas, message_lines};
 use mcpscope_engine::model::Model;
 
-/// Draws the whole screen; reads `app`, never changes it (run [`App::layout`] for the same size
-/// first). `now` is the time elapsed timers count to (the cursor in a replay).
+/// Draws the whole screen where [`App::layout`] put each pane (run it for the same size first);
+/// reads `app` and changes nothing but the tree widget's scroll (see [`tree::TreePane`]). `now`
+/// is the time elapsed timers count to (the cursor in a replay).
 pub fn render(frame: &mut Frame, app: &App, model: &Model, now: DateTime<Utc>) {
     let area = frame.area();
     if area.width == 0 || area.height == 0 {
         return;
     }
-    let message = message_lines(app.flash.as_deref(), area.width);
-    let panes = areas(app.zoom, app.focus, message, area);
+    let panes = if app.areas.screen == area {
+        app.areas
+    } else {
+        areas(
+            app.zoom,
+            app.focus,
+            message_lines(app.flash.as_deref(), area.width),
+            area,
+        )
+    };
     frame.render_widget(Block::default().style(app.theme.text()), area);
     if panes.calls != Rect::ZERO {
         calls::render(frame, app, model, now, panes.calls);

@@ -1,6 +1,8 @@
 //! (Servers →) sessions → streams → messages, with tui-tree-widget. Children are built only for open nodes,
 //! and a session with many streams shows a window of them around the selection.
 
+use std::cell::RefCell;
+
 use ratatui::Frame;
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
@@ -10,7 +12,7 @@ use tui_tree_widget::{Tree, TreeItem, TreeState};
 
 use super::fmt::clock;
 use crate::app::{App, Node, Pane};
-use crate::grouping;
+use crate::grouping::{self, Grouping};
 use crate::theme::Theme;
 use mcpscope_engine::event::Direction;
 use mcpscope_engine::model::{Fate, Model, Stream};
@@ -18,15 +20,50 @@ use mcpscope_engine::model::{Fate, Model, Stream};
 /// Streams shown at once under one session.
 const WINDOW: usize = 300;
 
-/// Draws the tree into `area`, scrolled as the layout pass left it: the pass's own drawing when
-/// it was made for this area (the usual case), else a fresh one from a copy of its state.
-pub fn render(frame: &mut Frame, app: &App, model: &Model, area: Rect) {
-    if app.tree_view.area == area && area != Rect::ZERO {
-        frame.buffer_mut().merge(&app.tree_view);
-        return;
+/// The tree's own state: tui-tree-widget's (open nodes, selection, scroll, the rows on screen)
+/// and the server level. The widget settles its scroll and records its rows as it draws, so
+/// its state sits in a cell that drawing, which otherwise only reads the app, may update.
+#[derive(Debug, Default)]
+pub struct TreePane {
+    state: RefCell<TreeState<Node>>,
+    /// The server level: whether it groups, and the servers already opened once.
+    pub grouping: Grouping,
+}
+
+impl TreePane {
+    /// The widget's state, to move the selection or open nodes.
+    pub fn state_mut(&mut self) -> &mut TreeState<Node> {
+        self.state.get_mut()
     }
+
+    /// The selected node's path (empty when nothing is selected).
+    pub fn selected(&self) -> Vec<Node> {
+        self.state
+            .try_borrow()
+            .map(|s| s.selected().to_vec())
+            .unwrap_or_default()
+    }
+
+    /// Whether the node at `path` is open.
+    pub fn is_open(&self, path: &[Node]) -> bool {
+        self.state
+            .try_borrow()
+            .is_ok_and(|s| s.opened().contains(path))
+    }
+
+    /// Brings the open and selected paths in line with the model's server level.
+    pub(crate) fn sync(&mut self, model: &Model) {
+        self.grouping.settle(model, self.state.get_mut());
+    }
+}
+
+/// Draws the tree into `area` from its own state, which the widget scrolls to keep the selection
+/// in view and which then knows the rows on screen (for the arrow keys and clicks).
+pub fn render(frame: &mut Frame, app: &App, model: &Model, area: Rect) {
     let items = items(app, model, &app.theme);
-    let mut state = copy_state(&app.tree, &app.theme, app.focus, &items, area);
+    let Ok(mut state) = app.tree.state.try_borrow_mut() else {
+        return;
+    };
     draw(
         &app.theme,
         app.focus,
@@ -36,51 +73,6 @@ pub fn render(frame: &mut Frame, app: &App, model: &Model, area: Rect) {
         &mut state,
     );
     pin_session(app, model, area, frame.buffer_mut(), &state);
-}
-
-/// The layout pass: lays the tree out in `area` off-screen, which scrolls the selection into
-/// view and records the rows on screen (for the arrow keys and clicks).
-pub fn settle(app: &mut App, model: &Model, area: Rect) {
-    let items = items(app, model, &app.theme);
-    let mut scratch = Buffer::empty(area);
-    draw(
-        &app.theme,
-        app.focus,
-        &items,
-        area,
-        &mut scratch,
-        &mut app.tree,
-    );
-    pin_session(app, model, area, &mut scratch, &app.tree);
-    app.tree_view = scratch;
-}
-
-/// A state like `settled` (open nodes, selection, scroll), for drawing without changing it.
-fn copy_state(
-    settled: &TreeState<Node>,
-    theme: &Theme,
-    focus: Pane,
-    items: &[TreeItem<'static, Node>],
-    area: Rect,
-) -> TreeState<Node> {
-    let mut state = TreeState::default();
-    for path in settled.opened() {
-        state.open(path.clone());
-    }
-    state.select(settled.selected().to_vec());
-    // A first pass off-screen tells the state how many rows there are, so that it can then be
-    // scrolled to where the layout pass left the tree.
-    draw(
-        theme,
-        focus,
-        items,
-        area,
-        &mut Buffer::empty(area),
-        &mut state,
-    );
-    state.scroll_up(usize::MAX);
-    state.scroll_down(settled.get_offset());
-    state
 }
 
 /// When the tree is scrolled past its first rows (a narrow or short pane, a late stream
@@ -139,8 +131,7 @@ fn items(app: &App, model: &Model, theme: &Theme) -> Vec<TreeItem<'static, Node>
     let selected_stream = app
         .tree
         .selected()
-        .iter()
-        .copied()
+        .into_iter()
         .find(|n| matches!(n, Node::Stream(_)));
     let shown = |si: &usize| !model.sessions[*si].streams.is_empty();
     if !grouping::grouped(model) {
@@ -166,7 +157,7 @@ fn items(app: &App, model: &Model, theme: &Theme) -> Vec<TreeItem<'static, Node>
             .filter(shown)
             .filter(|&si| model.sessions[si].origin.as_deref() == origin)
             .collect();
-        let children: Vec<_> = if app.tree.opened().contains(&vec![node]) {
+        let children: Vec<_> = if app.tree.is_open(&[node]) {
             sessions
                 .iter()
                 .filter_map(|&si| session_item(app, model, theme, si, &[node], selected_stream))
@@ -218,7 +209,7 @@ fn session_item(
     ));
     let mut path = parent.to_vec();
     path.push(Node::Session(si));
-    let children = if app.tree.opened().contains(&path) {
+    let children = if app.tree.is_open(&path) {
         stream_items(app, model, theme, &path, selected_stream)
     } else {
         vec![TreeItem::new_leaf(Node::More(si, 0), "…")]
@@ -259,7 +250,7 @@ fn stream_items(
         };
         let mut path = session_path.to_vec();
         path.push(Node::Stream(id));
-        let children = if app.tree.opened().contains(&path) {
+        let children = if app.tree.is_open(&path) {
             stream
                 .messages
                 .iter()

@@ -15,13 +15,20 @@ use mcpscope_engine::model::{Model, Operation, StepKind, Stream, Verdict};
 
 const LABEL: usize = 16;
 
+/// The waterfall's own state.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WaterfallPane {
+    /// The highlighted stream (position in [`Model::streams`]); the window scrolls with it.
+    pub stream: usize,
+}
+
 /// Draws the waterfall into `area`.
 pub fn render(frame: &mut Frame, app: &App, model: &Model, now: DateTime<Utc>, area: Rect) {
     let theme = &app.theme;
     let focused = app.focus == Pane::Waterfall;
     let inner_h = usize::from(area.height.saturating_sub(2));
     let streams = model.streams.as_slice();
-    let rows: Vec<Row> = waterfall_rows(model, app.wf_stream, inner_h)
+    let rows: Vec<Row> = waterfall_rows(model, app.waterfall.stream, inner_h)
         .into_iter()
         .filter_map(|row| match row {
             WaterfallRow::Stream(pos) => streams.get(pos).map(|s| Row::Stream(pos, s)),
@@ -56,7 +63,7 @@ pub fn render(frame: &mut Frame, app: &App, model: &Model, now: DateTime<Utc>, a
         .map(|row| {
             let (label, label_style, cells) = match row {
                 Row::Stream(pos, stream) => {
-                    let style = if *pos == app.wf_stream {
+                    let style = if *pos == app.waterfall.stream {
                         theme.selection()
                     } else {
                         theme.text()
