@@ -400,7 +400,7 @@ async fn the_view_marks_schema_violations_and_the_detail_names_path_and_keyword(
     let model = Model::from_events(&events).0;
     let now = model.last_t.unwrap_or_default();
     let mut app = common::screen::app(None);
-    let draw = |app: &mut mcpscope_tui::app::App| {
+    let draw = |app: &mut mcpscope_tui::App| {
         app.layout(&model, now, Rect::new(0, 0, 160, 50));
         common::screen::text(&mcpscope_tui::render_to_buffer(app, &model, now, 160, 50))
     };

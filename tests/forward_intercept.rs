@@ -19,7 +19,7 @@ use mcpscope_proxy::controller as fault;
 use mcpscope_proxy::forward_proxy::ForwardMode;
 use mcpscope_proxy::{self as proxy, Config, sink::EventSink};
 use mcpscope_testserver as testserver;
-use mcpscope_tui::app::App;
+use mcpscope_tui::App;
 use mcpscope_tui::{Info, Theme};
 use serde_json::{Value, json};
 use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};

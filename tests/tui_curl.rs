@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use chrono::{Offset, Utc};
 use mcpscope_engine::fixtures::Script;
-use mcpscope_tui::app::{App, Effect};
+use mcpscope_tui::{App, Effect};
 use mcpscope_tui::{Info, Theme};
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use serde_json::{Value, json};

@@ -8,7 +8,7 @@ use common::screen::text;
 use mcpscope_engine::event::{EndHow, EventKind, Leg};
 use mcpscope_engine::fixtures::{Script, last_call};
 use mcpscope_engine::model::{Model, RESUME_GRACE_MS, Verdict};
-use mcpscope_tui::app::App;
+use mcpscope_tui::App;
 use mcpscope_tui::render_to_buffer;
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::layout::Rect;
@@ -154,7 +154,7 @@ fn a_resumption_mcpscope_answered_itself_is_not_an_upstream_eof() {
         .position(|&c| c == slow)
         .expect("listed");
     app.select_row(&model, row);
-    app.selected = mcpscope_tui::app::Selected::Stream(23);
+    app.selected = mcpscope_tui::Selected::Stream(23);
     app.zoom = true;
     let screen = screen(&mut app, &model, s.now(), 160);
     assert!(

@@ -7,7 +7,7 @@ use mcpscope_engine::event::StreamId;
 use mcpscope_engine::fault::{FaultChoice, FaultControl, RuleId};
 use mcpscope_engine::fixtures::{scenario, scenario_now};
 use mcpscope_engine::model::Model;
-use mcpscope_tui::app::App;
+use mcpscope_tui::App;
 use mcpscope_tui::run::{self, Flow, LiveSource};
 use mcpscope_tui::{Info, Theme, render_to_buffer};
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};

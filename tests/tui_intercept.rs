@@ -8,7 +8,7 @@ use chrono::{Offset, Utc};
 use mcpscope_engine::model::Model;
 use mcpscope_proxy::controller as fault;
 use mcpscope_testserver::client::{Answer, McpClient, Outcome};
-use mcpscope_tui::app::{App, Effect};
+use mcpscope_tui::{App, Effect};
 use mcpscope_tui::run::{self, LiveSource};
 use mcpscope_tui::{Info, Theme, render_to_buffer};
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};

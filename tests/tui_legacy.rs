@@ -8,7 +8,7 @@ use common::screen::text;
 use mcpscope_engine::event::{Direction, EventKind};
 use mcpscope_engine::fixtures::Script;
 use mcpscope_engine::model::Model;
-use mcpscope_tui::app::Pane;
+use mcpscope_tui::Pane;
 use mcpscope_tui::render_to_buffer;
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::layout::Rect;
@@ -72,11 +72,11 @@ fn a_legacy_session_shows_its_revision_and_the_rewrite() {
     let model = legacy_model();
     let now = model.last_t.expect("events") + Duration::milliseconds(100);
     let mut app = common::screen::app(None);
-    let draw = |app: &mut mcpscope_tui::app::App| {
+    let draw = |app: &mut mcpscope_tui::App| {
         app.layout(&model, now, Rect::new(0, 0, 140, 40));
         text(&render_to_buffer(app, &model, now, 140, 40))
     };
-    let key = |app: &mut mcpscope_tui::app::App, code| {
+    let key = |app: &mut mcpscope_tui::App, code| {
         app.handle_key(KeyEvent::new(code, KeyModifiers::NONE), &model)
     };
     let s = draw(&mut app);

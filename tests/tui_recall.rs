@@ -11,7 +11,7 @@ use ratatui::layout::Rect;
 use mcpscope_engine::fixtures::many_calls;
 use mcpscope_engine::model::{Retention, Verdict};
 use mcpscope_engine::record::{Create, Recorder};
-use mcpscope_tui::app::{App, Effect, Selected};
+use mcpscope_tui::{App, Effect, Selected};
 use mcpscope_tui::run::{self, LiveSource, Source};
 use mcpscope_tui::{Info, Theme, render_to_buffer};
 

@@ -116,7 +116,7 @@ fn checkpoints_give_the_same_model_as_a_full_fold() {
 #[test]
 fn replay_keys_drive_the_cursor_without_a_terminal() {
     use chrono::{Offset, Utc};
-    use mcpscope_tui::app::App;
+    use mcpscope_tui::App;
     use mcpscope_tui::run::{ReplaySource, Source};
     use mcpscope_tui::{Info, Theme};
     use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};

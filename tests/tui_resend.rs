@@ -8,7 +8,7 @@ use mcpscope_engine::event::Event;
 use mcpscope_engine::model::{Model, Verdict};
 use mcpscope_proxy::controller as fault;
 use mcpscope_testserver::client::McpClient;
-use mcpscope_tui::app::App;
+use mcpscope_tui::App;
 use mcpscope_tui::run::{self, LiveSource};
 use mcpscope_tui::{Info, Theme, render_to_buffer};
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};

@@ -6,7 +6,7 @@ use chrono::{DateTime, Utc};
 use common::screen::text;
 use mcpscope_engine::fixtures::{at, scenario, scenario_now};
 use mcpscope_engine::model::Model;
-use mcpscope_tui::app::{App, Pane};
+use mcpscope_tui::{App, Pane};
 use mcpscope_tui::render_to_buffer;
 use ratatui::buffer::Buffer;
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
@@ -106,8 +106,8 @@ fn tree_expanded_and_linked_to_the_selected_call() {
     assert_eq!(
         selected,
         vec![
-            mcpscope_tui::app::Node::Session(1),
-            mcpscope_tui::app::Node::Stream(3)
+            mcpscope_tui::Node::Session(1),
+            mcpscope_tui::Node::Stream(3)
         ]
     );
     key(&mut app, &model, KeyCode::Tab);
@@ -252,12 +252,12 @@ fn keys_move_the_selection() {
         KeyEvent::new(KeyCode::Char('q'), KeyModifiers::NONE),
         &model,
     );
-    assert_eq!(quit, vec![mcpscope_tui::app::Effect::Quit]);
+    assert_eq!(quit, vec![mcpscope_tui::Effect::Quit]);
     let quit = app.handle_key(
         KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL),
         &model,
     );
-    assert_eq!(quit, vec![mcpscope_tui::app::Effect::Quit]);
+    assert_eq!(quit, vec![mcpscope_tui::Effect::Quit]);
 }
 
 #[test]
@@ -270,7 +270,7 @@ fn copy_yields_the_request_json() {
         &model,
     );
     match effects.as_slice() {
-        [mcpscope_tui::app::Effect::Copy(text)] => assert!(text.contains("\"poke\""), "{text}"),
+        [mcpscope_tui::Effect::Copy(text)] => assert!(text.contains("\"poke\""), "{text}"),
         other => panic!("expected a copy, got {other:?}"),
     }
 }

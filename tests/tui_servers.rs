@@ -9,7 +9,7 @@ use common::screen::text;
 use mcpscope_engine::event::{Direction, EndHow, EventKind, Leg, StreamId};
 use mcpscope_engine::fixtures::{Script, at};
 use mcpscope_engine::model::Model;
-use mcpscope_tui::app::App;
+use mcpscope_tui::App;
 use mcpscope_tui::render_to_buffer;
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::layout::Rect;
@@ -196,9 +196,9 @@ fn the_tree_keeps_the_selection_when_a_second_server_appears() {
     assert_eq!(
         app.tree.selected(),
         &[
-            mcpscope_tui::grouping::server_node(Some(A)),
-            mcpscope_tui::app::Node::Session(before.stream(1).expect("stream 1").session),
-            mcpscope_tui::app::Node::Stream(1),
+            mcpscope_tui::server_node(Some(A)),
+            mcpscope_tui::Node::Session(before.stream(1).expect("stream 1").session),
+            mcpscope_tui::Node::Stream(1),
         ],
         "the selected stream is still selected, under its server"
     );

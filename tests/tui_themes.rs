@@ -4,7 +4,7 @@
 use chrono::{Offset, Utc};
 use mcpscope_engine::fixtures::{scenario, scenario_now};
 use mcpscope_engine::model::Model;
-use mcpscope_tui::app::App;
+use mcpscope_tui::App;
 use mcpscope_tui::theme::BUILTIN;
 use mcpscope_tui::{Info, Theme, render_to_buffer};
 use ratatui::layout::Rect;

@@ -2,7 +2,7 @@
 //! Screens as text for the TUI tests: a view at the usual addresses, and a buffer's lines.
 
 use chrono::{Offset, Utc};
-use mcpscope_tui::app::App;
+use mcpscope_tui::App;
 use mcpscope_tui::{Info, Theme};
 use ratatui::buffer::Buffer;
 

@@ -6,21 +6,21 @@
 //! (`run::perform`). Everything but the terminal itself runs on fakes in tests (`TestBackend`,
 //! synthetic events).
 
-pub mod action;
-pub mod app;
-pub mod curl;
-pub mod edit;
-pub mod filter;
+pub(crate) mod action;
+pub(crate) mod app;
+pub(crate) mod curl;
+pub(crate) mod edit;
+pub(crate) mod filter;
 pub(crate) mod geometry;
-pub mod grouping;
-pub mod keys;
-pub mod layout;
+pub(crate) mod grouping;
+pub(crate) mod keys;
+pub(crate) mod layout;
 pub(crate) mod node;
-pub mod rows;
+pub(crate) mod rows;
 pub mod run;
-pub mod save;
-pub mod schemas;
-pub mod term;
+pub(crate) mod save;
+pub(crate) mod schemas;
+pub(crate) mod term;
 pub mod theme;
 pub mod view;
 
@@ -33,7 +33,9 @@ use ratatui::backend::TestBackend;
 use ratatui::buffer::Buffer;
 use tokio::sync::mpsc::UnboundedReceiver;
 
-pub use app::App;
+pub use app::{App, Effect, Pane, ReplayStatus, Selected};
+pub use grouping::server_node;
+pub use node::Node;
 pub use theme::{Theme, ThemeError};
 
 use mcpscope_engine::event::Event;

@@ -4,7 +4,7 @@
 use chrono::{Offset, Utc};
 use mcpscope_engine::fixtures::Script;
 use mcpscope_engine::model::{Model, Retention};
-use mcpscope_tui::app::App;
+use mcpscope_tui::App;
 use mcpscope_tui::{Info, Theme};
 use ratatui::layout::Rect;
 use serde_json::json;

@@ -6,7 +6,7 @@ use chrono::{DateTime, Offset, Utc};
 use mcpscope_engine::event::{EndHow, Leg};
 use mcpscope_engine::fixtures::Script;
 use mcpscope_engine::model::{Model, Retention};
-use mcpscope_tui::app::App;
+use mcpscope_tui::App;
 use mcpscope_tui::render_to_buffer;
 use mcpscope_tui::view::stats;
 use mcpscope_tui::{Info, Theme};

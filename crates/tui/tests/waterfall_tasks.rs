@@ -5,7 +5,7 @@
 use chrono::{Offset, Utc};
 use mcpscope_engine::model::Model;
 use mcpscope_engine::record::read_file;
-use mcpscope_tui::app::App;
+use mcpscope_tui::App;
 use mcpscope_tui::render_to_buffer;
 use mcpscope_tui::{Info, Theme};
 use ratatui::layout::Rect;

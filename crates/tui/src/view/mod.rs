@@ -1,16 +1,16 @@
 //! Rendering: a pure `render(frame, &app, model, now)`, one file per panel.
 
-pub mod calls;
-pub mod detail;
-pub mod fmt;
-pub mod help;
-pub mod json;
-pub mod menu;
+pub(crate) mod calls;
+pub(crate) mod detail;
+pub(crate) mod fmt;
+pub(crate) mod help;
+pub(crate) mod json;
+pub(crate) mod menu;
 pub mod notifications;
 pub mod stats;
-pub mod status;
-pub mod tree;
-pub mod waterfall;
+pub(crate) mod status;
+pub(crate) mod tree;
+pub(crate) mod waterfall;
 
 use chrono::{DateTime, Utc};
 use ratatui::Frame;
