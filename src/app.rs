@@ -185,7 +185,7 @@ pub async fn run_proxy_with(
     // Before anything listens: a signal during start-up still ends the run cleanly.
     let mut shutdown = Shutdown::install().context("cannot register signal handlers")?;
     let upstream_shown = match &forward {
-        Some(_) => mcpscope_proxy::forward_proxy::UPSTREAM_LABEL.to_string(),
+        Some(_) => mcpscope_proxy::UPSTREAM_LABEL.to_string(),
         None => Redactor::disabled().url(&upstream.to_string()),
     };
     check_listen(args.listen, args.allow_remote)?;

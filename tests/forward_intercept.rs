@@ -16,7 +16,7 @@ use mcpscope_engine::fault::{FaultControl, HeldRequest, RESENT_HEADER, Release, 
 use mcpscope_engine::model::Model;
 use mcpscope_proxy::ca::Ca;
 use mcpscope_proxy::controller as fault;
-use mcpscope_proxy::forward_proxy::ForwardMode;
+use mcpscope_proxy::ForwardMode;
 use mcpscope_proxy::{self as proxy, Config, sink::EventSink};
 use mcpscope_testserver as testserver;
 use mcpscope_tui::App;
@@ -243,7 +243,7 @@ async fn through_forward_a_call_copied_as_curl_reaches_its_https_server_again() 
 
         let info = Info {
             listen: Some(via.to_string()),
-            upstream: Some(mcpscope_proxy::forward_proxy::UPSTREAM_LABEL.to_string()),
+            upstream: Some(mcpscope_proxy::UPSTREAM_LABEL.to_string()),
             ca_cert: Some(local.cert_path().to_path_buf()),
             ..Info::default()
         };

@@ -3,8 +3,8 @@
 use chrono::{Offset, Utc};
 use mcpscope_engine::fixtures::{scenario, scenario_now};
 use mcpscope_engine::model::Retention;
-use mcpscope_tui::{App, Effect};
 use mcpscope_tui::run::{self, Flow, LiveSource, Source};
+use mcpscope_tui::{App, Effect};
 use mcpscope_tui::{Info, Theme, render_to_buffer};
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::layout::Rect;

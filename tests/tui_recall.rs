@@ -11,8 +11,8 @@ use ratatui::layout::Rect;
 use mcpscope_engine::fixtures::many_calls;
 use mcpscope_engine::model::{Retention, Verdict};
 use mcpscope_engine::record::{Create, Recorder};
-use mcpscope_tui::{App, Effect, Selected};
 use mcpscope_tui::run::{self, LiveSource, Source};
+use mcpscope_tui::{App, Effect, Selected};
 use mcpscope_tui::{Info, Theme, render_to_buffer};
 
 /// A live view holding the last 100 calls of a 3,000-call session, and the recording written

@@ -67,7 +67,7 @@ pub struct Plan {
 #[derive(Debug, Clone)]
 pub struct Forward {
     /// The forward-proxy mode every cell's proxy gets (the local CA).
-    pub mode: Arc<mcpscope_proxy::forward_proxy::ForwardMode>,
+    pub mode: Arc<mcpscope_proxy::ForwardMode>,
     /// The variables that make the client trust the local CA.
     pub trust: Vec<(String, String)>,
     /// Certificates trusted for upstream TLS besides the Web PKI roots (`--ca-file`).

@@ -86,7 +86,7 @@ pub async fn run(args: &MatrixArgs) -> anyhow::Result<()> {
             let ca = crate::forward::load_ca()?;
             let trust = crate::forward::trust_vars(&ca)?;
             Some(cell::Forward {
-                mode: Arc::new(mcpscope_proxy::forward_proxy::ForwardMode::new(
+                mode: Arc::new(mcpscope_proxy::ForwardMode::new(
                     Arc::new(ca),
                     Vec::new(),
                 )),

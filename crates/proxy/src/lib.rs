@@ -4,30 +4,30 @@
 //!
 //! Each request runs the [`stage`] pipeline: guard → read → plan → forward.
 
-pub mod accept;
-pub mod activity;
+pub(crate) mod accept;
+pub(crate) mod activity;
 pub mod ca;
-pub mod conn;
+pub(crate) mod conn;
 pub mod controller;
-pub mod endpoint;
-pub mod error;
-pub mod forward_proxy;
-pub mod headers;
+pub(crate) mod endpoint;
+pub(crate) mod error;
+pub(crate) mod forward_proxy;
+pub(crate) mod headers;
 pub mod hub;
-pub mod intercept;
+pub(crate) mod intercept;
 pub mod mock;
-pub mod oauth;
+pub(crate) mod oauth;
 pub mod publish;
-pub mod rescue;
+pub(crate) mod rescue;
 pub mod running;
-pub mod shaper;
-pub mod shared;
+pub(crate) mod shaper;
+pub(crate) mod shared;
 pub mod sink;
-pub mod stage;
+pub(crate) mod stage;
 pub mod stdio;
-pub mod tap;
+pub(crate) mod tap;
 pub mod transport;
-pub mod upstream;
+pub(crate) mod upstream;
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
@@ -45,6 +45,7 @@ use tokio::task::JoinHandle;
 use activity::{Activity, Tracked};
 use conn::{ClientConn, ResetFlag};
 pub use error::ProxyError;
+pub use forward_proxy::{ForwardMode, UPSTREAM_LABEL};
 use mcpscope_engine::event::EventKind;
 pub use shared::Shared;
 use sink::EventSink;

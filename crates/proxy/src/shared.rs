@@ -286,7 +286,7 @@ pub(crate) fn for_tests() -> (
         allow_remote: false,
         ..Default::default()
     };
-    let connector = upstream::connector(false).unwrap();
+    let connector = upstream::connector_with(false, &[]).unwrap();
     (Shared::new(config, connector, EventSink::new(tx)), rx)
 }
 

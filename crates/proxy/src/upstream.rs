@@ -26,11 +26,6 @@ use tower_service::Service;
 /// The connector (TCP, then TLS for `https://`).
 pub type Connector = HttpsConnector<HttpConnector>;
 
-/// Builds the connector; `insecure` accepts any certificate.
-pub fn connector(insecure: bool) -> Result<Connector, crate::ProxyError> {
-    connector_with(insecure, &[])
-}
-
 /// Builds the connector, trusting `extra` roots besides the Web PKI's (`--ca-file`);
 /// `insecure` accepts any certificate.
 pub fn connector_with(

@@ -602,7 +602,7 @@ impl App {
 
 /// A row of the waterfall.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum WaterfallRow {
+pub(crate) enum WaterfallRow {
     /// A stream, by its position in [`Model::streams`].
     Stream(usize),
     /// The task operation a stream's answer created, by its root call's index: one span from
@@ -612,7 +612,7 @@ pub enum WaterfallRow {
 
 /// The waterfall's rows for `height` lines keeping stream `selected` in view: each stream,
 /// then a row for each task operation whose task its answer created.
-pub fn waterfall_rows(model: &Model, selected: usize, height: usize) -> Vec<WaterfallRow> {
+pub(crate) fn waterfall_rows(model: &Model, selected: usize, height: usize) -> Vec<WaterfallRow> {
     let streams = model.streams.as_slice();
     let mut rows = Vec::new();
     let first = waterfall_first(selected, height, streams.len());
@@ -643,7 +643,7 @@ pub fn waterfall_rows(model: &Model, selected: usize, height: usize) -> Vec<Wate
 }
 
 /// The first stream shown on a waterfall of `height` rows keeping `selected` in view.
-pub fn waterfall_first(selected: usize, height: usize, len: usize) -> usize {
+pub(crate) fn waterfall_first(selected: usize, height: usize, len: usize) -> usize {
     if height == 0 || len <= height {
         return 0;
     }

@@ -15,7 +15,7 @@ use super::view::calls::{CallsPane, RowsKey};
 use super::view::detail::DetailPane;
 use super::view::tree::TreePane;
 use super::view::waterfall::WaterfallPane;
-pub use crate::node::Node;
+pub(crate) use crate::node::Node;
 use mcpscope_engine::event::StreamId;
 use mcpscope_engine::fault::{FaultChoice, FaultControl, RuleId};
 use mcpscope_engine::model::Model;

@@ -21,7 +21,7 @@ const KEPT: &[&str] = &[
 
 /// Where a copied request goes.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Target<'a> {
+pub(crate) enum Target<'a> {
     /// A reverse proxy at `base` (`http://127.0.0.1:9000`): the request's path is sent there.
     Reverse {
         /// The proxy's base URL.
@@ -41,7 +41,7 @@ pub enum Target<'a> {
 /// The `curl` command that sends the call's request again through the proxy, with secrets (by
 /// the default redaction rules) replaced by `[redacted]`; `None` when the call's request is not
 /// held, or (through a forward proxy) its server is not known.
-pub fn command(model: &Model, call: &Call, target: &Target) -> Option<String> {
+pub(crate) fn command(model: &Model, call: &Call, target: &Target) -> Option<String> {
     let stream = model.stream(call.request_stream)?;
     let message = model.request_message(call)?;
     let redactor = Redactor::new();

@@ -19,7 +19,7 @@ fn editor() -> Vec<String> {
 
 /// Writes `body` to a new private file, runs the editor on it and returns what it holds then.
 /// The terminal must be given back to the editor by the caller.
-pub fn edit(id: u64, body: &str) -> Result<String, String> {
+pub(crate) fn edit(id: u64, body: &str) -> Result<String, String> {
     let path = std::env::temp_dir().join(format!("mcpscope-held-{}-{id}.json", std::process::id()));
     let command = editor();
     let words: Vec<&str> = command.iter().map(String::as_str).collect();

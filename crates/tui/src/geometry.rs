@@ -15,7 +15,7 @@ const COMPACT_HEIGHT: u16 = 22;
 const MESSAGE_LINES: u16 = 4;
 
 /// How many lines a status message of `text` takes when wrapped at `width` (none without one).
-pub fn message_lines(text: Option<&str>, width: u16) -> u16 {
+pub(crate) fn message_lines(text: Option<&str>, width: u16) -> u16 {
     let Some(text) = text else {
         return 0;
     };
@@ -29,7 +29,7 @@ pub fn message_lines(text: Option<&str>, width: u16) -> u16 {
 /// Where the panes of a view go on a screen of `area`: the detail alone when `zoom`, only the
 /// `focus`ed pane on a small screen, else all four; the status bar is the last line, with
 /// `message` lines for a status message above it.
-pub fn areas(zoom: bool, focus: Pane, message: u16, area: Rect) -> Areas {
+pub(crate) fn areas(zoom: bool, focus: Pane, message: u16, area: Rect) -> Areas {
     let mut out = Areas {
         screen: area,
         ..Areas::default()

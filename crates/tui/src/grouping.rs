@@ -24,13 +24,13 @@ pub fn server_node(origin: Option<&str>) -> Node {
 }
 
 /// Whether the tree groups sessions by server: more than one server is seen.
-pub fn grouped(model: &Model) -> bool {
+pub(crate) fn grouped(model: &Model) -> bool {
     model.servers().len() > 1
 }
 
 /// The origin a server node stands for (`Some(None)`: the unknown server), if any session of
 /// the model belongs to it.
-pub fn server_of(model: &Model, node: Node) -> Option<Option<&str>> {
+pub(crate) fn server_of(model: &Model, node: Node) -> Option<Option<&str>> {
     model
         .sessions
         .iter()
@@ -39,7 +39,7 @@ pub fn server_of(model: &Model, node: Node) -> Option<Option<&str>> {
 }
 
 /// The tree path of session `session`: under its server's node when the tree groups.
-pub fn session_path(model: &Model, session: usize) -> Vec<Node> {
+pub(crate) fn session_path(model: &Model, session: usize) -> Vec<Node> {
     prefixed(model, session, grouped(model))
 }
 

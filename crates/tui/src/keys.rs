@@ -13,7 +13,7 @@ use mcpscope_timeline::player::Command;
 
 /// A key a binding answers to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Key {
+pub(crate) enum Key {
     /// A key, whatever the modifiers (Shift is in the character: `G`).
     Plain(KeyCode),
     /// Ctrl with a letter.
@@ -22,7 +22,7 @@ pub enum Key {
 
 impl Key {
     /// Whether a key event is this key.
-    pub fn matches(self, event: &KeyEvent) -> bool {
+    pub(crate) fn matches(self, event: &KeyEvent) -> bool {
         match self {
             Key::Plain(code) => event.code == code,
             Key::Ctrl(c) => {
@@ -62,7 +62,7 @@ pub enum Context {
 
 /// How a binding is listed in the help overlay.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Help {
+pub(crate) enum Help {
     /// A help line: (keys as shown, what they do).
     Line(&'static str, &'static str),
     /// Covered by the help line of a neighbouring binding.
@@ -73,7 +73,7 @@ pub enum Help {
 
 /// One key binding: keys, the context they apply in, the action, the help entry.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Binding {
+pub(crate) struct Binding {
     /// The keys (empty for entries listed only in the help, such as the mouse).
     pub keys: &'static [Key],
     /// When it applies.
@@ -102,7 +102,7 @@ use KeyCode::{
 
 /// Every key binding, in the order the help overlay lists them.
 #[rustfmt::skip]
-pub const BINDINGS: &[Binding] = &[
+pub(crate) const BINDINGS: &[Binding] = &[
     bind(&[Plain(Char('?'))], Normal, Action::ShowHelp, Line("?", "this help (any key closes it)")),
     bind(&[Ctrl('c')], Always, Action::Quit, Shared),
     bind(&[Plain(Char('q'))], Normal, Action::Quit, Line("q  Ctrl-C", "quit")),
@@ -163,7 +163,9 @@ pub const BINDINGS: &[Binding] = &[
 
 /// The help overlay's lines, from [`BINDINGS`]: (keys as shown, what they do), for the keys
 /// bound in `contexts` (what the view offers: see [`App::offered_contexts`]).
-pub fn help_lines(contexts: &[Context]) -> impl Iterator<Item = (&'static str, &'static str)> {
+pub(crate) fn help_lines(
+    contexts: &[Context],
+) -> impl Iterator<Item = (&'static str, &'static str)> {
     BINDINGS
         .iter()
         .filter(|b| contexts.contains(&b.context))
@@ -174,7 +176,7 @@ pub fn help_lines(contexts: &[Context]) -> impl Iterator<Item = (&'static str, &
 }
 
 /// The action bound to `key` in the first of `contexts` that binds it.
-pub fn lookup(contexts: &[Context], key: &KeyEvent) -> Option<Action> {
+pub(crate) fn lookup(contexts: &[Context], key: &KeyEvent) -> Option<Action> {
     contexts.iter().find_map(|&context| {
         BINDINGS
             .iter()

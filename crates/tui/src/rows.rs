@@ -5,7 +5,7 @@ use mcpscope_engine::model::{Call, Model, Verdict};
 use super::filter::Filter;
 
 /// The display group of a call: lower sorts first.
-pub fn rank(call: &Call) -> u8 {
+pub(crate) fn rank(call: &Call) -> u8 {
     match call.verdict {
         Verdict::Orphaned { .. } => 0,
         Verdict::Resumable { .. } => 1,
@@ -18,7 +18,7 @@ pub fn rank(call: &Call) -> u8 {
 
 /// The calls to show, in display order (indices into [`Model::calls`]). One linear pass, so it
 /// stays cheap with 100,000 calls; strings are only built for the rows on screen.
-pub fn build(model: &Model, filter: &Filter, hide_answered: bool) -> Vec<usize> {
+pub(crate) fn build(model: &Model, filter: &Filter, hide_answered: bool) -> Vec<usize> {
     let mut groups: [Vec<usize>; 6] = Default::default();
     for call in &model.calls {
         let r = rank(call);

@@ -9,7 +9,7 @@ use mcpscope_export::markdown;
 
 /// Creates `dir/<stem>.md`, or `<stem>-2.md`, `<stem>-3.md`… when taken: never overwrites,
 /// and the file is readable by its owner only (0600 on Unix).
-pub fn create_new(dir: &Path, stem: &str) -> io::Result<(PathBuf, File)> {
+pub(crate) fn create_new(dir: &Path, stem: &str) -> io::Result<(PathBuf, File)> {
     for n in 1u32.. {
         let name = if n == 1 {
             format!("{stem}.md")
@@ -34,7 +34,7 @@ pub fn create_new(dir: &Path, stem: &str) -> io::Result<(PathBuf, File)> {
 }
 
 /// Writes call `index`'s Mermaid diagram and Markdown row into `dir`; returns the path.
-pub fn export_call(model: &Model, index: usize, dir: &Path) -> io::Result<PathBuf> {
+pub(crate) fn export_call(model: &Model, index: usize, dir: &Path) -> io::Result<PathBuf> {
     let text = markdown::call_report(model, index).map_err(|e| io::Error::other(e.to_string()))?;
     let (path, mut file) = create_new(dir, &format!("mcpscope-call-{}", index + 1))?;
     file.write_all(text.as_bytes())?;

@@ -11,7 +11,7 @@ use ratatui::crossterm::event::{DisableMouseCapture, EnableMouseCapture};
 use ratatui::crossterm::execute;
 
 /// The live terminal; restores the screen when dropped.
-pub struct Term {
+pub(crate) struct Term {
     /// The ratatui terminal.
     pub terminal: DefaultTerminal,
 }
@@ -20,7 +20,7 @@ static MOUSE_HOOK: Once = Once::new();
 
 impl Term {
     /// Enters raw mode, the alternate screen and mouse capture; a panic restores all three.
-    pub fn enter() -> io::Result<Self> {
+    pub(crate) fn enter() -> io::Result<Self> {
         let terminal = match ratatui::try_init() {
             Ok(terminal) => terminal,
             Err(e) => {
@@ -43,7 +43,7 @@ impl Term {
     }
 
     /// Writes `text` to the system clipboard with OSC 52.
-    pub fn copy(&mut self, text: &str) -> io::Result<()> {
+    pub(crate) fn copy(&mut self, text: &str) -> io::Result<()> {
         let out = self.terminal.backend_mut();
         execute!(out, CopyToClipboard::to_clipboard_from(text))?;
         out.flush()
@@ -58,7 +58,7 @@ impl Drop for Term {
 
 /// Gives the mouse back, leaves raw mode and the alternate screen, shows the cursor. Safe to
 /// call twice.
-pub fn restore() {
+pub(crate) fn restore() {
     let _ = execute!(io::stdout(), DisableMouseCapture);
     ratatui::restore();
     let _ = execute!(io::stdout(), Show);

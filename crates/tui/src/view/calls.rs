@@ -76,7 +76,7 @@ impl CallsPane {
 
 /// A column of the calls table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Column {
+pub(crate) enum Column {
     /// The call's session.
     Session,
     /// The call's server (shown when more than one is seen).
@@ -101,7 +101,7 @@ pub enum Column {
 
 impl Column {
     /// Every column, left to right.
-    pub const ALL: [Column; 10] = [
+    pub(crate) const ALL: [Column; 10] = [
         Column::Session,
         Column::Server,
         Column::Id,
@@ -115,7 +115,7 @@ impl Column {
     ];
 
     /// The header.
-    pub fn header(self) -> &'static str {
+    pub(crate) fn header(self) -> &'static str {
         match self {
             Column::Session => "session",
             Column::Server => "server",
@@ -131,7 +131,7 @@ impl Column {
     }
 
     /// The width: fixed, except the title, which takes what is left (at least this).
-    pub fn width(self) -> Constraint {
+    pub(crate) fn width(self) -> Constraint {
         match self {
             Column::Session => Constraint::Length(10),
             Column::Server => Constraint::Length(16),
@@ -148,13 +148,13 @@ impl Column {
 
     /// Whether the column is shown when the pane is tiny (under 70 columns inside): the
     /// owning stream and the elapsed time give way to the death's cause and age.
-    pub fn when_tiny(self) -> bool {
+    pub(crate) fn when_tiny(self) -> bool {
         self.when_narrow() && !matches!(self, Column::Stream | Column::Elapsed)
     }
 
     /// Whether the column is shown when the pane is narrow (the server gives way with the
     /// session: the death's cause and age come first).
-    pub fn when_narrow(self) -> bool {
+    pub(crate) fn when_narrow(self) -> bool {
         !matches!(
             self,
             Column::Session | Column::Server | Column::SinceDeath | Column::Reaction
@@ -163,7 +163,7 @@ impl Column {
 }
 
 /// Draws the calls table into `area`.
-pub fn render(frame: &mut Frame, app: &App, model: &Model, now: DateTime<Utc>, area: Rect) {
+pub(crate) fn render(frame: &mut Frame, app: &App, model: &Model, now: DateTime<Utc>, area: Rect) {
     let theme = &app.theme;
     let focused = app.focus == Pane::Calls;
     let counts = model.counts();
@@ -360,7 +360,7 @@ pub fn render(frame: &mut Frame, app: &App, model: &Model, now: DateTime<Utc>, a
 
 /// A server as the views name it: its origin without the scheme (`127.0.0.1:4001`,
 /// `api.example`), or a stdio process's name.
-pub fn server_label(origin: &str) -> String {
+pub(crate) fn server_label(origin: &str) -> String {
     origin
         .split_once("://")
         .map_or(origin, |(_, rest)| rest)
@@ -368,7 +368,7 @@ pub fn server_label(origin: &str) -> String {
 }
 
 /// The id of the call a request re-sent by mcpscope (`r`) copies, if it is one.
-pub fn resent_of(model: &Model, call: &mcpscope_engine::model::Call) -> Option<String> {
+pub(crate) fn resent_of(model: &Model, call: &mcpscope_engine::model::Call) -> Option<String> {
     model
         .stream(call.request_stream)?
         .request_header(mcpscope_engine::fault::RESENT_HEADER)

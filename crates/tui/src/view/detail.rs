@@ -45,7 +45,7 @@ pub(crate) fn settle(app: &mut App, model: &Model, now: DateTime<Utc>) {
 
 /// Draws the detail pane into `area`, scrolled by `app.detail.scroll`: the lines the layout
 /// pass built (built here only when it did not run for this pane).
-pub fn render(frame: &mut Frame, app: &App, model: &Model, now: DateTime<Utc>, area: Rect) {
+pub(crate) fn render(frame: &mut Frame, app: &App, model: &Model, now: DateTime<Utc>, area: Rect) {
     let theme = &app.theme;
     let built;
     let (title, lines): (&str, Vec<Line>) = match &app.detail.shown {

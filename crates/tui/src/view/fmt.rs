@@ -7,12 +7,12 @@ use crate::theme::Theme;
 use mcpscope_engine::model::{Call, Fate, Model, Verdict};
 
 /// `14:02:11.512` in the view's time zone.
-pub fn clock(t: DateTime<Utc>, tz: FixedOffset) -> String {
+pub(crate) fn clock(t: DateTime<Utc>, tz: FixedOffset) -> String {
     t.with_timezone(&tz).format("%H:%M:%S%.3f").to_string()
 }
 
 /// `850ms`, `12.3s`, `4m05s`, `1h02m`.
-pub fn duration_ms(ms: i64) -> String {
+pub(crate) fn duration_ms(ms: i64) -> String {
     let ms = ms.max(0);
     if ms < 1_000 {
         format!("{ms}ms")
@@ -26,7 +26,7 @@ pub fn duration_ms(ms: i64) -> String {
 }
 
 /// The style of a call's verdict.
-pub fn verdict_style(theme: &Theme, verdict: &Verdict) -> Style {
+pub(crate) fn verdict_style(theme: &Theme, verdict: &Verdict) -> Style {
     match verdict {
         Verdict::Pending => theme.pending(),
         Verdict::Answered => theme.answered(),
@@ -40,7 +40,7 @@ pub fn verdict_style(theme: &Theme, verdict: &Verdict) -> Style {
 /// The state of a call's owning stream for a narrow table: a death's cause and age first
 /// (`reset 3.5s ago`), its leg and clock time only when `room` allows; otherwise as
 /// [`stream_state`].
-pub fn stream_state_narrow(
+pub(crate) fn stream_state_narrow(
     model: &Model,
     call: &Call,
     tz: FixedOffset,
@@ -68,7 +68,7 @@ pub fn stream_state_narrow(
 
 /// The state of a call's owning stream: `open`, `died 14:02:11.512 reset (upstream)`,
 /// `closed 14:02:11.512 eof (upstream)`, `unreachable`.
-pub fn stream_state(model: &Model, call: &Call, tz: FixedOffset) -> (String, bool) {
+pub(crate) fn stream_state(model: &Model, call: &Call, tz: FixedOffset) -> (String, bool) {
     if let Some(death) = call.verdict.death() {
         let how = death.how.map(|h| h.as_str()).unwrap_or("no body");
         let leg = death

@@ -9,7 +9,7 @@ use crate::app::App;
 use crate::keys::help_lines;
 
 /// Draws the help overlay centred in `area`.
-pub fn render(frame: &mut Frame, app: &App, area: Rect) {
+pub(crate) fn render(frame: &mut Frame, app: &App, area: Rect) {
     let theme = &app.theme;
     let mut lines: Vec<Line> = help_lines(&app.offered_contexts())
         .map(|(keys, what)| {

@@ -10,7 +10,7 @@ use crate::theme::Theme;
 const MAX_LINES: usize = 2_000;
 
 /// Pretty-prints `value` with `indent` leading spaces, coloured by the theme.
-pub fn lines(value: &Value, theme: &Theme, indent: usize) -> Vec<Line<'static>> {
+pub(crate) fn lines(value: &Value, theme: &Theme, indent: usize) -> Vec<Line<'static>> {
     let mut out = Vec::new();
     let mut current = vec![Span::raw(" ".repeat(indent))];
     write(value, theme, indent, &mut current, &mut out);
@@ -80,7 +80,11 @@ fn write(
 
 /// Marks every case-insensitive occurrence of the `terms` (lower case) in `lines` with `mark`,
 /// splitting spans where a match starts and ends.
-pub fn highlight(lines: Vec<Line<'static>>, terms: &[&str], mark: Style) -> Vec<Line<'static>> {
+pub(crate) fn highlight(
+    lines: Vec<Line<'static>>,
+    terms: &[&str],
+    mark: Style,
+) -> Vec<Line<'static>> {
     if terms.is_empty() {
         return lines;
     }

@@ -8,7 +8,7 @@ use ratatui::widgets::{Block, Clear, Paragraph};
 use crate::app::App;
 
 /// Draws the fault menu, if open, centred in `area`.
-pub fn render(frame: &mut Frame, app: &App, area: Rect) {
+pub(crate) fn render(frame: &mut Frame, app: &App, area: Rect) {
     let Some(menu) = &app.fault_menu else {
         return;
     };
@@ -70,7 +70,7 @@ pub fn render(frame: &mut Frame, app: &App, area: Rect) {
 
 /// Draws the list of held requests (`I`), if open, centred in `area`: each one's summary and
 /// body, the highlighted one marked, and the keys.
-pub fn render_held(frame: &mut Frame, app: &App, area: Rect) {
+pub(crate) fn render_held(frame: &mut Frame, app: &App, area: Rect) {
     let Some(selected) = app.held_menu else {
         return;
     };

@@ -11,7 +11,7 @@ use crate::app::{App, InputKind};
 use mcpscope_engine::model::Model;
 
 /// Draws the status bar (or the line being typed) into `area`.
-pub fn render(frame: &mut Frame, app: &App, model: &Model, now: DateTime<Utc>, area: Rect) {
+pub(crate) fn render(frame: &mut Frame, app: &App, model: &Model, now: DateTime<Utc>, area: Rect) {
     let theme = &app.theme;
     if let Some(input) = &app.input {
         let prompt = match input.kind {

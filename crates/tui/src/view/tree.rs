@@ -59,7 +59,7 @@ impl TreePane {
 
 /// Draws the tree into `area` from its own state, which the widget scrolls to keep the selection
 /// in view and which then knows the rows on screen (for the arrow keys and clicks).
-pub fn render(frame: &mut Frame, app: &App, model: &Model, area: Rect) {
+pub(crate) fn render(frame: &mut Frame, app: &App, model: &Model, area: Rect) {
     let items = items(app, model, &app.theme);
     let Ok(mut state) = app.tree.state.try_borrow_mut() else {
         return;
@@ -290,7 +290,12 @@ fn stream_items(
 }
 
 /// `POST#12 sse 200  14:02:11.200 → died 14:02:11.700 reset (upstream)`.
-pub fn stream_line(model: &Model, stream: &Stream, app: &App, theme: &Theme) -> Line<'static> {
+pub(crate) fn stream_line(
+    model: &Model,
+    stream: &Stream,
+    app: &App,
+    theme: &Theme,
+) -> Line<'static> {
     let mut spans = vec![Span::styled(format!("{} ", stream.label()), theme.text())];
     if let Some(status) = stream.status {
         spans.push(Span::styled(format!("{status} "), theme.dim()));

@@ -23,7 +23,7 @@ pub struct WaterfallPane {
 }
 
 /// Draws the waterfall into `area`.
-pub fn render(frame: &mut Frame, app: &App, model: &Model, now: DateTime<Utc>, area: Rect) {
+pub(crate) fn render(frame: &mut Frame, app: &App, model: &Model, now: DateTime<Utc>, area: Rect) {
     let theme = &app.theme;
     let focused = app.focus == Pane::Waterfall;
     let inner_h = usize::from(area.height.saturating_sub(2));
