@@ -11,8 +11,8 @@ use anyhow::Context;
 
 use crate::cli::{CaArgs, EnvArgs, ProxyArgs};
 use mcpscope_engine::UsageError;
-use mcpscope_proxy::ca::{self, Ca};
 use mcpscope_proxy::ForwardMode;
+use mcpscope_proxy::ca::{self, Ca};
 
 /// The command run by `mcpscope run` ended with a failure status: it becomes ours.
 #[derive(Debug)]

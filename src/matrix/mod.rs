@@ -86,10 +86,7 @@ pub async fn run(args: &MatrixArgs) -> anyhow::Result<()> {
             let ca = crate::forward::load_ca()?;
             let trust = crate::forward::trust_vars(&ca)?;
             Some(cell::Forward {
-                mode: Arc::new(mcpscope_proxy::ForwardMode::new(
-                    Arc::new(ca),
-                    Vec::new(),
-                )),
+                mode: Arc::new(mcpscope_proxy::ForwardMode::new(Arc::new(ca), Vec::new())),
                 trust,
                 ca_roots: crate::forward::ca_roots(&args.ca_files)?,
             })

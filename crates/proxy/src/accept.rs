@@ -21,7 +21,7 @@ const SUMMARY_EVERY: Duration = Duration::from_secs(60);
 
 /// A burst of failed accepts, being backed off from.
 #[derive(Debug, Default)]
-pub struct Acceptor {
+pub(crate) struct Acceptor {
     failures: u64,
     pause: Duration,
     since: Option<Instant>,
@@ -32,7 +32,11 @@ pub struct Acceptor {
 impl Acceptor {
     /// Accepts the next connection, backing off while accepting fails; `label` names the
     /// listener in the log.
-    pub async fn accept(&mut self, listener: &TcpListener, label: &str) -> (TcpStream, SocketAddr) {
+    pub(crate) async fn accept(
+        &mut self,
+        listener: &TcpListener,
+        label: &str,
+    ) -> (TcpStream, SocketAddr) {
         loop {
             match listener.accept().await {
                 Ok(pair) => {

@@ -10,7 +10,7 @@ use tokio::time::Instant;
 
 /// Why the watchdog closed a connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Expired {
+pub(crate) enum Expired {
     /// A request head did not arrive whole within the head timeout.
     Head(Duration),
     /// No exchange was in flight for the idle timeout.
@@ -42,7 +42,7 @@ struct State {
 
 /// A client connection's activity, shared by its I/O, its exchanges and its watchdog.
 #[derive(Debug, Clone)]
-pub struct Activity(Arc<Mutex<State>>);
+pub(crate) struct Activity(Arc<Mutex<State>>);
 
 impl Default for Activity {
     fn default() -> Self {
@@ -64,7 +64,7 @@ impl Activity {
     }
 
     /// Notes bytes read from the client.
-    pub fn read_bytes(&self) {
+    pub(crate) fn read_bytes(&self) {
         let mut s = self.state();
         if s.in_flight == 0 && s.head_started.is_none() {
             s.head_started = Some(Instant::now());
@@ -72,7 +72,7 @@ impl Activity {
     }
 
     /// Notes a request head that arrived; the exchange is in flight until the guard drops.
-    pub fn begin(&self, h2: bool) -> InFlight {
+    pub(crate) fn begin(&self, h2: bool) -> InFlight {
         let mut s = self.state();
         s.in_flight += 1;
         s.head_started = None;
@@ -95,7 +95,7 @@ impl Activity {
     }
 
     /// Resolves when the connection has expired (never while an exchange is in flight).
-    pub async fn expired(&self, head: Duration, idle: Duration) -> Expired {
+    pub(crate) async fn expired(&self, head: Duration, idle: Duration) -> Expired {
         // Rechecked at least this often: state changes do not wake the watchdog.
         let step = (head.min(idle) / 4).clamp(Duration::from_millis(10), Duration::from_secs(1));
         loop {
@@ -112,7 +112,7 @@ impl Activity {
 /// One exchange in flight on a connection; dropping it (when the response has ended or was
 /// abandoned) makes the connection quiet again once no other exchange is in flight.
 #[derive(Debug)]
-pub struct InFlight(Activity);
+pub(crate) struct InFlight(Activity);
 
 impl Drop for InFlight {
     fn drop(&mut self) {
@@ -126,14 +126,14 @@ impl Drop for InFlight {
 }
 
 /// A response body that keeps its exchange in flight until it ends or is dropped.
-pub struct Tracked<B> {
+pub(crate) struct Tracked<B> {
     body: B,
     in_flight: Option<InFlight>,
 }
 
 impl<B> Tracked<B> {
     /// Wraps `body`, holding `in_flight` until its end.
-    pub fn new(body: B, in_flight: InFlight) -> Self {
+    pub(crate) fn new(body: B, in_flight: InFlight) -> Self {
         Self {
             body,
             in_flight: Some(in_flight),

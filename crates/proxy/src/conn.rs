@@ -14,23 +14,23 @@ use crate::activity::Activity;
 
 /// Shared flag: when set, the connection is closed with RST (SO_LINGER 0) when hyper drops it.
 #[derive(Debug, Clone, Default)]
-pub struct ResetFlag(Arc<AtomicBool>);
+pub(crate) struct ResetFlag(Arc<AtomicBool>);
 
 impl ResetFlag {
     /// Asks for a reset when the connection closes.
-    pub fn set(&self) {
+    pub(crate) fn set(&self) {
         self.0.store(true, Ordering::SeqCst);
     }
 
     /// Whether a reset was asked for.
-    pub fn is_set(&self) -> bool {
+    pub(crate) fn is_set(&self) -> bool {
         self.0.load(Ordering::SeqCst)
     }
 }
 
 /// A TCP stream that honours a [`ResetFlag`] on close.
 #[derive(Debug)]
-pub struct ClientConn {
+pub(crate) struct ClientConn {
     inner: TcpStream,
     reset: ResetFlag,
     activity: Activity,
@@ -38,7 +38,7 @@ pub struct ClientConn {
 
 impl ClientConn {
     /// Wraps an accepted stream.
-    pub fn new(inner: TcpStream, reset: ResetFlag, activity: Activity) -> Self {
+    pub(crate) fn new(inner: TcpStream, reset: ResetFlag, activity: Activity) -> Self {
         Self {
             inner,
             reset,

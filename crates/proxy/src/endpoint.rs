@@ -15,7 +15,7 @@ const MAX_HELD: usize = 64 * 1024;
 
 /// A rewrite made: the URL as the upstream sent it and as the client gets it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Rewrite {
+pub(crate) struct Rewrite {
     /// As the upstream sent it.
     pub from: String,
     /// As the client gets it.
@@ -24,7 +24,7 @@ pub struct Rewrite {
 
 /// What the rewriter does with a chunk.
 #[derive(Debug)]
-pub enum Fed {
+pub(crate) enum Fed {
     /// Held: the first event is not complete yet.
     Hold,
     /// The bytes to pass on (the held ones included); the rewriter's work is done.
@@ -34,7 +34,7 @@ pub enum Fed {
 /// Holds the start of a GET's SSE stream until its first event is complete, and rewrites it
 /// if it is an `endpoint` naming another origin.
 #[derive(Debug)]
-pub struct EndpointRewriter {
+pub(crate) struct EndpointRewriter {
     /// `http://host:port`, as the client reached the proxy.
     origin: String,
     held: Vec<u8>,
@@ -51,7 +51,7 @@ fn origin_of(url: &str) -> Option<&str> {
 
 impl EndpointRewriter {
     /// A rewriter toward the proxy's origin (`http://` and the `Host` the client used).
-    pub fn new(proxy_host: &str) -> Self {
+    pub(crate) fn new(proxy_host: &str) -> Self {
         Self {
             origin: format!("http://{proxy_host}"),
             held: Vec::new(),
@@ -61,7 +61,7 @@ impl EndpointRewriter {
     }
 
     /// Takes the next upstream chunk.
-    pub fn feed(&mut self, data: Bytes) -> Fed {
+    pub(crate) fn feed(&mut self, data: Bytes) -> Fed {
         self.held.extend_from_slice(&data);
         self.parser.feed(&data, &mut self.frames);
         let Some(frame) = self.frames.first() else {
@@ -88,7 +88,7 @@ impl EndpointRewriter {
     }
 
     /// The held bytes, unchanged (at the end of the body, or when nothing is to be rewritten).
-    pub fn flush(&mut self) -> Bytes {
+    pub(crate) fn flush(&mut self) -> Bytes {
         Bytes::from(std::mem::take(&mut self.held))
     }
 

@@ -21,7 +21,7 @@ const HOP_BY_HOP: &[&str] = &[
 ];
 
 /// Removes hop-by-hop headers, including those the `Connection` header names.
-pub fn strip_hop_by_hop(headers: &mut HeaderMap) {
+pub(crate) fn strip_hop_by_hop(headers: &mut HeaderMap) {
     let named: Vec<HeaderName> = headers
         .get_all(http::header::CONNECTION)
         .iter()
@@ -39,7 +39,7 @@ pub fn strip_hop_by_hop(headers: &mut HeaderMap) {
 
 /// Whether an upstream response's connection closes after it: `Connection: close`, or a body
 /// delimited by the close (neither `Content-Length` nor chunked).
-pub fn closes_after(headers: &HeaderMap) -> bool {
+pub(crate) fn closes_after(headers: &HeaderMap) -> bool {
     let has = |name: http::header::HeaderName, token: &str| {
         headers
             .get_all(name)
@@ -54,7 +54,7 @@ pub fn closes_after(headers: &HeaderMap) -> bool {
 
 /// Headers as (name, value) text pairs, as they are (secrets are hidden later, by the hub's
 /// redaction policy, before anything is recorded or shown).
-pub fn header_list(headers: &HeaderMap) -> Vec<Header> {
+pub(crate) fn header_list(headers: &HeaderMap) -> Vec<Header> {
     headers
         .iter()
         .map(|(name, value)| {
@@ -68,7 +68,7 @@ pub fn header_list(headers: &HeaderMap) -> Vec<Header> {
 
 /// The upstream URI for a client's path and query: the client's path is kept, except that `/`
 /// means the upstream's own path; the query is kept.
-pub fn upstream_uri(upstream: &Uri, client: &Uri) -> Result<Uri, http::Error> {
+pub(crate) fn upstream_uri(upstream: &Uri, client: &Uri) -> Result<Uri, http::Error> {
     let base_path = upstream.path();
     let path = match client.path() {
         "/" | "" => base_path,
@@ -84,14 +84,14 @@ pub fn upstream_uri(upstream: &Uri, client: &Uri) -> Result<Uri, http::Error> {
 }
 
 /// An authority without its userinfo (`user:pw@host:port` → `host:port`).
-pub fn without_userinfo(authority: &str) -> &str {
+pub(crate) fn without_userinfo(authority: &str) -> &str {
     authority
         .rsplit_once('@')
         .map_or(authority, |(_, host)| host)
 }
 
 /// Whether a `Host` header names this machine (`localhost`, `127.x.x.x`, `[::1]`, any port).
-pub fn is_loopback_host(host: &str) -> bool {
+pub(crate) fn is_loopback_host(host: &str) -> bool {
     let name = if let Some(rest) = host.strip_prefix('[') {
         rest.split(']').next().unwrap_or("")
     } else {

@@ -13,7 +13,7 @@ use mcpscope_engine::wire::jsonrpc::{Kind, classify, id_text};
 
 /// What the intercept matches: `tool:NAME`, `method:M`, or text in the method or tool name.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Filter {
+pub(crate) struct Filter {
     tool: Option<String>,
     method: Option<String>,
     text: Option<String>,
@@ -21,7 +21,7 @@ pub struct Filter {
 
 impl Filter {
     /// Parses a filter; `None` for an empty one.
-    pub fn parse(text: &str) -> Option<Self> {
+    pub(crate) fn parse(text: &str) -> Option<Self> {
         let mut filter = Self {
             tool: None,
             method: None,
@@ -40,7 +40,7 @@ impl Filter {
     }
 
     /// Whether a request message matches: a JSON-RPC request whose method and tool fit.
-    pub fn matches(&self, message: &Value) -> bool {
+    pub(crate) fn matches(&self, message: &Value) -> bool {
         let Kind::Request { method, params, .. } = classify(message) else {
             return false;
         };
@@ -71,7 +71,7 @@ struct Held {
 
 /// The intercept's state, shared by the pipeline and the view's controller.
 #[derive(Default)]
-pub struct Intercept {
+pub(crate) struct Intercept {
     filter: Mutex<Option<Filter>>,
     held: Mutex<Vec<Held>>,
     next: Mutex<u64>,
@@ -79,7 +79,7 @@ pub struct Intercept {
 
 impl Intercept {
     /// Sets the filter; clearing it releases everything held, unchanged.
-    pub fn set(&self, filter: Option<Filter>) {
+    pub(crate) fn set(&self, filter: Option<Filter>) {
         let clear = filter.is_none();
         if let Ok(mut slot) = self.filter.lock() {
             *slot = filter;
@@ -90,7 +90,7 @@ impl Intercept {
     }
 
     /// The requests held now, oldest first.
-    pub fn held(&self) -> Vec<HeldRequest> {
+    pub(crate) fn held(&self) -> Vec<HeldRequest> {
         self.held
             .lock()
             .map(|mut held| {
@@ -102,7 +102,7 @@ impl Intercept {
     }
 
     /// Releases one held request.
-    pub fn release(&self, id: u64, how: Release) -> Result<(), String> {
+    pub(crate) fn release(&self, id: u64, how: Release) -> Result<(), String> {
         let mut held = self.held.lock().map_err(|_| "intercept state poisoned")?;
         let at = held
             .iter()
@@ -115,7 +115,7 @@ impl Intercept {
     }
 
     /// Releases every held request unchanged.
-    pub fn release_all(&self) {
+    pub(crate) fn release_all(&self) {
         let all = self
             .held
             .lock()
@@ -127,7 +127,7 @@ impl Intercept {
     }
 
     /// Whether the filter matches this request message.
-    pub fn matches(&self, message: Option<&Value>) -> bool {
+    pub(crate) fn matches(&self, message: Option<&Value>) -> bool {
         let Some(message) = message else {
             return false;
         };
@@ -139,7 +139,7 @@ impl Intercept {
 
     /// Holds the request when it matches: returns the receiver of its release, or `None` to
     /// let it pass.
-    pub fn hold(
+    pub(crate) fn hold(
         &self,
         stream: StreamId,
         message: Option<&Value>,
@@ -149,7 +149,7 @@ impl Intercept {
     }
 
     /// Holds the (JSON) response to a request the filter matches, like [`Intercept::hold`].
-    pub fn hold_response(
+    pub(crate) fn hold_response(
         &self,
         stream: StreamId,
         request: Option<&Value>,

@@ -22,11 +22,11 @@ use mcpscope_engine::wire::oauth::{self, Origin, Rewrite};
 
 /// The largest metadata document buffered to be rewritten; a larger one is forwarded unchanged
 /// (and a note says so).
-pub const MAX_METADATA_BODY: usize = 1024 * 1024;
+pub(crate) const MAX_METADATA_BODY: usize = 1024 * 1024;
 
 /// The upstream's origin and the proxy's origin as the client addressed it.
 #[derive(Debug, Clone)]
-pub struct Addresses {
+pub(crate) struct Addresses {
     /// The upstream's origin.
     pub upstream: Origin,
     /// The proxy's origin (`http://` + the client's `Host`).
@@ -36,7 +36,7 @@ pub struct Addresses {
 impl Addresses {
     /// The two origins, from the upstream URL and the client's `Host` (or HTTP/2 authority);
     /// `None` when either does not parse.
-    pub fn of(upstream: &Uri, client_host: Option<&str>) -> Option<Self> {
+    pub(crate) fn of(upstream: &Uri, client_host: Option<&str>) -> Option<Self> {
         let upstream = Origin::of_authority(
             upstream.scheme_str().unwrap_or("http"),
             crate::headers::without_userinfo(upstream.authority()?.as_str()),
@@ -47,7 +47,7 @@ impl Addresses {
 }
 
 /// The client's `Host` (or, on HTTP/2, the request's authority).
-pub fn client_host(headers: &HeaderMap, uri: &Uri) -> Option<String> {
+pub(crate) fn client_host(headers: &HeaderMap, uri: &Uri) -> Option<String> {
     headers
         .get(http::header::HOST)
         .and_then(|v| v.to_str().ok())
@@ -56,7 +56,7 @@ pub fn client_host(headers: &HeaderMap, uri: &Uri) -> Option<String> {
 }
 
 /// What reverse mode says, once, when it first rewrites protected-resource metadata.
-pub const AUDIENCE_NOTICE: &str = "mcpscope: the protected-resource metadata was rewritten to name the proxy: tokens will be requested for the proxy's URL (an authorization server that binds the audience refuses them); `mcpscope --forward` keeps every URL and audience intact";
+pub(crate) const AUDIENCE_NOTICE: &str = "mcpscope: the protected-resource metadata was rewritten to name the proxy: tokens will be requested for the proxy's URL (an authorization server that binds the audience refuses them); `mcpscope --forward` keeps every URL and audience intact";
 
 /// Whether [`AUDIENCE_NOTICE`] was said in this process.
 static AUDIENCE_SAID: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
@@ -80,7 +80,7 @@ fn report(sink: &EventSink, stream: StreamId, rewrite: Rewrite) {
 
 /// Rewrites the `resource_metadata` URL of every `WWW-Authenticate` header that names the
 /// upstream; returns the rewrites (to be reported after the response head).
-pub fn rewrite_challenges(headers: &mut HeaderMap, addresses: &Addresses) -> Vec<Rewrite> {
+pub(crate) fn rewrite_challenges(headers: &mut HeaderMap, addresses: &Addresses) -> Vec<Rewrite> {
     let name = http::header::WWW_AUTHENTICATE;
     let values: Vec<HeaderValue> = headers.get_all(&name).iter().cloned().collect();
     let mut rewrites = Vec::new();
@@ -107,7 +107,7 @@ pub fn rewrite_challenges(headers: &mut HeaderMap, addresses: &Addresses) -> Vec
 }
 
 /// Reports rewrites made to a response head.
-pub fn report_all(sink: &EventSink, stream: StreamId, rewrites: Vec<Rewrite>) {
+pub(crate) fn report_all(sink: &EventSink, stream: StreamId, rewrites: Vec<Rewrite>) {
     for rewrite in rewrites {
         report(sink, stream, rewrite);
     }
@@ -119,11 +119,11 @@ const MAX_LEARNED_PATHS: usize = 64;
 /// Paths of protected-resource metadata documents that a `WWW-Authenticate` challenge named
 /// somewhere else than the well-known path (`resource_metadata="…/custom/location.json"`).
 #[derive(Debug, Default)]
-pub struct MetadataPaths(Mutex<HashSet<String>>);
+pub(crate) struct MetadataPaths(Mutex<HashSet<String>>);
 
 impl MetadataPaths {
     /// Remembers the path of a rewritten `resource_metadata` URL (up to a few dozen).
-    pub fn learn(&self, rewrite: &Rewrite) {
+    pub(crate) fn learn(&self, rewrite: &Rewrite) {
         let Some((_, tail)) = Origin::of_url(&rewrite.to) else {
             return;
         };
@@ -137,14 +137,14 @@ impl MetadataPaths {
 
     /// Whether `path` is a metadata document's: the well-known one (plain or path-aware) or one
     /// a challenge named.
-    pub fn is_metadata_path(&self, path: &str) -> bool {
+    pub(crate) fn is_metadata_path(&self, path: &str) -> bool {
         oauth::is_prm_path(path) || self.0.lock().is_ok_and(|paths| paths.contains(path))
     }
 }
 
 /// Whether a response is a protected-resource metadata document to rewrite: a successful JSON
 /// answer to a GET of a metadata path.
-pub fn is_metadata(
+pub(crate) fn is_metadata(
     method: &str,
     metadata_path: bool,
     status: http::StatusCode,
@@ -156,7 +156,7 @@ pub fn is_metadata(
 /// A metadata body, buffered whole (up to [`MAX_METADATA_BODY`]) and given to the client with
 /// its `resource` rewritten; its length changes, so the head it goes with carries no
 /// `Content-Length`.
-pub struct MetadataBody {
+pub(crate) struct MetadataBody {
     inner: ProxyBody,
     buf: BytesMut,
     /// Past the limit: what was buffered went out unchanged and the rest passes through.
@@ -170,7 +170,12 @@ pub struct MetadataBody {
 
 impl MetadataBody {
     /// Wraps the (tapped) upstream body.
-    pub fn new(inner: ProxyBody, addresses: Addresses, sink: EventSink, stream: StreamId) -> Self {
+    pub(crate) fn new(
+        inner: ProxyBody,
+        addresses: Addresses,
+        sink: EventSink,
+        stream: StreamId,
+    ) -> Self {
         Self {
             inner,
             buf: BytesMut::new(),

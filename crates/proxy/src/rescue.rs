@@ -20,7 +20,7 @@ use serde_json::{Value, json};
 /// The JSON-RPC error code of a rescue: -32000, the implementation-defined server error the
 /// official MCP SDKs already use for "connection closed", so clients treat it as the transport
 /// failure it stands for.
-pub const RESCUE_CODE: i64 = -32000;
+pub(crate) const RESCUE_CODE: i64 = -32000;
 
 /// Parked rescues kept at most (the oldest is forgotten first).
 const MAX_PARKED: usize = 256;
@@ -28,7 +28,7 @@ const MAX_PARKED: usize = 256;
 /// The calls of a stream that died resumable, kept until the client's resumption: if that is
 /// refused or dies too, they are rescued on it.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Parked {
+pub(crate) struct Parked {
     /// The requests still without a response.
     pub pending: Vec<PendingId>,
     /// The first death, in words (`upstream stream reset 12 ms after the last event`).
@@ -38,7 +38,7 @@ pub struct Parked {
 /// A pending request's id: as parsed, and as the client wrote it (an integer beyond i64/u64 is
 /// echoed digit for digit, not as the float it parses to).
 #[derive(Debug, Clone)]
-pub struct PendingId {
+pub(crate) struct PendingId {
     /// The id, parsed.
     pub id: Value,
     /// Its JSON text in the request.
@@ -64,7 +64,7 @@ fn waited_task(method: &str, params: &Value) -> Option<String> {
 }
 
 /// The ids of the requests in a body, as written (`"id": 123456789012345678901234567890`).
-pub fn exact_ids(body: &[u8]) -> Vec<Box<RawValue>> {
+pub(crate) fn exact_ids(body: &[u8]) -> Vec<Box<RawValue>> {
     #[derive(serde::Deserialize)]
     struct Request<'a> {
         #[serde(borrow, default)]
@@ -104,7 +104,7 @@ fn rescue_error(id: &PendingId, message: &str) -> String {
 
 /// Parked rescues by session and last event id.
 #[derive(Debug, Default)]
-pub struct Parking(Mutex<VecDeque<((String, String), Parked)>>);
+pub(crate) struct Parking(Mutex<VecDeque<((String, String), Parked)>>);
 
 impl Parking {
     fn lock(&self) -> std::sync::MutexGuard<'_, VecDeque<((String, String), Parked)>> {
@@ -112,7 +112,7 @@ impl Parking {
     }
 
     /// Keeps `parked` for a resumption of `session` from `last_event_id`.
-    pub fn park(&self, session: String, last_event_id: String, parked: Parked) {
+    pub(crate) fn park(&self, session: String, last_event_id: String, parked: Parked) {
         let mut list = self.lock();
         list.push_back(((session, last_event_id), parked));
         while list.len() > MAX_PARKED {
@@ -121,7 +121,7 @@ impl Parking {
     }
 
     /// Takes what was parked for a resumption of `session` from `last_event_id`.
-    pub fn take(&self, session: &str, last_event_id: &str) -> Option<Parked> {
+    pub(crate) fn take(&self, session: &str, last_event_id: &str) -> Option<Parked> {
         let mut list = self.lock();
         let at = list
             .iter()
@@ -131,7 +131,11 @@ impl Parking {
 }
 
 /// The SSE bytes that answer `pending` with the rescue's error `message`, and their events.
-pub fn answer(stream: StreamId, pending: Vec<PendingId>, message: &str) -> (Bytes, Vec<EventKind>) {
+pub(crate) fn answer(
+    stream: StreamId,
+    pending: Vec<PendingId>,
+    message: &str,
+) -> (Bytes, Vec<EventKind>) {
     // A blank line first: whatever event the death cut short ends before the rescue.
     let mut text = String::from("\n\n");
     let mut events = Vec::new();
@@ -180,7 +184,7 @@ fn json_answer(
 
 /// What the tap tracks of one stream to rescue its calls.
 #[derive(Debug)]
-pub struct Rescue {
+pub(crate) struct Rescue {
     /// Requests still without a response.
     pending: Vec<PendingId>,
     /// The session, to park a resumable death under.
@@ -207,7 +211,7 @@ impl Rescue {
     /// Tracks the requests of a POST body sent at `revision` in `session`; `None` when it
     /// carries none.
     /// `exact` holds the ids as the request's text wrote them ([`exact_ids`]).
-    pub fn for_request(
+    pub(crate) fn for_request(
         message: Option<&Value>,
         exact: &[Box<RawValue>],
         revision: Option<&str>,
@@ -249,7 +253,10 @@ impl Rescue {
 
     /// [`Rescue::for_request`] for a JSON response: rescued, if it dies before any of its bytes
     /// reached the client, with the error (an array of them for a batch) as the body.
-    pub fn for_json_request(message: Option<&Value>, exact: &[Box<RawValue>]) -> Option<Self> {
+    pub(crate) fn for_json_request(
+        message: Option<&Value>,
+        exact: &[Box<RawValue>],
+    ) -> Option<Self> {
         let mut rescue = Self::for_request(message, exact, None, None)?;
         rescue.json = true;
         rescue.batch = message.is_some_and(Value::is_array);
@@ -257,7 +264,7 @@ impl Rescue {
     }
 
     /// Tracks a resumption (in `session`) of the calls `parked` when their stream died.
-    pub fn resuming(parked: Parked, session: String) -> Self {
+    pub(crate) fn resuming(parked: Parked, session: String) -> Self {
         Self {
             pending: parked.pending,
             session: Some(session),
@@ -273,7 +280,7 @@ impl Rescue {
     }
 
     /// Notes an event the client got: its id, and the responses it carries.
-    pub fn passed(&mut self, event: &SeenEvent) {
+    pub(crate) fn passed(&mut self, event: &SeenEvent) {
         self.last_event = Instant::now();
         self.any_event = true;
         if let EventKind::SseEvent { id: Some(id), .. } = &event.event {
@@ -320,7 +327,7 @@ impl Rescue {
     /// When the stream died (`how`): the SSE bytes to send the client and the events that
     /// report them, or `None` when nothing needs rescuing or the client can resume (then the
     /// calls are parked in `parking` for its resumption).
-    pub fn take(
+    pub(crate) fn take(
         &mut self,
         stream: StreamId,
         how: EndHow,

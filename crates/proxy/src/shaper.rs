@@ -54,7 +54,7 @@ enum Shape {
 
 /// How the stream ends once the queue is drained.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Finish {
+pub(crate) enum Finish {
     /// End the body cleanly.
     Eof {
         /// A fault ended it.
@@ -76,7 +76,7 @@ pub enum Finish {
 }
 
 /// Who the shaper tells about the faults it carries out.
-pub struct Reach {
+pub(crate) struct Reach {
     /// The exchange.
     pub stream: StreamId,
     /// Where facts go.
@@ -88,7 +88,7 @@ pub struct Reach {
 }
 
 /// Shapes one response body.
-pub struct Shaper {
+pub(crate) struct Shaper {
     reach: Reach,
     content: ContentKind,
     content_length: Option<u64>,
@@ -105,7 +105,7 @@ pub struct Shaper {
 
 impl Shaper {
     /// A shaper for a body of this kind and length, with the fault planned at request time.
-    pub fn new(
+    pub(crate) fn new(
         reach: Reach,
         content: ContentKind,
         content_length: Option<u64>,
@@ -131,7 +131,7 @@ impl Shaper {
     }
 
     /// Takes a fault for the stream, replacing any other; `received` bytes have passed so far.
-    pub fn attach(&mut self, plan: Plan, received: u64) {
+    pub(crate) fn attach(&mut self, plan: Plan, received: u64) {
         let timer = match plan.trigger {
             Trigger::After(d) => Some(Box::pin(tokio::time::sleep(d))),
             _ => None,
@@ -144,12 +144,12 @@ impl Shaper {
     }
 
     /// Whether no fault was ever planned (the body passes untouched, at full speed).
-    pub fn is_free(&self) -> bool {
+    pub(crate) fn is_free(&self) -> bool {
         matches!(self.shape, Shape::Free)
     }
 
     /// Whether bytes are forwarded event by event (some faults need whole events).
-    pub fn aligned(&self) -> bool {
+    pub(crate) fn aligned(&self) -> bool {
         match &self.shape {
             Shape::Armed { plan, .. } => {
                 plan.fault.needs_event_alignment()
@@ -161,37 +161,37 @@ impl Shaper {
     }
 
     /// Whether a JSON body is being held back (stalled).
-    pub fn stalled(&self) -> bool {
+    pub(crate) fn stalled(&self) -> bool {
         matches!(self.shape, Shape::Stalling)
     }
 
     /// How the stream ends, once decided.
-    pub fn finish(&self) -> Option<Finish> {
+    pub(crate) fn finish(&self) -> Option<Finish> {
         self.finish
     }
 
     /// Decides how the stream ends (the upstream is no longer read).
-    pub fn end(&mut self, finish: Finish) {
+    pub(crate) fn end(&mut self, finish: Finish) {
         self.finish = Some(finish);
     }
 
     /// Bytes handed to the client so far.
-    pub fn forwarded(&self) -> u64 {
+    pub(crate) fn forwarded(&self) -> u64 {
         self.forwarded
     }
 
     /// Bytes handed out, and queued for the client.
-    pub fn passed(&self) -> u64 {
+    pub(crate) fn passed(&self) -> u64 {
         self.forwarded + self.queue.iter().map(|(_, b)| b.len() as u64).sum::<u64>()
     }
 
     /// Whether bytes wait to go out.
-    pub fn has_queued(&self) -> bool {
+    pub(crate) fn has_queued(&self) -> bool {
         !self.queue.is_empty()
     }
 
     /// Takes a chunk of the body, as `aligned` says (decided before the chunk's events).
-    pub fn take(&mut self, data: Bytes, aligned: bool) {
+    pub(crate) fn take(&mut self, data: Bytes, aligned: bool) {
         if !aligned && !self.held.is_empty() {
             // The shape stopped needing whole events: the start of an event held so far goes
             // out ahead of the bytes that follow it.
@@ -206,7 +206,7 @@ impl Shaper {
 
     /// Places one whole SSE event; returns whether the client gets it whole (an event
     /// swallowed or cut is not reported as received). Not `aligned`, its bytes went already.
-    pub fn place(&mut self, seen: &SeenEvent, aligned: bool) -> bool {
+    pub(crate) fn place(&mut self, seen: &SeenEvent, aligned: bool) -> bool {
         self.events_seen += 1;
         if !aligned {
             return true;
@@ -261,13 +261,13 @@ impl Shaper {
     }
 
     /// Lets go of the bytes held for a whole event (the upstream ended).
-    pub fn release_held(&mut self) {
+    pub(crate) fn release_held(&mut self) {
         let rest = self.held.split().freeze();
         self.enqueue(rest);
     }
 
     /// Fires an armed fault whose time has come (`Now`, or its `After` timer ran out).
-    pub fn poll_trigger(&mut self, cx: &mut Context<'_>) {
+    pub(crate) fn poll_trigger(&mut self, cx: &mut Context<'_>) {
         let due = match &mut self.shape {
             Shape::Armed { plan, timer } => match (plan.trigger, timer) {
                 (Trigger::Now, _) => true,
@@ -282,7 +282,7 @@ impl Shaper {
     }
 
     /// Waits until the next queued bytes may go (paced bytes wait for their time).
-    pub fn poll_pace(&mut self, cx: &mut Context<'_>) -> Poll<()> {
+    pub(crate) fn poll_pace(&mut self, cx: &mut Context<'_>) -> Poll<()> {
         loop {
             if let Some(pace) = &mut self.pace {
                 if pace.as_mut().poll(cx).is_pending() {
@@ -301,7 +301,7 @@ impl Shaper {
 
     /// The next bytes for the client (merged with the unpaced bytes behind them), counted as
     /// forwarded; a cut by length ends the stream here.
-    pub fn pop(&mut self) -> Option<Bytes> {
+    pub(crate) fn pop(&mut self) -> Option<Bytes> {
         let mut bytes = self.pop_merged()?;
         if let Shape::CuttingAt(cut) = self.shape {
             let room = cut.saturating_sub(self.forwarded) as usize;
@@ -323,7 +323,7 @@ impl Shaper {
     /// Before an abort: whether to yield once more so hyper flushes what it was given: the
     /// bytes passed so far and, when none have, the response head (a client that sees no head
     /// reacts to a network error, not to a stream that died).
-    pub fn flush_before_abort(&mut self) -> bool {
+    pub(crate) fn flush_before_abort(&mut self) -> bool {
         match &mut self.finish {
             Some(Finish::Abort { flushed, .. }) if !*flushed => {
                 *flushed = true;

@@ -34,7 +34,7 @@ const GATHER_FRAMES: usize = 64;
 const BACKLOG_WAIT: std::time::Duration = std::time::Duration::from_millis(1);
 
 /// What the tap does with a response body, decided from its head and the request.
-pub struct BodyPlan {
+pub(crate) struct BodyPlan {
     /// What the body is.
     pub content: ContentKind,
     /// The `Content-Length`, if any.
@@ -48,7 +48,7 @@ pub struct BodyPlan {
 }
 
 /// Everything the tap needs to know about its exchange.
-pub struct TapContext {
+pub(crate) struct TapContext {
     /// Exchange id.
     pub stream: StreamId,
     /// Where facts go.
@@ -70,7 +70,7 @@ pub struct TapContext {
 }
 
 /// The response body the client reads.
-pub struct TapBody {
+pub(crate) struct TapBody {
     /// Set while the tap waits for the recorder to catch up ([`EventSink::backlogged`]).
     backlog_wait: Option<Pin<Box<tokio::time::Sleep>>>,
     stream: StreamId,
@@ -110,7 +110,7 @@ pub struct TapBody {
 
 impl TapBody {
     /// Wraps the upstream body.
-    pub fn new(inner: Incoming, ctx: TapContext) -> Self {
+    pub(crate) fn new(inner: Incoming, ctx: TapContext) -> Self {
         let BodyPlan {
             content,
             content_length,

@@ -24,11 +24,11 @@ use rustls::{DigitallySignedStruct, SignatureScheme};
 use tower_service::Service;
 
 /// The connector (TCP, then TLS for `https://`).
-pub type Connector = HttpsConnector<HttpConnector>;
+pub(crate) type Connector = HttpsConnector<HttpConnector>;
 
 /// Builds the connector, trusting `extra` roots besides the Web PKI's (`--ca-file`);
 /// `insecure` accepts any certificate.
-pub fn connector_with(
+pub(crate) fn connector_with(
     insecure: bool,
     extra: &[CertificateDer<'static>],
 ) -> Result<Connector, crate::ProxyError> {
@@ -148,7 +148,7 @@ pub enum SendError {
 }
 
 /// An error and its causes, in one line.
-pub fn error_text(e: &(dyn std::error::Error + 'static)) -> String {
+pub(crate) fn error_text(e: &(dyn std::error::Error + 'static)) -> String {
     let mut text = e.to_string();
     let mut source = e.source();
     while let Some(s) = source {

@@ -10,7 +10,7 @@ use mcpscope_engine::wire::oauth::endpoint_label;
 /// for SSE or a DELETE on an origin already seen speaking MCP; it is an OAuth exchange
 /// (metadata, registration, token) or any JSON POST on such an origin (the legacy transport's
 /// messages).
-pub fn is_mcp(method: &Method, path: &str, headers: &HeaderMap, known_origin: bool) -> bool {
+pub(crate) fn is_mcp(method: &Method, path: &str, headers: &HeaderMap, known_origin: bool) -> bool {
     if headers.contains_key("mcp-session-id") || headers.contains_key("mcp-protocol-version") {
         return true;
     }

@@ -7,8 +7,8 @@
 //! without any OAuth rewrite: the client talks to the real URLs), or another exchange that is
 //! forwarded unchanged and only counted ([`pass`]).
 
-pub mod classify;
-pub mod pass;
+pub(crate) mod classify;
+pub(crate) mod pass;
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};

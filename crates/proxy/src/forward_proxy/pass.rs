@@ -24,15 +24,15 @@ use crate::{ProxyBody, transport};
 use mcpscope_engine::event::{EndHow, EventKind};
 
 /// The client for exchanges that are not MCP (pooled, HTTP/1.1 upstream).
-pub type PassClient = Client<Connector, Counted<Incoming>>;
+pub(crate) type PassClient = Client<Connector, Counted<Incoming>>;
 
 /// Builds the client for exchanges that are not MCP.
-pub fn client(connector: Connector) -> PassClient {
+pub(crate) fn client(connector: Connector) -> PassClient {
     Client::builder(hyper_util::rt::TokioExecutor::new()).build(connector)
 }
 
 /// The one line an unobserved exchange leaves, sent when it ends.
-pub struct Line {
+pub(crate) struct Line {
     sink: EventSink,
     conn: u64,
     host: String,
@@ -46,7 +46,7 @@ pub struct Line {
 
 impl Line {
     /// A line for an exchange with `host` (`name[:port]`).
-    pub fn new(sink: EventSink, conn: u64, host: &str, method: &str, path: &str) -> Self {
+    pub(crate) fn new(sink: EventSink, conn: u64, host: &str, method: &str, path: &str) -> Self {
         Self {
             sink,
             conn,
@@ -61,17 +61,17 @@ impl Line {
     }
 
     /// Counts bytes sent to the server.
-    pub fn up(&self, n: u64) {
+    pub(crate) fn up(&self, n: u64) {
         self.up.fetch_add(n, Ordering::Relaxed);
     }
 
     /// Counts bytes sent to the client.
-    pub fn down(&mut self, n: u64) {
+    pub(crate) fn down(&mut self, n: u64) {
         self.down += n;
     }
 
     /// Sends the line (once); `detail` says why it ended other than cleanly.
-    pub fn finish(&mut self, detail: Option<String>) {
+    pub(crate) fn finish(&mut self, detail: Option<String>) {
         if std::mem::replace(&mut self.sent, true) {
             return;
         }
@@ -95,7 +95,7 @@ impl Drop for Line {
 }
 
 /// A request body counted into a [`Line`].
-pub struct Counted<B> {
+pub(crate) struct Counted<B> {
     body: B,
     count: Arc<AtomicU64>,
 }
@@ -181,7 +181,7 @@ impl Body for Passed {
 
 /// Forwards a request that is not MCP to `target` (scheme and authority) and passes its
 /// response back as it comes; an upstream that cannot be reached is answered 502 in words.
-pub async fn pass(
+pub(crate) async fn pass(
     client: &PassClient,
     sink: &EventSink,
     conn: u64,
@@ -247,7 +247,7 @@ pub async fn pass(
 }
 
 /// A plain-text answer of the proxy's own.
-pub fn plain(status: StatusCode, text: String) -> Response<ProxyBody> {
+pub(crate) fn plain(status: StatusCode, text: String) -> Response<ProxyBody> {
     let mut response = Response::new(answer::full(text));
     *response.status_mut() = status;
     response.headers_mut().insert(

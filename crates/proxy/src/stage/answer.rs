@@ -11,7 +11,7 @@ use crate::shared::Shared;
 use mcpscope_engine::event::{Direction, EndHow, EventKind, Leg, StreamId};
 
 /// A whole body.
-pub fn full(bytes: impl Into<Bytes>) -> ProxyBody {
+pub(crate) fn full(bytes: impl Into<Bytes>) -> ProxyBody {
     Full::new(bytes.into())
         .map_err(|never| match never {})
         .boxed_unsync()
@@ -19,7 +19,7 @@ pub fn full(bytes: impl Into<Bytes>) -> ProxyBody {
 
 /// How a response the proxy made itself is recorded as ending.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Ending {
+pub(crate) struct Ending {
     /// How the exchange ended.
     pub how: EndHow,
     /// Which side it is put down to.
@@ -31,7 +31,7 @@ pub struct Ending {
 }
 
 /// Answers one request from the proxy itself, reporting the head and the end (a clean one).
-pub fn local(
+pub(crate) fn local(
     shared: &Shared,
     stream: StreamId,
     status: StatusCode,
@@ -49,7 +49,7 @@ pub fn local(
 
 /// Answers one request from the proxy itself, reporting the head and the given end (the
 /// exchange failed: the answer says why).
-pub fn local_ending(
+pub(crate) fn local_ending(
     shared: &Shared,
     stream: StreamId,
     status: StatusCode,
@@ -85,12 +85,12 @@ pub fn local_ending(
 }
 
 /// A JSON-RPC error response body.
-pub fn jsonrpc_error(id: Value, code: i64, message: &str) -> String {
+pub(crate) fn jsonrpc_error(id: Value, code: i64, message: &str) -> String {
     mcpscope_engine::wire::jsonrpc::error(&id, code, message).to_string()
 }
 
 /// The id of a single request body, for errors the proxy answers itself.
-pub fn request_id(body: Option<&Value>) -> Value {
+pub(crate) fn request_id(body: Option<&Value>) -> Value {
     body.and_then(|b| b.get("id"))
         .cloned()
         .unwrap_or(Value::Null)

@@ -89,7 +89,7 @@ struct Outgoing {
 /// Sends the request upstream and answers with the tapped response; an unreachable upstream is
 /// answered 502, one that does not connect or answer in time 504, with a JSON-RPC error carrying
 /// the request's id; so is (502) one whose response head does not parse.
-pub async fn forward(
+pub(crate) async fn forward(
     shared: &Arc<Shared>,
     link: ConnSlot,
     exchange: Exchange,

@@ -13,7 +13,7 @@ use mcpscope_engine::event::{Direction, EndHow, EventKind, Leg};
 
 /// Why a request is turned away.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Refusal {
+pub(crate) enum Refusal {
     /// More than one `Host` header (400).
     DuplicateHost,
     /// No `Host` on HTTP/1.1 (400).
@@ -27,7 +27,7 @@ pub enum Refusal {
 }
 
 /// Checks the `Host` and `Origin` guards, then the injected server-down window.
-pub fn check(shared: &Shared, req: &Request<Incoming>) -> Result<(), Refusal> {
+pub(crate) fn check(shared: &Shared, req: &Request<Incoming>) -> Result<(), Refusal> {
     let config = &shared.config;
     let mut hosts = req.headers().get_all(http::header::HOST).iter();
     let host = match (hosts.next(), hosts.next()) {
@@ -63,7 +63,7 @@ pub fn check(shared: &Shared, req: &Request<Incoming>) -> Result<(), Refusal> {
 }
 
 /// Whether `host` (`name[:port]`) is one of `allowed` (names, or `name:port` to pin a port).
-pub fn names_allowed_host(allowed: &[String], host: &str) -> bool {
+pub(crate) fn names_allowed_host(allowed: &[String], host: &str) -> bool {
     let host = host.trim().trim_end_matches('.');
     let name = split_port(host).0;
     allowed.iter().any(|a| {
@@ -73,7 +73,7 @@ pub fn names_allowed_host(allowed: &[String], host: &str) -> bool {
 }
 
 /// Whether `origin` is one of `allowed` (compared without case or a trailing slash).
-pub fn names_allowed_origin(allowed: &[String], origin: &str) -> bool {
+pub(crate) fn names_allowed_origin(allowed: &[String], origin: &str) -> bool {
     let origin = origin.trim().trim_end_matches('/');
     allowed
         .iter()
@@ -81,7 +81,7 @@ pub fn names_allowed_origin(allowed: &[String], origin: &str) -> bool {
 }
 
 /// Whether `origin` is `http(s)://` + `localhost`, `127.x.x.x` or `[::1]`, with an optional port.
-pub fn is_loopback_origin(origin: &str) -> bool {
+pub(crate) fn is_loopback_origin(origin: &str) -> bool {
     let lower = origin.trim().to_ascii_lowercase();
     let Some(rest) = lower
         .strip_prefix("http://")
@@ -120,7 +120,7 @@ fn split_port(host: &str) -> (&str, Option<&str>) {
 impl Refusal {
     /// Turns the request away: 400 for a bad `Host`, 403 for a foreign `Host` or `Origin` (with
     /// a JSON-RPC error saying why), a reset while the server is down.
-    pub fn answer(
+    pub(crate) fn answer(
         self,
         shared: &Shared,
         exchange: &Exchange,

@@ -13,7 +13,7 @@ use mcpscope_engine::fault::Release;
 use mcpscope_engine::wire::observe;
 
 /// Holds the request if the intercept matches it; returns it to go on, or the proxy's answer.
-pub async fn hold(
+pub(crate) async fn hold(
     shared: &Shared,
     exchange: &Exchange,
     mut request: ClientRequest,

@@ -4,13 +4,13 @@
 //! [`response`] plan says). [`answer`] holds the responses the proxy gives itself; [`pending`]
 //! ends an exchange dropped before any of them answered.
 
-pub mod answer;
-pub mod forward;
-pub mod guard;
-pub mod hold;
-pub mod pending;
-pub mod plan;
-pub mod read;
+pub(crate) mod answer;
+pub(crate) mod forward;
+pub(crate) mod guard;
+pub(crate) mod hold;
+pub(crate) mod pending;
+pub(crate) mod plan;
+pub(crate) mod read;
 pub(crate) mod response;
 
 use http::Request;
@@ -26,11 +26,11 @@ use mcpscope_engine::wire::oauth::Origin;
 /// carried in the request's extensions: the forward stage sends it there instead of to
 /// `--upstream`, and nothing is rewritten toward the proxy's own address.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ForwardTarget(pub http::Uri);
+pub(crate) struct ForwardTarget(pub http::Uri);
 
 /// One request–response exchange, as every stage sees it.
 #[derive(Debug)]
-pub struct Exchange {
+pub(crate) struct Exchange {
     /// Its id.
     pub stream: StreamId,
     /// The switch that resets the client connection (a no-op one on HTTP/2).
@@ -46,7 +46,12 @@ pub struct Exchange {
 
 impl Exchange {
     /// Numbers the exchange and reports it opened.
-    pub fn open(req: &Request<Incoming>, conn: u64, reset: ResetFlag, shared: &Shared) -> Self {
+    pub(crate) fn open(
+        req: &Request<Incoming>,
+        conn: u64,
+        reset: ResetFlag,
+        shared: &Shared,
+    ) -> Self {
         let stream = shared.ids.stream();
         // On HTTP/2 a dead stream is reset on its own (RST_STREAM, from the body's error);
         // resetting the TCP connection would kill its sibling streams too.

@@ -8,7 +8,7 @@ use crate::shared::Shared;
 use mcpscope_engine::event::{Direction, EndHow, EventKind, Leg, StreamId};
 
 /// Records a `cancelled` end (client leg) for an exchange dropped before its response.
-pub struct Pending {
+pub(crate) struct Pending {
     shared: Arc<Shared>,
     stream: StreamId,
     armed: bool,
@@ -16,7 +16,7 @@ pub struct Pending {
 
 impl Pending {
     /// Guards the exchange `stream` until [`Pending::answered`].
-    pub fn new(shared: Arc<Shared>, stream: StreamId) -> Self {
+    pub(crate) fn new(shared: Arc<Shared>, stream: StreamId) -> Self {
         Self {
             shared,
             stream,
@@ -25,7 +25,7 @@ impl Pending {
     }
 
     /// A response was handed to hyper: its body (or the stage that made it) records the end.
-    pub fn answered(mut self) {
+    pub(crate) fn answered(mut self) {
         self.armed = false;
     }
 }

@@ -10,7 +10,7 @@ use mcpscope_engine::event::EventKind;
 use mcpscope_engine::fault::{Fault, Plan, RequestInfo, Trigger};
 
 /// What becomes of a request.
-pub enum Decision {
+pub(crate) enum Decision {
     /// It goes upstream, with the fault planned for its response (if any).
     Forward(Option<Plan>),
     /// The proxy answered it (a status fault).
@@ -18,7 +18,11 @@ pub enum Decision {
 }
 
 /// Asks the rule engine; carries out a status fault (after its delay).
-pub async fn decide(shared: &Shared, exchange: &Exchange, request: &ClientRequest) -> Decision {
+pub(crate) async fn decide(
+    shared: &Shared,
+    exchange: &Exchange,
+    request: &ClientRequest,
+) -> Decision {
     let stream = exchange.stream;
     let plan = shared.faults.planner(&shared.sink).and_then(|p| {
         p.plan(&RequestInfo {

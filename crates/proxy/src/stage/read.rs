@@ -28,7 +28,7 @@ const DRAIN_TIME: Duration = Duration::from_secs(1);
 
 /// A request read whole.
 #[derive(Debug)]
-pub struct ClientRequest {
+pub(crate) struct ClientRequest {
     /// Its head.
     pub parts: Parts,
     /// Its body.
@@ -41,7 +41,7 @@ pub struct ClientRequest {
 }
 
 /// Why a request was not read whole.
-pub enum Unread {
+pub(crate) enum Unread {
     /// The proxy answered it (413 too large, 400 broken framing, 408 too slow).
     Answered(Response<ProxyBody>),
     /// The client went away mid-body (both ends are recorded).
@@ -58,7 +58,7 @@ enum BodyRead {
 }
 
 /// Reads the body and reports its message (or why it is not one).
-pub async fn read(
+pub(crate) async fn read(
     req: Request<Incoming>,
     shared: &Shared,
     stream: StreamId,

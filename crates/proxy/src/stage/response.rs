@@ -52,7 +52,7 @@ impl ResponsePlan {
     /// Decides the plan and edits the head to match it: hop-by-hop headers go (a closing
     /// upstream is mirrored with `Connection: close`), OAuth challenges name the proxy, and a
     /// metadata document to rewrite loses its `Content-Length`.
-    pub fn decide(
+    pub(super) fn decide(
         shared: &Shared,
         exchange: &Exchange,
         facts: &mut RequestFacts,
