@@ -6,15 +6,15 @@
 
 pub mod check;
 pub mod check_files;
-pub mod describe;
+pub(crate) mod describe;
 pub mod diff;
-pub mod har;
+pub(crate) mod har;
 pub mod junit;
-pub mod latency;
+pub(crate) mod latency;
 pub mod markdown;
-pub mod mermaid;
+pub(crate) mod mermaid;
 pub mod otlp;
-pub mod sarif;
+pub(crate) mod sarif;
 
 use std::io::Write;
 use std::path::Path;

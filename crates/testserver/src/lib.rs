@@ -11,15 +11,15 @@
 //! Also the one MCP test client ([`client`]) and the demo's scripted steps on it ([`democlient`]),
 //! which `demo` and `matrix` drive.
 
-pub mod backchannel;
-pub mod catalog;
+pub(crate) mod backchannel;
+pub(crate) mod catalog;
 pub mod client;
 pub mod democlient;
-pub mod guard;
-pub mod modern;
-pub mod stream;
-pub mod tasks;
-pub mod tools;
+pub(crate) mod guard;
+pub(crate) mod modern;
+pub(crate) mod stream;
+pub(crate) mod tasks;
+pub(crate) mod tools;
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::convert::Infallible;

@@ -5,16 +5,16 @@
 //! view, and the [`live`] model a live view shows (with its pause); and [`recall`] of the model
 //! at a past moment.
 
-pub mod checkpoint;
-pub mod cursor;
-pub mod filecursor;
+pub(crate) mod checkpoint;
+pub(crate) mod cursor;
+pub(crate) mod filecursor;
 pub mod indexer;
 pub mod live;
 pub mod liveindex;
 pub mod player;
 pub mod recall;
 pub mod savedindex;
-pub mod timeline;
+pub(crate) mod timeline;
 
 pub use checkpoint::Checkpoint;
 pub use cursor::{ReplayCursor, Speed};
