@@ -73,7 +73,12 @@ fn bodies(folded: &Folded) -> HashMap<StreamId, Bodies> {
 }
 
 /// One SSE event as it travelled: its fields, one `data:` line per line, a blank line.
-pub fn sse_text(id: Option<&str>, event: Option<&str>, retry: Option<u64>, data: &str) -> String {
+pub(crate) fn sse_text(
+    id: Option<&str>,
+    event: Option<&str>,
+    retry: Option<u64>,
+    data: &str,
+) -> String {
     let mut text = String::new();
     if let Some(id) = id {
         text.push_str(&format!("id: {id}\n"));
@@ -92,7 +97,7 @@ pub fn sse_text(id: Option<&str>, event: Option<&str>, retry: Option<u64>, data:
 }
 
 /// The HAR document of a recording.
-pub fn build(folded: &Folded) -> Value {
+pub(crate) fn build(folded: &Folded) -> Value {
     let model = &folded.model;
     let mut bodies = bodies(folded);
     let base = base_url(model);

@@ -14,11 +14,11 @@ use crate::otlp::reactions;
 use crate::{Error, Folded, describe};
 
 /// How many calls a diagram of every call shows before it stops with a note.
-pub const MAX_CALLS: usize = 40;
+pub(crate) const MAX_CALLS: usize = 40;
 
 /// Makes text safe in a message or note: Mermaid's entity codes for the characters that end a
 /// statement (`;`), start an entity (`#`) or read as markup (`<`, `>`), line breaks flattened.
-pub fn escape(text: &str) -> String {
+pub(crate) fn escape(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         match c {
@@ -41,12 +41,12 @@ fn stream_name(stream: &Stream) -> String {
 
 /// The diagram of call number `call` (as the calls table numbers them), or of every call,
 /// capped at [`MAX_CALLS`] with a note.
-pub fn build(folded: &Folded, call: Option<usize>) -> Result<String, Error> {
+pub(crate) fn build(folded: &Folded, call: Option<usize>) -> Result<String, Error> {
     build_model(&folded.model, call)
 }
 
 /// [`build`] over a model already folded (the live view's).
-pub fn build_model(model: &Model, call: Option<usize>) -> Result<String, Error> {
+pub(crate) fn build_model(model: &Model, call: Option<usize>) -> Result<String, Error> {
     let mut lines = vec![
         "sequenceDiagram".to_string(),
         "    participant Client".to_string(),

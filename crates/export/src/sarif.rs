@@ -9,13 +9,13 @@ use crate::check::{FileCheck, Rule};
 use crate::{VERSION, describe};
 
 /// The SARIF version written.
-pub const SARIF_VERSION: &str = "2.1.0";
+pub(crate) const SARIF_VERSION: &str = "2.1.0";
 /// The schema URI written into `$schema`.
-pub const SARIF_SCHEMA: &str = "https://json.schemastore.org/sarif-2.1.0.json";
+pub(crate) const SARIF_SCHEMA: &str = "https://json.schemastore.org/sarif-2.1.0.json";
 
 /// A file name as a relative URI reference: `/` separators, anything but unreserved
 /// characters and `/` percent-encoded.
-pub fn uri(path: &str) -> String {
+pub(crate) fn uri(path: &str) -> String {
     let mut out = String::new();
     for byte in path.replace('\\', "/").bytes() {
         if byte.is_ascii_alphanumeric() || b"-._~/".contains(&byte) {
@@ -33,7 +33,7 @@ fn line_of(seq: u64) -> u64 {
 }
 
 /// The SARIF log of these checks.
-pub fn build(checks: &[FileCheck]) -> Value {
+pub(crate) fn build(checks: &[FileCheck]) -> Value {
     let rules: Vec<Value> = Rule::ALL
         .iter()
         .map(|rule| {

@@ -12,11 +12,11 @@ use tokio::sync::oneshot;
 use super::stream::StreamLog;
 
 /// How long a tool waits for the client's answer.
-pub const ANSWER_WAIT: Duration = Duration::from_secs(30);
+pub(crate) const ANSWER_WAIT: Duration = Duration::from_secs(30);
 
 /// Requests sent to clients and not yet answered, by JSON-RPC id.
 #[derive(Debug, Default)]
-pub struct BackChannel {
+pub(crate) struct BackChannel {
     next: AtomicU64,
     waiting: Mutex<HashMap<String, oneshot::Sender<Value>>>,
 }
@@ -28,7 +28,12 @@ impl BackChannel {
 
     /// Sends `method` with `params` on `log` and waits for the answer: `Ok(result)`, or `Err`
     /// with what went wrong (an error answer, or none within [`ANSWER_WAIT`]).
-    pub async fn ask(&self, log: &StreamLog, method: &str, params: Value) -> Result<Value, String> {
+    pub(crate) async fn ask(
+        &self,
+        log: &StreamLog,
+        method: &str,
+        params: Value,
+    ) -> Result<Value, String> {
         let id = format!("mcpscope-{}", self.next.fetch_add(1, Ordering::SeqCst) + 1);
         let (tx, rx) = oneshot::channel();
         self.waiting().insert(id.clone(), tx);
@@ -49,7 +54,7 @@ impl BackChannel {
     }
 
     /// Hands a client's response to the tool waiting for it; false when nobody waits for its id.
-    pub fn answer(&self, msg: &Value) -> bool {
+    pub(crate) fn answer(&self, msg: &Value) -> bool {
         let Some(id) = msg.get("id").and_then(Value::as_str) else {
             return false;
         };

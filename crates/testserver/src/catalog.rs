@@ -5,11 +5,11 @@
 use serde_json::{Value, json};
 
 /// A 1×1 red PNG.
-pub const PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==";
+pub(crate) const PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==";
 /// A minimal WAV file.
-pub const WAV: &str = "UklGRiYAAABXQVZFZm10IBAAAAABAAEAQB8AAAB9AAACABAAZGF0YQIAAAA=";
+pub(crate) const WAV: &str = "UklGRiYAAABXQVZFZm10IBAAAAABAAEAQB8AAAB9AAACABAAZGF0YQIAAAA=";
 /// The resource `poke` announces as updated (its text is the counter).
-pub const COUNTER_URI: &str = "mcpscope://counter";
+pub(crate) const COUNTER_URI: &str = "mcpscope://counter";
 
 fn tool(name: &str, description: &str, schema: Value) -> Value {
     json!({"name": name, "description": description, "inputSchema": schema})
@@ -24,7 +24,7 @@ fn string_arg(name: &str, description: &str) -> Value {
 }
 
 /// The conformance tools, for `tools/list`.
-pub fn tools() -> Vec<Value> {
+pub(crate) fn tools() -> Vec<Value> {
     vec![
         tool("test_simple_text", "Returns one text block.", no_args()),
         tool(
@@ -111,7 +111,7 @@ fn content(blocks: Vec<Value>) -> Value {
 
 /// The result of a conformance tool that needs nothing from the client or the stream, if `name`
 /// is one.
-pub fn plain_tool(name: &str, args: &Value) -> Option<Value> {
+pub(crate) fn plain_tool(name: &str, args: &Value) -> Option<Value> {
     let image = json!({"type": "image", "data": PNG, "mimeType": "image/png"});
     Some(match name {
         "test_simple_text" => content(vec![text("This is a simple text response for testing.")]),
@@ -139,7 +139,10 @@ pub fn plain_tool(name: &str, args: &Value) -> Option<Value> {
 }
 
 /// What a conformance tool asks the client for: `(key, method, params)`, if it asks.
-pub fn client_request(name: &str, args: &Value) -> Option<(&'static str, &'static str, Value)> {
+pub(crate) fn client_request(
+    name: &str,
+    args: &Value,
+) -> Option<(&'static str, &'static str, Value)> {
     let arg = |k: &str| {
         args.get(k)
             .and_then(Value::as_str)
@@ -192,7 +195,7 @@ pub fn client_request(name: &str, args: &Value) -> Option<(&'static str, &'stati
 }
 
 /// The tool result made of the client's answer to [`client_request`].
-pub fn answered(name: &str, answer: &Value) -> Value {
+pub(crate) fn answered(name: &str, answer: &Value) -> Value {
     let line = match name {
         "test_sampling" => {
             let said = answer
@@ -217,7 +220,7 @@ pub fn answered(name: &str, answer: &Value) -> Value {
 }
 
 /// The capability a client must declare for `method`.
-pub fn capability_for(method: &str) -> &'static str {
+pub(crate) fn capability_for(method: &str) -> &'static str {
     match method {
         "sampling/createMessage" => "sampling",
         "roots/list" => "roots",
@@ -228,7 +231,7 @@ pub fn capability_for(method: &str) -> &'static str {
 // ---------------------------------------------------------------- resources
 
 /// `resources/list`.
-pub fn resources() -> Value {
+pub(crate) fn resources() -> Value {
     json!([
         {"uri": "test://static-text", "name": "static-text", "title": "Static Text Resource",
          "description": "A static text resource for testing", "mimeType": "text/plain"},
@@ -242,13 +245,13 @@ pub fn resources() -> Value {
 }
 
 /// `resources/templates/list`.
-pub fn resource_templates() -> Value {
+pub(crate) fn resource_templates() -> Value {
     json!([{"uriTemplate": "test://template/{id}/data", "name": "template", "title": "Resource Template",
         "description": "A resource template with parameter substitution", "mimeType": "application/json"}])
 }
 
 /// The contents of `uri` (`counter` is the current counter), or `None` for an unknown URI.
-pub fn read_resource(uri: &str, counter: i64) -> Option<Value> {
+pub(crate) fn read_resource(uri: &str, counter: i64) -> Option<Value> {
     let one = |mime: &str, body: Value| {
         let mut c = json!({"uri": uri, "mimeType": mime});
         if let (Some(obj), Some(extra)) = (c.as_object_mut(), body.as_object()) {
@@ -281,7 +284,7 @@ pub fn read_resource(uri: &str, counter: i64) -> Option<Value> {
 // ---------------------------------------------------------------- prompts
 
 /// `prompts/list`.
-pub fn prompts() -> Value {
+pub(crate) fn prompts() -> Value {
     json!([
         {"name": "test_simple_prompt", "title": "Simple Test Prompt", "description": "A simple prompt without arguments"},
         {"name": "test_prompt_with_arguments", "title": "Prompt With Arguments", "description": "A prompt with required arguments",
@@ -295,7 +298,7 @@ pub fn prompts() -> Value {
 }
 
 /// `prompts/get` of `name` with `args`, or `None` for an unknown prompt.
-pub fn get_prompt(name: &str, args: &Value) -> Option<Value> {
+pub(crate) fn get_prompt(name: &str, args: &Value) -> Option<Value> {
     let arg = |k: &str| {
         args.get(k)
             .and_then(Value::as_str)

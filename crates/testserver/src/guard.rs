@@ -10,7 +10,7 @@ use std::net::IpAddr;
 use http::{HeaderMap, header};
 
 /// Why a request was refused, for the 403 body.
-pub fn refusal(headers: &HeaderMap) -> Option<String> {
+pub(crate) fn refusal(headers: &HeaderMap) -> Option<String> {
     if let Some(host) = headers.get(header::HOST) {
         let host = host.to_str().unwrap_or("");
         if !is_local_authority(host) {

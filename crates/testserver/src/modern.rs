@@ -10,19 +10,19 @@ use super::stream::StreamLog;
 use super::tools;
 
 /// `_meta` key of the revision a request speaks.
-pub const META_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
+pub(crate) const META_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
 /// `_meta` key of the client's capabilities.
-pub const META_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
+pub(crate) const META_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
 /// `_meta` key by which a request opts in to log messages, at or above a level.
-pub const META_LOG_LEVEL: &str = "io.modelcontextprotocol/logLevel";
+pub(crate) const META_LOG_LEVEL: &str = "io.modelcontextprotocol/logLevel";
 /// `_meta` key naming the listen request a stream frame belongs to.
-pub const META_SUBSCRIPTION: &str = "io.modelcontextprotocol/subscriptionId";
+pub(crate) const META_SUBSCRIPTION: &str = "io.modelcontextprotocol/subscriptionId";
 /// JSON-RPC error: the HTTP headers disagree with the body.
-pub const HEADER_MISMATCH: i64 = -32020;
+pub(crate) const HEADER_MISMATCH: i64 = -32020;
 /// JSON-RPC error: the revision asked for is not spoken.
-pub const UNSUPPORTED_VERSION: i64 = -32022;
+pub(crate) const UNSUPPORTED_VERSION: i64 = -32022;
 /// The revisions served without a session.
-pub const MODERN_VERSIONS: [&str; 1] = ["2026-07-28"];
+pub(crate) const MODERN_VERSIONS: [&str; 1] = ["2026-07-28"];
 
 /// Methods a 2026-07-28 client may call here.
 const METHODS: [&str; 14] = [
@@ -52,10 +52,10 @@ const CACHEABLE: [&str; 6] = [
     "resources/read",
 ];
 
-pub use mcpscope_engine::wire::mirror::name_field;
+pub(crate) use mcpscope_engine::wire::mirror::name_field;
 
 /// A refused request: the HTTP status and the JSON-RPC error body.
-pub type Refusal = (StatusCode, Value);
+pub(crate) type Refusal = (StatusCode, Value);
 
 fn refuse(status: StatusCode, id: &Value, code: i64, message: &str) -> Refusal {
     (status, tools::error(id, code, message))
@@ -73,7 +73,7 @@ fn header<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
 /// Checks a 2026-07-28 request (an object with `id` and `method`): the `_meta` envelope, the
 /// `MCP-Protocol-Version`/`Mcp-Method`/`Mcp-Name` headers against the body, the revision, the
 /// method. `Err` is the answer to send instead of dispatching it.
-pub fn validate(headers: &HeaderMap, msg: &Value) -> Result<(), Box<Refusal>> {
+pub(crate) fn validate(headers: &HeaderMap, msg: &Value) -> Result<(), Box<Refusal>> {
     let id = msg.get("id").cloned().unwrap_or(Value::Null);
     let method = msg.get("method").and_then(Value::as_str).unwrap_or("");
     let params = msg.get("params");
@@ -154,7 +154,7 @@ pub fn validate(headers: &HeaderMap, msg: &Value) -> Result<(), Box<Refusal>> {
 }
 
 /// The revision a POST without a session asks for in its body, if it carries the envelope.
-pub fn body_version(msg: &Value) -> Option<&str> {
+pub(crate) fn body_version(msg: &Value) -> Option<&str> {
     msg.pointer("/params/_meta")
         .and_then(|m| m.get(META_VERSION))
         .and_then(Value::as_str)
@@ -162,7 +162,7 @@ pub fn body_version(msg: &Value) -> Option<&str> {
 
 /// Adds what 2026-07-28 requires of the result of `method`: `resultType`, and for cacheable
 /// results `ttlMs` (0: stale at once, the counter changes) and `cacheScope`.
-pub fn decorate(method: &str, response: &mut Value) {
+pub(crate) fn decorate(method: &str, response: &mut Value) {
     let Some(result) = response.get_mut("result").and_then(Value::as_object_mut) else {
         return;
     };
@@ -188,11 +188,11 @@ struct Listener {
 
 /// The open listen streams.
 #[derive(Debug, Default)]
-pub struct Listeners(Mutex<Vec<Listener>>);
+pub(crate) struct Listeners(Mutex<Vec<Listener>>);
 
 /// A change a listen stream may have asked to hear of.
 #[derive(Debug, Clone)]
-pub enum Change {
+pub(crate) enum Change {
     /// A resource's contents changed.
     ResourceUpdated(String),
 }
@@ -204,7 +204,7 @@ impl Listeners {
 
     /// Opens a listen stream on `log` for request `id` with its filter: the acknowledgement is
     /// its first frame; the stream stays open until the client leaves or the server stops.
-    pub fn open(&self, id: &Value, params: &Value, log: Arc<StreamLog>) {
+    pub(crate) fn open(&self, id: &Value, params: &Value, log: Arc<StreamLog>) {
         let asked = params.get("notifications").cloned().unwrap_or(json!({}));
         let mut honored = serde_json::Map::new();
         for flag in [
@@ -239,7 +239,7 @@ impl Listeners {
     }
 
     /// Tells every listen stream that asked for it of `change`.
-    pub fn publish(&self, change: &Change) {
+    pub(crate) fn publish(&self, change: &Change) {
         let mut all = self.lock();
         all.retain(|l| l.log.has_readers() && !l.log.is_finished());
         for l in all.iter() {
@@ -260,7 +260,7 @@ impl Listeners {
     }
 
     /// Ends every listen stream (server shutdown).
-    pub fn end_all(&self) {
+    pub(crate) fn end_all(&self) {
         for l in self.lock().drain(..) {
             l.log.finish();
         }

@@ -17,14 +17,14 @@ use tokio::sync::watch;
 use mcpscope_engine::wire::sse::encode;
 
 /// Events kept per stream for replay.
-pub const MAX_EVENTS: usize = 512;
+pub(crate) const MAX_EVENTS: usize = 512;
 
 /// The response body type of the test server.
-pub type Body = UnsyncBoxBody<Bytes, Infallible>;
+pub(crate) type Body = UnsyncBoxBody<Bytes, Infallible>;
 
 /// One server-side SSE stream.
 #[derive(Debug)]
-pub struct StreamLog {
+pub(crate) struct StreamLog {
     /// Stream name, the prefix of its event ids (no `-` in it).
     pub name: String,
     /// Whether events carry `id:` fields.
@@ -47,7 +47,7 @@ struct Inner {
 
 impl StreamLog {
     /// A new, empty stream.
-    pub fn new(name: String, ids: bool) -> Arc<Self> {
+    pub(crate) fn new(name: String, ids: bool) -> Arc<Self> {
         let (tx, _) = watch::channel(0);
         Arc::new(Self {
             name,
@@ -81,14 +81,14 @@ impl StreamLog {
     }
 
     /// Appends a JSON-RPC message as an event.
-    pub fn push_message(&self, msg: &serde_json::Value) {
+    pub(crate) fn push_message(&self, msg: &serde_json::Value) {
         let data = msg.to_string();
         self.push_raw(|id| encode(id.as_deref(), Some("message"), None, &data));
     }
 
     /// Appends a priming event (an id and empty data), with `retry:` if given.
     /// Does nothing when the stream has no ids.
-    pub fn push_priming(&self, retry_ms: Option<u64>) {
+    pub(crate) fn push_priming(&self, retry_ms: Option<u64>) {
         if !self.ids {
             return;
         }
@@ -96,14 +96,14 @@ impl StreamLog {
     }
 
     /// Marks the stream finished: readers end once they have read everything.
-    pub fn finish(&self) {
+    pub(crate) fn finish(&self) {
         self.lock().finished = true;
         self.tx.send_modify(|n| *n += 1);
     }
 
     /// Ends the HTTP responses now reading this stream without finishing it: what is pushed
     /// afterwards waits for a resumption (the 2025-11-25 polling pattern).
-    pub fn disconnect(&self) {
+    pub(crate) fn disconnect(&self) {
         {
             let mut inner = self.lock();
             inner.epoch += 1;
@@ -113,17 +113,17 @@ impl StreamLog {
     }
 
     /// Whether some HTTP response is reading this stream.
-    pub fn has_readers(&self) -> bool {
+    pub(crate) fn has_readers(&self) -> bool {
         self.tx.receiver_count() > 0
     }
 
     /// Whether the stream is finished.
-    pub fn is_finished(&self) -> bool {
+    pub(crate) fn is_finished(&self) -> bool {
         self.lock().finished
     }
 
     /// The sequence number following event id `id` of this stream, if it names one of its events.
-    pub fn resume_point(&self, seq: u64) -> Option<u64> {
+    pub(crate) fn resume_point(&self, seq: u64) -> Option<u64> {
         let inner = self.lock();
         let next = inner.base + inner.events.len() as u64;
         (seq < next).then_some(seq + 1)
@@ -152,7 +152,7 @@ impl StreamLog {
 
     /// A response body reading this stream from sequence number `from`, with a keep-alive
     /// comment whenever nothing was sent for `keepalive`.
-    pub fn body(self: &Arc<Self>, from: u64, keepalive: Duration) -> Body {
+    pub(crate) fn body(self: &Arc<Self>, from: u64, keepalive: Duration) -> Body {
         let state = Reader {
             log: Arc::clone(self),
             epoch: self.lock().epoch,
@@ -199,7 +199,7 @@ struct Reader {
 }
 
 /// Splits an event id `<stream>-<n>` into its parts.
-pub fn parse_event_id(id: &str) -> Option<(&str, u64)> {
+pub(crate) fn parse_event_id(id: &str) -> Option<(&str, u64)> {
     let (name, n) = id.trim().rsplit_once('-')?;
     Some((name, n.parse().ok()?))
 }

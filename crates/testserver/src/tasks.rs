@@ -18,10 +18,10 @@ use super::Shared;
 use super::tools::{INVALID_PARAMS, error, result};
 
 /// The task-capable tool.
-pub const TASK_TOOL: &str = "slow_task";
+pub(crate) const TASK_TOOL: &str = "slow_task";
 
 /// How long `slow_task` works by default, ms.
-pub const DEFAULT_WORK_MS: u64 = 1_500;
+pub(crate) const DEFAULT_WORK_MS: u64 = 1_500;
 
 /// The longest `slow_task` works, ms.
 const MAX_WORK_MS: u64 = 60_000;
@@ -30,19 +30,19 @@ const MAX_WORK_MS: u64 = 60_000;
 const DEFAULT_TTL_MS: u64 = 60_000;
 
 /// The longest ttl granted, ms.
-pub const MAX_TTL_MS: u64 = 600_000;
+pub(crate) const MAX_TTL_MS: u64 = 600_000;
 
 /// The poll interval suggested, ms.
 const POLL_MS: u64 = 100;
 
 /// Tasks kept at most.
-pub const MAX_TASKS: usize = 256;
+pub(crate) const MAX_TASKS: usize = 256;
 
 /// The first revision with tasks.
-pub const FIRST_TASKS_REVISION: &str = "2025-11-25";
+pub(crate) const FIRST_TASKS_REVISION: &str = "2025-11-25";
 
 /// The `_meta` key that ties a `tasks/result` answer to its task.
-pub const RELATED_TASK: &str = "io.modelcontextprotocol/related-task";
+pub(crate) const RELATED_TASK: &str = "io.modelcontextprotocol/related-task";
 
 /// Whether `version` has tasks (2025-11-25 and later).
 pub(crate) fn speaks_tasks(version: &str) -> bool {

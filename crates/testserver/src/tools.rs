@@ -28,30 +28,30 @@ impl Emit {
 }
 
 /// Server name reported in `serverInfo`.
-pub const SERVER_NAME: &str = "mcpscope-testserver";
+pub(crate) const SERVER_NAME: &str = "mcpscope-testserver";
 
 /// JSON-RPC error codes.
-pub const PARSE_ERROR: i64 = -32700;
+pub(crate) const PARSE_ERROR: i64 = -32700;
 /// Invalid request.
-pub const INVALID_REQUEST: i64 = -32600;
+pub(crate) const INVALID_REQUEST: i64 = -32600;
 /// Method not found.
-pub const METHOD_NOT_FOUND: i64 = -32601;
+pub(crate) const METHOD_NOT_FOUND: i64 = -32601;
 /// Invalid params.
-pub const INVALID_PARAMS: i64 = -32602;
+pub(crate) const INVALID_PARAMS: i64 = -32602;
 /// Resource not found.
-pub const RESOURCE_NOT_FOUND: i64 = -32002;
+pub(crate) const RESOURCE_NOT_FOUND: i64 = -32002;
 
 /// The `instructions` of the test server.
-pub const INSTRUCTIONS: &str = "mcpscope test server: echo, slow, peek, poke (changes state), fail, \
+pub(crate) const INSTRUCTIONS: &str = "mcpscope test server: echo, slow, peek, poke (changes state), fail, \
 slow_task (a task from 2025-11-25), and the conformance suite's test_* tools, prompts and resources.";
 
 /// A successful response.
-pub fn result(id: &Value, result: Value) -> Value {
+pub(crate) fn result(id: &Value, result: Value) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "result": result})
 }
 
 /// An error response.
-pub fn error(id: &Value, code: i64, message: &str) -> Value {
+pub(crate) fn error(id: &Value, code: i64, message: &str) -> Value {
     mcpscope_engine::wire::jsonrpc::error(id, code, message)
 }
 
@@ -121,7 +121,7 @@ impl Ctx<'_> {
 }
 
 /// The tool list, with annotations.
-pub fn tool_list() -> Value {
+pub(crate) fn tool_list() -> Value {
     let empty = json!({"type": "object", "properties": {}});
     json!([
         {
@@ -162,11 +162,11 @@ pub fn tool_list() -> Value {
 /// When set (to anything), `tools/list` describes `echo` as a later version of the server
 /// would: a required `count` in its `inputSchema` and no `readOnlyHint` (its annotations then
 /// read as the spec's defaults) — two recordings, one with it, show what `mcpscope diff` finds.
-pub const DRIFT_ENV: &str = "MCPSCOPE_TESTSERVER_DRIFT";
+pub(crate) const DRIFT_ENV: &str = "MCPSCOPE_TESTSERVER_DRIFT";
 
 /// `measure`: returns its `value` argument as `structuredContent` `{"value": …}`, which its
 /// `outputSchema` says is a number, so a string value makes a result that breaks its own schema.
-pub fn measure_tool() -> Value {
+pub(crate) fn measure_tool() -> Value {
     json!({
         "name": "measure",
         "description": "Returns its value as structuredContent; the outputSchema says a number.",
@@ -177,7 +177,7 @@ pub fn measure_tool() -> Value {
 }
 
 /// Every tool: the mcpscope ones and the conformance suite's.
-pub fn all_tools() -> Value {
+pub(crate) fn all_tools() -> Value {
     let mut all = match tool_list() {
         Value::Array(v) => v,
         _ => Vec::new(),

@@ -7,7 +7,7 @@ use mcpscope_engine::event::{Direction, Event, EventKind};
 use mcpscope_engine::model::{Model, Retention};
 
 /// The least distance between checkpoints, in events.
-pub const CHECKPOINT_EVERY: usize = 10_000;
+pub(crate) const CHECKPOINT_EVERY: usize = 10_000;
 /// At most about this many checkpoints are kept: a checkpoint is a deep clone of the model, which
 /// costs about as much as folding a third of the events before it, so on huge recordings the
 /// spacing grows instead (memory and first-pass time stay bounded; a seek costs one clone plus
