@@ -9,12 +9,10 @@ use ratatui::layout::Rect;
 
 use super::Info;
 use super::filter::Filter;
+use super::pane::calls::RowsKey;
+use super::pane::{CallsPane, DetailPane, TreePane, WaterfallPane};
 use super::rows;
 use super::theme::{BUILTIN, Theme};
-use super::view::calls::{CallsPane, RowsKey};
-use super::view::detail::DetailPane;
-use super::view::tree::TreePane;
-use super::view::waterfall::WaterfallPane;
 pub(crate) use crate::node::Node;
 use mcpscope_engine::event::StreamId;
 use mcpscope_engine::fault::{FaultChoice, FaultControl, RuleId};

@@ -16,6 +16,7 @@ pub(crate) mod grouping;
 pub(crate) mod keys;
 pub(crate) mod layout;
 pub(crate) mod node;
+pub(crate) mod pane;
 pub(crate) mod rows;
 pub mod run;
 pub(crate) mod save;

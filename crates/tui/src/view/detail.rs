@@ -16,31 +16,11 @@ use crate::theme::Theme;
 use mcpscope_engine::event::Header;
 use mcpscope_engine::model::{Call, Model, Stream, SubscriptionState, Verdict, listen};
 
-/// The detail pane's own state: its scroll, and what the layout pass built for the selection.
-#[derive(Debug, Default)]
-pub struct DetailPane {
-    /// Lines scrolled past.
-    pub scroll: u16,
-    /// The title and lines the last layout pass built.
-    shown: Option<(&'static str, Vec<Line<'static>>)>,
-}
-
-impl DetailPane {
-    /// The lines the last layout pass built (none before one ran with the pane on screen).
-    pub fn lines(&self) -> &[Line<'static>] {
-        self.shown
-            .as_ref()
-            .map_or(&[], |(_, lines)| lines.as_slice())
-    }
-}
-
 /// The layout pass: builds the pane's lines for the selection once for the frame, and keeps the
 /// scroll within them.
 pub(crate) fn settle(app: &mut App, model: &Model, now: DateTime<Utc>) {
-    let shown = content(app, model, now);
-    let max = shown.1.len().saturating_sub(1).min(usize::from(u16::MAX)) as u16;
-    app.detail.scroll = app.detail.scroll.min(max);
-    app.detail.shown = Some(shown);
+    let (title, lines) = content(app, model, now);
+    app.detail.show(title, lines);
 }
 
 /// Draws the detail pane into `area`, scrolled by `app.detail.scroll`: the lines the layout
@@ -48,7 +28,7 @@ pub(crate) fn settle(app: &mut App, model: &Model, now: DateTime<Utc>) {
 pub(crate) fn render(frame: &mut Frame, app: &App, model: &Model, now: DateTime<Utc>, area: Rect) {
     let theme = &app.theme;
     let built;
-    let (title, lines): (&str, Vec<Line>) = match &app.detail.shown {
+    let (title, lines): (&str, Vec<Line>) = match app.detail.shown() {
         Some((title, lines)) => (title, lines.iter().map(borrowed).collect()),
         None => {
             built = content(app, model, now);

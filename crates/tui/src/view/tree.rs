@@ -1,8 +1,6 @@
 //! (Servers →) sessions → streams → messages, with tui-tree-widget. Children are built only for open nodes,
 //! and a session with many streams shows a window of them around the selection.
 
-use std::cell::RefCell;
-
 use ratatui::Frame;
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
@@ -12,50 +10,13 @@ use tui_tree_widget::{Tree, TreeItem, TreeState};
 
 use super::fmt::clock;
 use crate::app::{App, Node, Pane};
-use crate::grouping::{self, Grouping};
+use crate::grouping;
 use crate::theme::Theme;
 use mcpscope_engine::event::Direction;
 use mcpscope_engine::model::{Fate, Model, Stream};
 
 /// Streams shown at once under one session.
 const WINDOW: usize = 300;
-
-/// The tree's own state: tui-tree-widget's (open nodes, selection, scroll, the rows on screen)
-/// and the server level. The widget settles its scroll and records its rows as it draws, so
-/// its state sits in a cell that drawing, which otherwise only reads the app, may update.
-#[derive(Debug, Default)]
-pub struct TreePane {
-    state: RefCell<TreeState<Node>>,
-    /// The server level: whether it groups, and the servers already opened once.
-    pub grouping: Grouping,
-}
-
-impl TreePane {
-    /// The widget's state, to move the selection or open nodes.
-    pub fn state_mut(&mut self) -> &mut TreeState<Node> {
-        self.state.get_mut()
-    }
-
-    /// The selected node's path (empty when nothing is selected).
-    pub fn selected(&self) -> Vec<Node> {
-        self.state
-            .try_borrow()
-            .map(|s| s.selected().to_vec())
-            .unwrap_or_default()
-    }
-
-    /// Whether the node at `path` is open.
-    pub fn is_open(&self, path: &[Node]) -> bool {
-        self.state
-            .try_borrow()
-            .is_ok_and(|s| s.opened().contains(path))
-    }
-
-    /// Brings the open and selected paths in line with the model's server level.
-    pub(crate) fn sync(&mut self, model: &Model) {
-        self.grouping.settle(model, self.state.get_mut());
-    }
-}
 
 /// Draws the tree into `area` from its own state, which the widget scrolls to keep the selection
 /// in view and which then knows the rows on screen (for the arrow keys and clicks).

@@ -15,13 +15,6 @@ use mcpscope_engine::model::{Model, Operation, StepKind, Stream, Verdict};
 
 const LABEL: usize = 16;
 
-/// The waterfall's own state.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct WaterfallPane {
-    /// The highlighted stream (position in [`Model::streams`]); the window scrolls with it.
-    pub stream: usize,
-}
-
 /// Draws the waterfall into `area`.
 pub(crate) fn render(frame: &mut Frame, app: &App, model: &Model, now: DateTime<Utc>, area: Rect) {
     let theme = &app.theme;
