@@ -399,10 +399,10 @@ async fn the_view_marks_schema_violations_and_the_detail_names_path_and_keyword(
         .events;
     let model = Model::from_events(&events).0;
     let now = model.last_t.unwrap_or_default();
-    let mut app = common::screen::app(None);
+    let mut app = mcpscope_tui::screen::proxy_view(None);
     let draw = |app: &mut mcpscope_tui::App| {
         app.layout(&model, now, Rect::new(0, 0, 160, 50));
-        common::screen::text(&mcpscope_tui::render_to_buffer(app, &model, now, 160, 50))
+        mcpscope_tui::screen::text(&mcpscope_tui::render_to_buffer(app, &model, now, 160, 50))
     };
     let screen = draw(&mut app);
     let marked: Vec<&str> = screen.lines().filter(|l| l.contains("⚠schema")).collect();

@@ -491,9 +491,10 @@ fn a_server_killed_mid_call_orphans_it_with_the_signal_as_cause() {
     assert!(String::from_utf8_lossy(&check.stdout).contains("server process killed by SIGKILL"));
     // The TUI shows the process's stream, the orphaned call and why.
     let now = model.last_t.expect("events");
-    let mut app = common::screen::app(None);
+    let mut app = mcpscope_tui::screen::proxy_view(None);
     app.layout(&model, now, ratatui::layout::Rect::new(0, 0, 200, 40));
-    let screen = common::screen::text(&mcpscope_tui::render_to_buffer(&app, &model, now, 200, 40));
+    let screen =
+        mcpscope_tui::screen::text(&mcpscope_tui::render_to_buffer(&app, &model, now, 200, 40));
     assert!(screen.contains("STDIO#1"), "{screen}");
     assert!(screen.contains("orphaned"), "{screen}");
     let export = Command::new(BIN)

@@ -1,15 +1,13 @@
 //! The TUI shows the facts a first session with a real server needs: tool errors, uncut stream
 //! labels, the death behind a failed resumption, and the cursor on the most urgent call.
 
-mod common;
-
 use chrono::{DateTime, Duration, Utc};
-use common::screen::text;
 use mcpscope_engine::event::{EndHow, EventKind, Leg};
 use mcpscope_engine::fixtures::{Script, last_call};
 use mcpscope_engine::model::{Model, RESUME_GRACE_MS, Verdict};
 use mcpscope_tui::App;
 use mcpscope_tui::render_to_buffer;
+use mcpscope_tui::screen::text;
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::layout::Rect;
 use serde_json::{Value, json};
@@ -17,7 +15,7 @@ use serde_json::{Value, json};
 const S1: &[(&str, &str)] = &[("mcp-session-id", "s1")];
 
 fn app() -> App {
-    common::screen::app(None)
+    mcpscope_tui::screen::proxy_view(None)
 }
 
 fn call(name: &str, id: i64) -> Value {

@@ -3,4 +3,3 @@
 pub mod forward;
 pub mod node_server;
 pub mod peers;
-pub mod screen;

@@ -21,6 +21,8 @@ pub(crate) mod rows;
 pub mod run;
 pub(crate) mod save;
 pub(crate) mod schemas;
+#[cfg(any(test, feature = "test-util"))]
+pub mod screen;
 pub(crate) mod term;
 pub mod theme;
 pub mod view;
@@ -28,20 +30,19 @@ pub mod view;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use chrono::{DateTime, FixedOffset, Offset, Utc};
-use ratatui::Terminal;
-use ratatui::backend::TestBackend;
-use ratatui::buffer::Buffer;
+use chrono::{FixedOffset, Offset};
 use tokio::sync::mpsc::UnboundedReceiver;
 
 pub use app::{App, Effect, Pane, ReplayStatus, Selected};
 pub use grouping::server_node;
 pub use node::Node;
+#[cfg(any(test, feature = "test-util"))]
+pub use screen::render_to_buffer;
 pub use theme::{Theme, ThemeError};
 
 use mcpscope_engine::event::Event;
 use mcpscope_engine::fault::FaultControl;
-use mcpscope_engine::model::{Model, Retention};
+use mcpscope_engine::model::Retention;
 use mcpscope_timeline::{FileCursor, indexer, savedindex};
 
 /// Where the session runs, for the status bar.
@@ -155,26 +156,12 @@ pub async fn run_replay_file_cached(
     run::run(app, run::ReplaySource::from_file(cursor, speed)).await
 }
 
-/// Draws one frame of `app` over `model` at `now` off-screen, on a `width` × `height`
-/// [`TestBackend`], and returns the buffer: for snapshots, benchmarks and anything else that wants
-/// the screen as text. Like the live loop, run [`App::layout`] for the same size first.
-pub fn render_to_buffer(
-    app: &App,
-    model: &Model,
-    now: DateTime<Utc>,
-    width: u16,
-    height: u16,
-) -> Buffer {
-    let backend = TestBackend::new(width, height);
-    let mut terminal = Terminal::new(backend).unwrap_or_else(|never| match never {});
-    let _ = terminal.draw(|f| view::render(f, app, model, now));
-    terminal.backend().buffer().clone()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use chrono::Utc;
     use mcpscope_engine::fixtures;
+    use mcpscope_engine::model::Model;
 
     /// Not a timing assertion: prints the frame time for a look with `--nocapture`.
     #[test]

@@ -1,10 +1,8 @@
 //! An answered call past the view's `--keep` window is a compact row in memory; opening it reads
 //! its detail back from the recording (or, without a recording, says why it cannot).
 
-mod common;
-
 use chrono::{Offset, Utc};
-use common::screen::text;
+use mcpscope_tui::screen::text;
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::layout::Rect;
 

@@ -1,21 +1,19 @@
 //! A task operation in the TUI: one calls-table row with its tool, short task id and status
 //! (the requests about the task are not rows of their own), and the detail pane's task timeline.
 
-mod common;
-
 use chrono::{DateTime, Utc};
-use common::screen::text;
 use mcpscope_engine::event::{EndHow, Leg};
 use mcpscope_engine::fixtures::Script;
 use mcpscope_engine::model::Model;
 use mcpscope_tui::render_to_buffer;
+use mcpscope_tui::screen::text;
 use ratatui::layout::Rect;
 use serde_json::json;
 
 const S1: &[(&str, &str)] = &[("mcp-session-id", "s1")];
 
 fn screen(model: &Model, now: DateTime<Utc>, width: u16, height: u16) -> String {
-    let mut app = common::screen::app(None);
+    let mut app = mcpscope_tui::screen::proxy_view(None);
     app.sync(model);
     app.layout(model, now, Rect::new(0, 0, width, height));
     text(&render_to_buffer(&app, model, now, width, height))

@@ -1,19 +1,17 @@
 //! Whole-screen snapshots of the TUI on a `TestBackend`, built from synthetic events.
 
-mod common;
-
 use chrono::{DateTime, Utc};
-use common::screen::text;
 use mcpscope_engine::fixtures::{at, scenario, scenario_now};
 use mcpscope_engine::model::Model;
 use mcpscope_tui::render_to_buffer;
+use mcpscope_tui::screen::text;
 use mcpscope_tui::{App, Pane};
 use ratatui::buffer::Buffer;
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::layout::Rect;
 
 fn app() -> App {
-    common::screen::app(Some("recordings/run.jsonl"))
+    mcpscope_tui::screen::proxy_view(Some("recordings/run.jsonl"))
 }
 
 fn model() -> Model {

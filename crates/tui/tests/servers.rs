@@ -2,15 +2,13 @@
 //! calls table gains a server column (wide screens only: narrow ones keep a death's cause and
 //! age first), and the filter takes `server:`.
 
-mod common;
-
 use chrono::{DateTime, Utc};
-use common::screen::text;
 use mcpscope_engine::event::{Direction, EndHow, EventKind, Leg, StreamId};
 use mcpscope_engine::fixtures::{Script, at};
 use mcpscope_engine::model::Model;
 use mcpscope_tui::App;
 use mcpscope_tui::render_to_buffer;
+use mcpscope_tui::screen::text;
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::layout::Rect;
 use serde_json::json;
@@ -67,7 +65,7 @@ fn key(app: &mut App, model: &Model, code: KeyCode) {
 #[test]
 fn wide_the_calls_name_their_server_and_the_tree_groups_by_server() {
     let (model, now) = model();
-    let mut app = common::screen::app(Some("recordings/run.jsonl"));
+    let mut app = mcpscope_tui::screen::proxy_view(Some("recordings/run.jsonl"));
     let s = screen(&mut app, &model, now, 160, 40);
     assert!(s.contains(" server "), "no server column:\n{s}");
     let row = |tool: &str| {
@@ -123,7 +121,7 @@ fn tree_rows(screen: &str) -> Vec<String> {
 #[test]
 fn a_server_is_a_level_of_the_tree_that_closes_and_tells_how_its_calls_stand() {
     let (model, now) = model();
-    let mut app = common::screen::app(None);
+    let mut app = mcpscope_tui::screen::proxy_view(None);
     screen(&mut app, &model, now, 160, 40);
     key(&mut app, &model, KeyCode::Tab);
     key(&mut app, &model, KeyCode::Home);
@@ -169,7 +167,7 @@ fn the_tree_keeps_the_selection_when_a_second_server_appears() {
     let (before, _) = Model::from_events(&s.events[..first]);
     let (after, _) = Model::from_events(&s.events);
 
-    let mut app = common::screen::app(None);
+    let mut app = mcpscope_tui::screen::proxy_view(None);
     app.sync(&before);
     screen(&mut app, &before, at(500), 160, 40);
     app.select_row(&before, 0);
@@ -212,7 +210,7 @@ fn narrow_the_server_gives_way_to_the_deaths_cause_and_age() {
         (100, 30, "servers_100x30"),
         (140, 40, "servers_140x40"),
     ] {
-        let mut app = common::screen::app(Some("recordings/run.jsonl"));
+        let mut app = mcpscope_tui::screen::proxy_view(Some("recordings/run.jsonl"));
         let s = screen(&mut app, &model, now, width, height);
         let row = s
             .lines()
@@ -237,7 +235,7 @@ fn one_server_shows_no_server_column() {
         body: json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"poke"}}),
     });
     let model = Model::from_events(&s.events).0;
-    let mut app = common::screen::app(None);
+    let mut app = mcpscope_tui::screen::proxy_view(None);
     let screen = screen(&mut app, &model, at(1_000), 160, 40);
     assert!(screen.contains("tools/call poke"), "{screen}");
     assert!(!screen.contains(" server "), "{screen}");
@@ -256,7 +254,7 @@ fn the_filter_takes_a_server() {
         ("server:elsewhere", &[]),
     ];
     for &(filter, tools) in table {
-        let mut app = common::screen::app(None);
+        let mut app = mcpscope_tui::screen::proxy_view(None);
         key(&mut app, &model, KeyCode::Char('/'));
         for c in filter.chars() {
             key(&mut app, &model, KeyCode::Char(c));

@@ -1,15 +1,13 @@
 //! The TUI on a legacy HTTP+SSE session (revision 2024-11-05): the session's revision in the
 //! tree, and the rewritten `endpoint` in its SSE stream's detail.
 
-mod common;
-
 use chrono::Duration;
-use common::screen::text;
 use mcpscope_engine::event::{Direction, EventKind};
 use mcpscope_engine::fixtures::Script;
 use mcpscope_engine::model::Model;
 use mcpscope_tui::Pane;
 use mcpscope_tui::render_to_buffer;
+use mcpscope_tui::screen::text;
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::layout::Rect;
 use serde_json::json;
@@ -71,7 +69,7 @@ fn legacy_model() -> Model {
 fn a_legacy_session_shows_its_revision_and_the_rewrite() {
     let model = legacy_model();
     let now = model.last_t.expect("events") + Duration::milliseconds(100);
-    let mut app = common::screen::app(None);
+    let mut app = mcpscope_tui::screen::proxy_view(None);
     let draw = |app: &mut mcpscope_tui::App| {
         app.layout(&model, now, Rect::new(0, 0, 140, 40));
         text(&render_to_buffer(app, &model, now, 140, 40))

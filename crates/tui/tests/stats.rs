@@ -2,21 +2,19 @@
 //! by hand from the recording's events, definition bytes, and a replay's cursor (only what
 //! happened up to it counts).
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use common::screen::text;
 use mcpscope_engine::event::{Direction, Event, EventKind};
 use mcpscope_engine::model::Model;
 use mcpscope_tui::render_to_buffer;
+use mcpscope_tui::screen::text;
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::layout::Rect;
 use serde_json::Value;
 
 fn events() -> Vec<Event> {
-    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("recordings/healthy.jsonl");
+    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../recordings/healthy.jsonl");
     mcpscope_engine::record::read_file(&file)
         .expect("read")
         .events
@@ -24,7 +22,7 @@ fn events() -> Vec<Event> {
 
 /// The screen with the overlay open, at the model's last event.
 fn stats_screen(model: &Model) -> String {
-    let mut app = common::screen::app(None);
+    let mut app = mcpscope_tui::screen::proxy_view(None);
     app.handle_key(KeyEvent::new(KeyCode::Char('S'), KeyModifiers::NONE), model);
     assert!(app.stats);
     let now = model.last_t.unwrap_or_default();
