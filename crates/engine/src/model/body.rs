@@ -14,7 +14,10 @@ pub struct Body(Arc<str>);
 impl Body {
     /// The message's compact JSON text.
     pub fn new(value: &Value) -> Self {
-        Self(value.to_string().into())
+        // Straight into a buffer (a value's `Display` goes through the formatter per token);
+        // a value always serializes, the fallback is never taken.
+        let text = serde_json::to_string(value).unwrap_or_else(|_| value.to_string());
+        Self(text.into())
     }
 
     /// The JSON text.

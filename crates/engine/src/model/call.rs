@@ -193,6 +193,12 @@ impl Call {
         self.request.member("params").unwrap_or(Value::Null)
     }
 
+    /// The request's `params._meta.progressToken`, read from its text without parsing the
+    /// rest into values (a progress flood asks once per notification).
+    pub fn progress_token(&self) -> Option<Value> {
+        progress_token_of(self.request.text())
+    }
+
     /// The response's result or error object, parsed, when it arrived (and the call is not
     /// compact).
     pub fn response(&self) -> Option<Value> {
@@ -225,5 +231,66 @@ impl Call {
     /// Milliseconds from the request to `now` (or to the end, if it ended).
     pub fn elapsed_ms(&self, now: DateTime<Utc>) -> i64 {
         (self.ended_at.unwrap_or(now) - self.started_at).num_milliseconds()
+    }
+}
+
+/// `params._meta.progressToken` of a message's JSON text, as the parsed message has it, without
+/// building the rest of it.
+fn progress_token_of(text: &str) -> Option<Value> {
+    #[derive(serde::Deserialize)]
+    struct Request {
+        params: Option<Params>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Params {
+        #[serde(rename = "_meta")]
+        meta: Option<Meta>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Meta {
+        // Present even when `null`, as in the parsed message.
+        #[serde(rename = "progressToken", default, deserialize_with = "present")]
+        token: Option<Value>,
+    }
+    fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
+        <Value as serde::Deserialize>::deserialize(d).map(Some)
+    }
+    match serde_json::from_str::<Request>(text) {
+        Ok(request) => request.params?.meta?.token,
+        // Not of that shape (params not an object, a key given twice): read it whole.
+        Err(_) => serde_json::from_str::<Value>(text)
+            .ok()?
+            .pointer("/params/_meta/progressToken")
+            .cloned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::progress_token_of;
+    use serde_json::Value;
+
+    #[test]
+    fn the_progress_token_read_from_text_is_the_parsed_messages() {
+        for text in [
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","_meta":{"progressToken":"t"}}}"#,
+            r#"{"id":1,"params":{"_meta":{"progressToken":7,"other":[1,2]},"arguments":{"a":{"b":1}}}}"#,
+            r#"{"id":1,"params":{"_meta":{"progressToken":null}}}"#,
+            r#"{"id":1,"params":{"_meta":{"progressToken":"a"},"_meta":{"progressToken":"b"}}}"#,
+            r#"{"id":1,"params":{"_meta":{}}}"#,
+            r#"{"id":1,"params":{"_meta":null}}"#,
+            r#"{"id":1,"params":{"_meta":"text"}}"#,
+            r#"{"id":1,"params":[1,2]}"#,
+            r#"{"id":1,"params":null}"#,
+            r#"{"id":1}"#,
+            r#""not an object""#,
+        ] {
+            let parsed: Value = serde_json::from_str(text).expect("JSON");
+            assert_eq!(
+                progress_token_of(text),
+                parsed.pointer("/params/_meta/progressToken").cloned(),
+                "{text}"
+            );
+        }
     }
 }

@@ -9,7 +9,7 @@ use super::{
 };
 use crate::event::{Direction, EndHow, Event, EventKind, Header, Leg, StreamId, header};
 use crate::wire::ContentKind;
-use crate::wire::jsonrpc::{Kind, canonical, classify, id_text, messages};
+use crate::wire::jsonrpc::{Kind, canonical_without, classify, id_text, messages};
 
 /// How many earlier identical calls a new call is compared with when looking for the one it
 /// retries.
@@ -27,13 +27,8 @@ fn is_stateless(revision: Option<&str>) -> bool {
 }
 
 pub(super) fn retry_key(method: &str, params: &Value) -> String {
-    let mut params = params.clone();
-    if let Some(obj) = params.as_object_mut() {
-        obj.remove("_meta");
-        obj.remove("inputResponses");
-        obj.remove("requestState");
-    }
-    format!("{method} {}", canonical(&params))
+    let params = canonical_without(params, &["_meta", "inputResponses", "requestState"]);
+    format!("{method} {params}")
 }
 
 /// `name version` from an `initialize` request's `clientInfo`.
@@ -1181,7 +1176,7 @@ impl Model {
                     owned.iter().copied().find(|&c| {
                         let call = &self.calls[c];
                         call.request.text().contains(&needle)
-                            && call.params().pointer("/_meta/progressToken") == Some(tok)
+                            && call.progress_token().as_ref() == Some(tok)
                     })
                 });
                 if let Some(index) = by_token.or_else(|| owned.first().copied()) {

@@ -237,12 +237,13 @@ impl Operation<'_> {
 /// The task a `CreateTaskResult` creates, if `result` is one answering a request that asked
 /// for a task.
 fn created_task(call: &Call, result: &Value, t: DateTime<Utc>) -> Option<Task> {
+    // The result first: the request's params are parsed only for a result that holds a task.
+    let task = result.get("task")?;
     if call.dir != Direction::ClientToServer
         || !call.params().get("task").is_some_and(Value::is_object)
     {
         return None;
     }
-    let task = result.get("task")?;
     let id = task.get("taskId")?.as_str()?.to_string();
     let status = task
         .get("status")

@@ -185,40 +185,52 @@ fn shallow(bytes: &[u8]) -> Result<Value, serde_json::Error> {
 
 /// Writes a value with object keys sorted, so equal params compare equal as text.
 pub fn canonical(value: &Value) -> String {
-    fn write(value: &Value, out: &mut String) {
+    canonical_without(value, &[])
+}
+
+/// [`canonical`] without the members of the outermost object named in `skip`.
+pub fn canonical_without(value: &Value, skip: &[&str]) -> String {
+    fn write(value: &Value, skip: &[&str], out: &mut Vec<u8>) {
         match value {
             Value::Object(map) => {
-                let mut keys: Vec<&String> = map.keys().collect();
+                let mut keys: Vec<&String> = map
+                    .keys()
+                    .filter(|key| !skip.contains(&key.as_str()))
+                    .collect();
                 keys.sort();
-                out.push('{');
+                out.push(b'{');
                 for (i, key) in keys.iter().enumerate() {
                     if i > 0 {
-                        out.push(',');
+                        out.push(b',');
                     }
-                    out.push_str(&Value::String((*key).clone()).to_string());
-                    out.push(':');
+                    // Writing into a vector cannot fail.
+                    let _ = serde_json::to_writer(&mut *out, key);
+                    out.push(b':');
                     if let Some(v) = map.get(*key) {
-                        write(v, out);
+                        write(v, &[], out);
                     }
                 }
-                out.push('}');
+                out.push(b'}');
             }
             Value::Array(items) => {
-                out.push('[');
+                out.push(b'[');
                 for (i, item) in items.iter().enumerate() {
                     if i > 0 {
-                        out.push(',');
+                        out.push(b',');
                     }
-                    write(item, out);
+                    write(item, &[], out);
                 }
-                out.push(']');
+                out.push(b']');
             }
-            other => out.push_str(&other.to_string()),
+            other => {
+                let _ = serde_json::to_writer(&mut *out, other);
+            }
         }
     }
-    let mut out = String::new();
-    write(value, &mut out);
-    out
+    let mut out = Vec::new();
+    write(value, skip, &mut out);
+    // serde_json writes UTF-8 and the brackets are ASCII.
+    String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
 }
 
 #[cfg(test)]
@@ -260,6 +272,23 @@ mod tests {
         let a = json!({"b":1,"a":{"y":2,"x":[1,{"q":1,"p":2}]}});
         let b = json!({"a":{"x":[1,{"p":2,"q":1}],"y":2},"b":1});
         assert_eq!(canonical(&a), canonical(&b));
+        assert_eq!(
+            canonical(&json!({"é\"k":"a\nb","n":[-1, 2.5, 1e300, null, true],"a":{}})),
+            r#"{"a":{},"n":[-1,2.5,1e+300,null,true],"é\"k":"a\nb"}"#
+        );
+    }
+
+    #[test]
+    fn canonical_without_leaves_out_only_the_outer_members_named() {
+        let v = json!({"name":"x","_meta":{"p":1},"arguments":{"_meta":2}});
+        assert_eq!(
+            canonical_without(&v, &["_meta"]),
+            r#"{"arguments":{"_meta":2},"name":"x"}"#
+        );
+        assert_eq!(
+            canonical_without(&json!([1, {"_meta":1}]), &["_meta"]),
+            r#"[1,{"_meta":1}]"#
+        );
     }
 
     #[test]
