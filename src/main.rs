@@ -107,10 +107,7 @@ fn main() -> ExitCode {
         mcpscope::say!("mcpscope: {refused}");
         return ExitCode::FAILURE;
     }
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
+    let runtime = match runtime_builder().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
             mcpscope::say!("mcpscope: cannot start the runtime: {e}");
@@ -298,4 +295,17 @@ fn export_error(e: &mcpscope_export::Error) -> ExitCode {
         mcpscope_export::Error::Usage(_) => ExitCode::from(2),
         mcpscope_export::Error::Io(_) => ExitCode::FAILURE,
     }
+}
+
+/// The runtime's builder: its workers take half the cores (at least one), leaving the rest to
+/// the threads beside it (the hub and recorder, the record index, the view). On a small
+/// machine the proxy's exchanges then stay on one worker with their upstream connections, no
+/// wake-up crossing threads inside an exchange. `TOKIO_WORKER_THREADS` still decides when set.
+fn runtime_builder() -> tokio::runtime::Builder {
+    let mut builder = tokio::runtime::Builder::new_multi_thread();
+    if std::env::var_os("TOKIO_WORKER_THREADS").is_none() {
+        let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+        builder.worker_threads((cores / 2).max(1));
+    }
+    builder
 }
