@@ -25,7 +25,6 @@ use mcpscope_engine::model::Model;
 use mcpscope_engine::record::{Recorder, read_file};
 use mcpscope_timeline::ReplayCursor;
 use mcpscope_tui::{App, Info, Theme, render_to_buffer};
-use ratatui::layout::Rect;
 
 /// Counts live heap bytes (and their peak) so the model's own memory is measured exactly.
 /// The harness is single-threaded, so plain loads and stores (no read-modify-write atomics)
@@ -223,8 +222,7 @@ fn main() -> anyhow::Result<()> {
     for _ in 0..7 {
         let t0 = Instant::now();
         let mut app = App::new(Info::default(), Theme::dark(), Utc.fix());
-        app.layout(&model, now, Rect::new(0, 0, w, h));
-        let buf = render_to_buffer(&app, &model, now, w, h);
+        let buf = render_to_buffer(&mut app, &model, now, w, h);
         fresh.push(t0.elapsed().as_secs_f64() * 1e3);
         std::hint::black_box(buf);
     }
@@ -232,8 +230,7 @@ fn main() -> anyhow::Result<()> {
     let mut steady = Vec::new();
     for _ in 0..21 {
         let t0 = Instant::now();
-        app.layout(&model, now, Rect::new(0, 0, w, h));
-        let buf = render_to_buffer(&app, &model, now, w, h);
+        let buf = render_to_buffer(&mut app, &model, now, w, h);
         steady.push(t0.elapsed().as_secs_f64() * 1e3);
         std::hint::black_box(buf);
     }

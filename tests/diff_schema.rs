@@ -390,7 +390,6 @@ fn latency_percentiles_match_a_hand_computation_on_a_shipped_recording() {
 async fn the_view_marks_schema_violations_and_the_detail_names_path_and_keyword() {
     use mcpscope_engine::model::Model;
     use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
-    use ratatui::layout::Rect;
 
     let dir = temp_dir();
     let file = record(dir.path(), "b.jsonl", true).await;
@@ -401,7 +400,6 @@ async fn the_view_marks_schema_violations_and_the_detail_names_path_and_keyword(
     let now = model.last_t.unwrap_or_default();
     let mut app = mcpscope_tui::screen::proxy_view(None);
     let draw = |app: &mut mcpscope_tui::App| {
-        app.layout(&model, now, Rect::new(0, 0, 160, 50));
         mcpscope_tui::screen::text(&mcpscope_tui::render_to_buffer(app, &model, now, 160, 50))
     };
     let screen = draw(&mut app);

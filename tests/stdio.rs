@@ -492,9 +492,9 @@ fn a_server_killed_mid_call_orphans_it_with_the_signal_as_cause() {
     // The TUI shows the process's stream, the orphaned call and why.
     let now = model.last_t.expect("events");
     let mut app = mcpscope_tui::screen::proxy_view(None);
-    app.layout(&model, now, ratatui::layout::Rect::new(0, 0, 200, 40));
-    let screen =
-        mcpscope_tui::screen::text(&mcpscope_tui::render_to_buffer(&app, &model, now, 200, 40));
+    let screen = mcpscope_tui::screen::text(&mcpscope_tui::render_to_buffer(
+        &mut app, &model, now, 200, 40,
+    ));
     assert!(screen.contains("STDIO#1"), "{screen}");
     assert!(screen.contains("orphaned"), "{screen}");
     let export = Command::new(BIN)

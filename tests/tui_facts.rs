@@ -9,7 +9,6 @@ use mcpscope_tui::App;
 use mcpscope_tui::render_to_buffer;
 use mcpscope_tui::screen::text;
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
-use ratatui::layout::Rect;
 use serde_json::{Value, json};
 
 const S1: &[(&str, &str)] = &[("mcp-session-id", "s1")];
@@ -23,7 +22,6 @@ fn call(name: &str, id: i64) -> Value {
 }
 
 fn screen(app: &mut App, model: &Model, now: DateTime<Utc>, width: u16) -> String {
-    app.layout(model, now, Rect::new(0, 0, width, 40));
     text(&render_to_buffer(app, model, now, width, 40))
 }
 
@@ -314,8 +312,7 @@ fn slash_searches_message_bodies_and_highlights_the_matches() {
     press(&mut app, KeyCode::Enter);
     assert_eq!(app.calls.rows.len(), 1, "only the call whose body holds it");
     app.zoom = true;
-    app.layout(&model, s.now(), Rect::new(0, 0, 120, 60));
-    let buf = render_to_buffer(&app, &model, s.now(), 120, 60);
+    let buf = render_to_buffer(&mut app, &model, s.now(), 120, 60);
     let mut marked = Vec::new();
     for y in 0..buf.area.height {
         let mut run = String::new();

@@ -12,7 +12,6 @@ use mcpscope_tui::run::{self, LiveSource};
 use mcpscope_tui::{App, Effect};
 use mcpscope_tui::{Info, Theme, render_to_buffer};
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
-use ratatui::layout::Rect;
 use serde_json::json;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
@@ -61,7 +60,6 @@ async fn until_held(app: &mut App, n: usize) {
 }
 
 fn screen(app: &mut App, model: &Model) -> String {
-    app.layout(model, Utc::now(), Rect::new(0, 0, 160, 40));
     let buf = render_to_buffer(app, model, Utc::now(), 160, 40);
     (0..buf.area.height)
         .map(|y| {

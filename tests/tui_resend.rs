@@ -12,7 +12,6 @@ use mcpscope_tui::App;
 use mcpscope_tui::run::{self, LiveSource};
 use mcpscope_tui::{Info, Theme, render_to_buffer};
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
-use ratatui::layout::Rect;
 use serde_json::json;
 use tokio::sync::mpsc;
 
@@ -104,8 +103,7 @@ async fn r_resends_the_request_and_its_answer_is_a_new_marked_exchange() {
     app.sync(&model);
     let row = app.calls.rows.iter().position(|&c| c == copy).expect("row");
     app.select_row(&model, row);
-    app.layout(&model, Utc::now(), Rect::new(0, 0, 160, 40));
-    let buf = render_to_buffer(&app, &model, Utc::now(), 160, 40);
+    let buf = render_to_buffer(&mut app, &model, Utc::now(), 160, 40);
     let screen: String = (0..buf.area.height)
         .map(|y| {
             (0..buf.area.width)

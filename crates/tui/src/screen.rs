@@ -9,19 +9,20 @@ use ratatui::buffer::Buffer;
 use crate::{App, Info, Theme, view};
 use mcpscope_engine::model::Model;
 
-/// Draws one frame of `app` over `model` at `now` off-screen, on a `width` × `height`
-/// [`TestBackend`], and returns the buffer: for snapshots, benchmarks and anything else that wants
-/// the screen as text. Like the live loop, run [`App::layout`] for the same size first.
+/// One frame of `app` over `model` at `now` off-screen, on a `width` × `height` [`TestBackend`],
+/// laid out and drawn as the live loop does ([`App::layout`], then the drawing): for snapshots,
+/// benchmarks and anything else that wants the screen as text.
 pub fn render_to_buffer(
-    app: &App,
+    app: &mut App,
     model: &Model,
     now: DateTime<Utc>,
     width: u16,
     height: u16,
 ) -> Buffer {
+    app.layout(model, now, ratatui::layout::Rect::new(0, 0, width, height));
     let backend = TestBackend::new(width, height);
     let mut terminal = Terminal::new(backend).unwrap_or_else(|never| match never {});
-    let _ = terminal.draw(|f| view::render(f, app, model, now));
+    let _ = terminal.draw(|f| view::render(f, &*app, model, now));
     terminal.backend().buffer().clone()
 }
 

@@ -7,13 +7,11 @@ use mcpscope_engine::fixtures::{at, many_calls};
 use mcpscope_engine::model::Model;
 use mcpscope_tui::{App, Info, Theme, render_to_buffer};
 use ratatui::buffer::Buffer;
-use ratatui::layout::Rect;
 
 /// One frame of a fresh view (a new `App`, laid out, then drawn).
 fn fresh_frame(model: &Model) -> Buffer {
     let mut app = App::new(Info::default(), Theme::dark(), Utc.fix());
-    app.layout(model, at(200_000), Rect::new(0, 0, 160, 48));
-    render_to_buffer(&app, model, at(200_000), 160, 48)
+    render_to_buffer(&mut app, model, at(200_000), 160, 48)
 }
 
 #[test]

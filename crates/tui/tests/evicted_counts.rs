@@ -10,7 +10,6 @@ use mcpscope_tui::App;
 use mcpscope_tui::render_to_buffer;
 use mcpscope_tui::view::stats;
 use mcpscope_tui::{Info, Theme};
-use ratatui::layout::Rect;
 use serde_json::json;
 
 /// `n` answered `tools/call`s, each on its own stream, folded under `retention`.
@@ -44,8 +43,7 @@ fn status_bar(model: &Model, now: DateTime<Utc>) -> String {
     let (width, height) = (240, 40);
     let mut app = App::new(Info::default(), Theme::dark(), Utc.fix());
     app.sync(model);
-    app.layout(model, now, Rect::new(0, 0, width, height));
-    let buf = render_to_buffer(&app, model, now, width, height);
+    let buf = render_to_buffer(&mut app, model, now, width, height);
     (0..width)
         .map(|x| buf[(x, height - 1)].symbol())
         .collect::<String>()

@@ -7,7 +7,6 @@ use mcpscope_tui::run::{self, Flow, LiveSource, Source};
 use mcpscope_tui::{App, Effect};
 use mcpscope_tui::{Info, Theme, render_to_buffer};
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
-use ratatui::layout::Rect;
 
 fn key(c: char) -> KeyEvent {
     KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE)
@@ -35,8 +34,7 @@ fn e_on_a_selected_call_yields_the_export_effect() {
         app.handle_key(key('e'), source.model()),
         vec![Effect::Export { call }]
     );
-    app.layout(source.model(), scenario_now(), Rect::new(0, 0, 140, 40));
-    let buf = render_to_buffer(&app, source.model(), scenario_now(), 140, 40);
+    let buf = render_to_buffer(&mut app, source.model(), scenario_now(), 140, 40);
     assert_eq!(buf.area.width, 140);
 }
 
@@ -100,8 +98,7 @@ fn the_status_bar_shows_what_the_exporter_dropped() {
         ..Info::default()
     };
     let mut app = App::new(info, Theme::dark(), Utc.fix());
-    app.layout(source.model(), scenario_now(), Rect::new(0, 0, 160, 30));
-    let buf = render_to_buffer(&app, source.model(), scenario_now(), 160, 30);
+    let buf = render_to_buffer(&mut app, source.model(), scenario_now(), 160, 30);
     let screen: String = (0..buf.area.height)
         .flat_map(|y| (0..buf.area.width).map(move |x| (x, y)))
         .map(|(x, y)| buf[(x, y)].symbol().to_string())

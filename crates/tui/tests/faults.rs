@@ -11,7 +11,6 @@ use mcpscope_tui::App;
 use mcpscope_tui::run::{self, Flow, LiveSource};
 use mcpscope_tui::{Info, Theme, render_to_buffer};
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
-use ratatui::layout::Rect;
 
 #[derive(Default)]
 struct Fake {
@@ -75,7 +74,6 @@ fn press(app: &mut App, model: &Model, code: KeyCode) {
 
 fn screen(app: &mut App, model: &Model) -> String {
     run::read_armed(app);
-    app.layout(model, scenario_now(), Rect::new(0, 0, 140, 40));
     let buf = render_to_buffer(app, model, scenario_now(), 140, 40);
     (0..buf.area.height)
         .map(|y| {

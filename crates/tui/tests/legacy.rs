@@ -9,7 +9,6 @@ use mcpscope_tui::Pane;
 use mcpscope_tui::render_to_buffer;
 use mcpscope_tui::screen::text;
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
-use ratatui::layout::Rect;
 use serde_json::json;
 
 const ENDPOINT: &str = "http://127.0.0.1:9000/messages/?session_id=5e55";
@@ -70,10 +69,7 @@ fn a_legacy_session_shows_its_revision_and_the_rewrite() {
     let model = legacy_model();
     let now = model.last_t.expect("events") + Duration::milliseconds(100);
     let mut app = mcpscope_tui::screen::proxy_view(None);
-    let draw = |app: &mut mcpscope_tui::App| {
-        app.layout(&model, now, Rect::new(0, 0, 140, 40));
-        text(&render_to_buffer(app, &model, now, 140, 40))
-    };
+    let draw = |app: &mut mcpscope_tui::App| text(&render_to_buffer(app, &model, now, 140, 40));
     let key = |app: &mut mcpscope_tui::App, code| {
         app.handle_key(KeyEvent::new(code, KeyModifiers::NONE), &model)
     };

@@ -4,7 +4,6 @@
 use chrono::{Offset, Utc};
 use mcpscope_tui::screen::text;
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
-use ratatui::layout::Rect;
 
 use mcpscope_engine::fixtures::many_calls;
 use mcpscope_engine::model::{Retention, Verdict};
@@ -59,7 +58,6 @@ fn view(recording: Option<&std::path::Path>) -> (App, LiveSource, usize) {
 
 fn screen(app: &mut App, source: &LiveSource) -> String {
     let now = Utc::now();
-    app.layout(source.model(), now, Rect::new(0, 0, 160, 50));
     text(&render_to_buffer(app, source.model(), now, 160, 50))
 }
 

@@ -8,7 +8,6 @@ use mcpscope_tui::screen::text;
 use mcpscope_tui::{App, Pane};
 use ratatui::buffer::Buffer;
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
-use ratatui::layout::Rect;
 
 fn app() -> App {
     mcpscope_tui::screen::proxy_view(Some("recordings/run.jsonl"))
@@ -20,7 +19,6 @@ fn model() -> Model {
 
 /// Lays the view out for a `width` × `height` screen and draws it, as the live loop does.
 fn frame(app: &mut App, model: &Model, now: DateTime<Utc>, width: u16, height: u16) -> Buffer {
-    app.layout(model, now, Rect::new(0, 0, width, height));
     render_to_buffer(app, model, now, width, height)
 }
 

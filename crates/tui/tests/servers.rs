@@ -10,7 +10,6 @@ use mcpscope_tui::App;
 use mcpscope_tui::render_to_buffer;
 use mcpscope_tui::screen::text;
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
-use ratatui::layout::Rect;
 use serde_json::json;
 
 const A: &str = "http://127.0.0.1:4001";
@@ -54,7 +53,6 @@ fn model() -> (Model, DateTime<Utc>) {
 }
 
 fn screen(app: &mut App, model: &Model, now: DateTime<Utc>, width: u16, height: u16) -> String {
-    app.layout(model, now, Rect::new(0, 0, width, height));
     text(&render_to_buffer(app, model, now, width, height))
 }
 

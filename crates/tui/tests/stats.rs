@@ -10,7 +10,6 @@ use mcpscope_engine::model::Model;
 use mcpscope_tui::render_to_buffer;
 use mcpscope_tui::screen::text;
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
-use ratatui::layout::Rect;
 use serde_json::Value;
 
 fn events() -> Vec<Event> {
@@ -26,8 +25,7 @@ fn stats_screen(model: &Model) -> String {
     app.handle_key(KeyEvent::new(KeyCode::Char('S'), KeyModifiers::NONE), model);
     assert!(app.stats);
     let now = model.last_t.unwrap_or_default();
-    app.layout(model, now, Rect::new(0, 0, 140, 40));
-    text(&render_to_buffer(&app, model, now, 140, 40))
+    text(&render_to_buffer(&mut app, model, now, 140, 40))
 }
 
 /// Per tool, the milliseconds from each `tools/call` request message to its response message.

@@ -7,7 +7,6 @@ use mcpscope_engine::fixtures::Script;
 use mcpscope_engine::model::Model;
 use mcpscope_tui::render_to_buffer;
 use mcpscope_tui::screen::text;
-use ratatui::layout::Rect;
 use serde_json::json;
 
 const S1: &[(&str, &str)] = &[("mcp-session-id", "s1")];
@@ -15,8 +14,7 @@ const S1: &[(&str, &str)] = &[("mcp-session-id", "s1")];
 fn screen(model: &Model, now: DateTime<Utc>, width: u16, height: u16) -> String {
     let mut app = mcpscope_tui::screen::proxy_view(None);
     app.sync(model);
-    app.layout(model, now, Rect::new(0, 0, width, height));
-    text(&render_to_buffer(&app, model, now, width, height))
+    text(&render_to_buffer(&mut app, model, now, width, height))
 }
 
 /// A task-augmented `slow` (task `task-7f3a9c21d0`), polled once, whose `tasks/result` stream is

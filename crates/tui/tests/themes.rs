@@ -7,7 +7,6 @@ use mcpscope_engine::model::Model;
 use mcpscope_tui::App;
 use mcpscope_tui::theme::BUILTIN;
 use mcpscope_tui::{Info, Theme, render_to_buffer};
-use ratatui::layout::Rect;
 
 #[test]
 fn each_shipped_theme_styles_the_orphaned_row() {
@@ -18,8 +17,7 @@ fn each_shipped_theme_styles_the_orphaned_row() {
         // Select another row so the orphan's row shows its own style, not the selection's.
         app.sync(&model);
         app.select_row(&model, 2);
-        app.layout(&model, scenario_now(), Rect::new(0, 0, 140, 40));
-        let buf = render_to_buffer(&app, &model, scenario_now(), 140, 40);
+        let buf = render_to_buffer(&mut app, &model, scenario_now(), 140, 40);
         let y = (0..buf.area.height)
             .find(|&y| {
                 let line: String = (0..buf.area.width).map(|x| buf[(x, y)].symbol()).collect();

@@ -8,7 +8,6 @@ use mcpscope_engine::record::read_file;
 use mcpscope_tui::App;
 use mcpscope_tui::render_to_buffer;
 use mcpscope_tui::{Info, Theme};
-use ratatui::layout::Rect;
 use std::path::Path;
 
 /// The screen's lines for the shipped recording of a task whose first `tasks/result` stream
@@ -23,8 +22,7 @@ fn screen() -> Vec<String> {
     let now = recording.events.last().expect("events").t;
     let mut app = App::new(Info::default(), Theme::dark(), Utc.fix());
     app.sync(&model);
-    app.layout(&model, now, Rect::new(0, 0, 160, 48));
-    let buf = render_to_buffer(&app, &model, now, 160, 48);
+    let buf = render_to_buffer(&mut app, &model, now, 160, 48);
     (0..buf.area.height)
         .map(|y| {
             (0..buf.area.width)
