@@ -61,14 +61,7 @@ async fn until_held(app: &mut App, n: usize) {
 
 fn screen(app: &mut App, model: &Model) -> String {
     let buf = render_to_buffer(app, model, Utc::now(), 160, 40);
-    (0..buf.area.height)
-        .map(|y| {
-            (0..buf.area.width)
-                .map(|x| buf[(x, y)].symbol())
-                .collect::<String>()
-                + "\n"
-        })
-        .collect()
+    mcpscope_tui::screen::text(&buf)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

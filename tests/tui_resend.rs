@@ -104,14 +104,7 @@ async fn r_resends_the_request_and_its_answer_is_a_new_marked_exchange() {
     let row = app.calls.rows.iter().position(|&c| c == copy).expect("row");
     app.select_row(&model, row);
     let buf = render_to_buffer(&mut app, &model, Utc::now(), 160, 40);
-    let screen: String = (0..buf.area.height)
-        .map(|y| {
-            (0..buf.area.width)
-                .map(|x| buf[(x, y)].symbol())
-                .collect::<String>()
-                + "\n"
-        })
-        .collect();
+    let screen: String = mcpscope_tui::screen::text(&buf);
     assert!(screen.contains("tools/call echo ↻"), "{screen}");
     assert!(
         screen.contains(&format!(

@@ -99,10 +99,7 @@ fn the_status_bar_shows_what_the_exporter_dropped() {
     };
     let mut app = App::new(info, Theme::dark(), Utc.fix());
     let buf = render_to_buffer(&mut app, source.model(), scenario_now(), 160, 30);
-    let screen: String = (0..buf.area.height)
-        .flat_map(|y| (0..buf.area.width).map(move |x| (x, y)))
-        .map(|(x, y)| buf[(x, y)].symbol().to_string())
-        .collect();
+    let screen = mcpscope_tui::screen::text(&buf);
     assert!(
         screen.contains("OTLP dropped: 1 events, 2 spans"),
         "{screen}"

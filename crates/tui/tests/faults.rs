@@ -75,14 +75,7 @@ fn press(app: &mut App, model: &Model, code: KeyCode) {
 fn screen(app: &mut App, model: &Model) -> String {
     run::read_armed(app);
     let buf = render_to_buffer(app, model, scenario_now(), 140, 40);
-    (0..buf.area.height)
-        .map(|y| {
-            (0..buf.area.width)
-                .map(|x| buf[(x, y)].symbol())
-                .collect::<String>()
-                + "\n"
-        })
-        .collect()
+    mcpscope_tui::screen::text(&buf)
 }
 
 #[test]
