@@ -54,6 +54,17 @@ pub fn format(notice: &Notice, style: Style, model: &Model) -> String {
     }
 }
 
+/// The most events taken from the feed between two writes.
+const BATCH: usize = 256;
+
+/// Appends the lines of `notices` to `text`.
+fn print_into(text: &mut String, notices: &[Notice], style: Style, model: &Model) {
+    for notice in notices {
+        text.push_str(&format(notice, style, model));
+        text.push('\n');
+    }
+}
+
 /// Folds events as they come and prints the notices until the feed closes; returns the model.
 /// With `taken`, each event taken is reported to whoever feeds the view (the hub, an attached
 /// session's feed), which waits for a view that falls behind (a stdout nobody reads) instead
@@ -69,31 +80,39 @@ pub async fn run_to(
     taken: Option<Taken>,
     out: &mut (dyn Write + Send),
 ) -> Model {
-    // Each fact is printed as it happens: the model holds only what is still open.
+    // Each fact is printed as it happens: the model holds only what is still open. What has
+    // gathered is taken at once and printed with one write.
     let mut model = Model::with_retention(Retention::none());
     let mut schemas = Watch::new();
     let mut tick = tokio::time::interval(Duration::from_millis(250));
+    let mut batch = Vec::with_capacity(BATCH);
+    let mut text = String::new();
     loop {
-        let notices = tokio::select! {
-            event = feed.recv() => match event {
-                Some(event) => {
+        tokio::select! {
+            taken_now = feed.recv_many(&mut batch, BATCH) => {
+                if taken_now == 0 {
+                    break;
+                }
+                for event in batch.drain(..) {
                     if let Some(taken) = &taken {
                         (taken.0)(&event);
                     }
-                    model.apply_inspected(&event, &mut |m, n| schemas.notices(m, n))
+                    let notices = model.apply_inspected(&event, &mut |m, n| schemas.notices(m, n));
+                    print_into(&mut text, &notices, style, &model);
                 }
-                None => break,
-            },
-            _ = tick.tick() => model.advance(Utc::now()),
+            }
+            _ = tick.tick() => {
+                let notices = model.advance(Utc::now());
+                print_into(&mut text, &notices, style, &model);
+            }
         };
-        if notices.is_empty() {
+        if text.is_empty() {
             continue;
         }
-        for notice in &notices {
-            if writeln!(out, "{}", format(notice, style, &model)).is_err() {
-                return model;
-            }
+        if out.write_all(text.as_bytes()).is_err() {
+            return model;
         }
+        text.clear();
         let _ = out.flush();
     }
     model

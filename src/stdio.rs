@@ -79,7 +79,7 @@ async fn run(args: StdioArgs) -> anyhow::Result<i32> {
     let mut shown_command = args.command.clone();
     redactor.command(&mut shown_command);
     let mut hub = Hub::start(recorder, redactor)?;
-    let sink = EventSink::new(hub.input.clone()).with_backlog(hub.backlog.clone());
+    let sink = EventSink::to_hub(hub.input.clone()).with_backlog(hub.backlog.clone());
     // Published until the run ends (dropping it removes the socket).
     let published = (!args.no_publish)
         .then(|| {

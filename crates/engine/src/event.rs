@@ -25,12 +25,19 @@ pub struct Event {
 impl Event {
     /// An event observed now.
     pub fn now(kind: EventKind) -> Self {
+        Self {
+            t: Self::stamp(),
+            kind,
+        }
+    }
+
+    /// The time of a fact observed now, as events carry it.
+    pub fn stamp() -> DateTime<Utc> {
         // Recordings keep microseconds; live events use the same precision so that a replay
         // folds to exactly the live state.
         let now = Utc::now();
-        let t = chrono::DurationRound::duration_trunc(now, chrono::TimeDelta::microseconds(1))
-            .unwrap_or(now);
-        Self { t, kind }
+        chrono::DurationRound::duration_trunc(now, chrono::TimeDelta::microseconds(1))
+            .unwrap_or(now)
     }
 
     /// An event at a given time.

@@ -20,7 +20,7 @@ use mcpscope_engine::redact::Redactor;
 
 use crate::error::ProxyError;
 use crate::publish::fanout::{Fanout, Join};
-use crate::sink::Backlog;
+use crate::sink::{Backlog, Fact};
 
 /// How long the hub lets a burst of events gather before taking it (bounds the view's lag).
 const COALESCE: std::time::Duration = std::time::Duration::from_micros(500);
@@ -58,8 +58,8 @@ pub struct Tally {
 
 /// The running hub.
 pub struct Hub {
-    /// Where the proxy sends events.
-    pub input: UnboundedSender<Event>,
+    /// Where the proxy sends its facts ([`crate::sink::EventSink::to_hub`]).
+    pub input: UnboundedSender<Fact>,
     /// What the view reads.
     pub output: Option<UnboundedReceiver<Event>>,
     /// The recording's path, if recording.
@@ -100,7 +100,7 @@ impl Pump {
     /// proxy pays no wake-up per exchange), and parks again after [`IDLE_POLLS`] empty takes.
     async fn run(
         &mut self,
-        mut rx: UnboundedReceiver<Event>,
+        mut rx: UnboundedReceiver<Fact>,
         mut joins: UnboundedReceiver<Join>,
         mut stop: oneshot::Receiver<()>,
     ) {
@@ -146,7 +146,7 @@ impl Pump {
 
     /// Takes every event queued now, flushing every [`MAX_BURST`]; how many, and whether a
     /// sender is still there.
-    fn take_gathered(&mut self, rx: &mut UnboundedReceiver<Event>) -> (usize, bool) {
+    fn take_gathered(&mut self, rx: &mut UnboundedReceiver<Fact>) -> (usize, bool) {
         let mut taken = 0;
         loop {
             match rx.try_recv() {
@@ -170,17 +170,22 @@ impl Pump {
     }
 
     /// Told to stop: everything sent before is queued; take it, then end.
-    fn last(&mut self, rx: &mut UnboundedReceiver<Event>) {
+    fn last(&mut self, rx: &mut UnboundedReceiver<Fact>) {
         while let Ok(event) = rx.try_recv() {
             self.take(event);
         }
         self.flush();
     }
 
-    fn take(&mut self, mut event: Event) {
+    /// Takes one fact: the events it stands for (a message parsed here).
+    fn take(&mut self, fact: Fact) {
+        self.backlog.release(fact.weight());
+        fact.into_events(|event| self.take_event(event));
+    }
+
+    fn take_event(&mut self, mut event: Event) {
         let seq = self.seen;
         self.seen += 1;
-        self.backlog.release(Backlog::weight(&event.kind));
         self.redactor.observe(&mut event.kind);
         if let Some(rec) = self.recorder.as_mut() {
             let written = rec.write(&event);
@@ -220,7 +225,7 @@ impl Hub {
     /// Starts the hub with an optional recorder; `redactor` hides secrets in every event
     /// before it is recorded or reaches the view. Fails when its thread cannot be started.
     pub fn start(recorder: Option<Recorder>, redactor: Redactor) -> Result<Self, ProxyError> {
-        let (input, rx) = unbounded_channel::<Event>();
+        let (input, rx) = unbounded_channel::<Fact>();
         let (view, output) = unbounded_channel::<Event>();
         let (joiner, joins) = unbounded_channel::<Join>();
         let (done, tally) = sync_channel(1);
@@ -366,7 +371,7 @@ mod tests {
                 stream: None,
                 text: format!("{n} {big}"),
             };
-            hub.input.send(Event::now(kind)).unwrap();
+            hub.input.send(Event::now(kind).into()).unwrap();
         }
         let settle = std::time::Duration::from_millis(300);
         // A note weighs only its fixed part (256 B): sixty of them are far below the limit.
@@ -385,7 +390,7 @@ mod tests {
             end: 0,
         };
         for n in 0..60 {
-            hub.input.send(Event::now(heavy(n))).unwrap();
+            hub.input.send(Event::now(heavy(n)).into()).unwrap();
         }
         let held = drain(&mut output, settle);
         let limit = Backlog::LIMIT / (big.len() + 256) + 1;
@@ -424,10 +429,10 @@ mod tests {
         };
         // A burst, then more while the hub polls: each reaches the view in order.
         for n in 0..3 {
-            hub.input.send(note(n)).unwrap();
+            hub.input.send(note(n).into()).unwrap();
         }
         std::thread::sleep(std::time::Duration::from_millis(1));
-        hub.input.send(note(3)).unwrap();
+        hub.input.send(note(3).into()).unwrap();
         let settle = std::time::Duration::from_millis(200);
         let texts = |events: Vec<Event>| -> Vec<String> {
             events
@@ -443,7 +448,7 @@ mod tests {
             ["note 0", "note 1", "note 2", "note 3"]
         );
         // Long past its idle polls the hub is parked: one event wakes it.
-        hub.input.send(note(4)).unwrap();
+        hub.input.send(note(4).into()).unwrap();
         assert_eq!(texts(drain(&mut output, settle)), ["note 4"]);
         assert_eq!(
             hub.finish_within(std::time::Duration::from_secs(10))
@@ -464,7 +469,7 @@ mod tests {
                 stream: None,
                 text: format!("note {n}"),
             };
-            hub.input.send(Event::now(kind)).unwrap();
+            hub.input.send(Event::now(kind).into()).unwrap();
         }
         let started = std::time::Instant::now();
         let _sender_still_open = hub.input.clone();
@@ -481,10 +486,13 @@ mod tests {
 
         let hub = Hub::start(None, Redactor::new()).unwrap();
         hub.input
-            .send(Event::now(EventKind::Note {
-                stream: None,
-                text: "unrecorded".into(),
-            }))
+            .send(
+                Event::now(EventKind::Note {
+                    stream: None,
+                    text: "unrecorded".into(),
+                })
+                .into(),
+            )
             .unwrap();
         let tally = hub.finish_within(std::time::Duration::from_secs(10));
         assert_eq!(

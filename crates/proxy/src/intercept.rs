@@ -126,6 +126,11 @@ impl Intercept {
         }
     }
 
+    /// Whether a filter is set (requests and responses are then read for it).
+    pub(crate) fn armed(&self) -> bool {
+        self.filter.lock().ok().is_some_and(|f| f.is_some())
+    }
+
     /// Whether the filter matches this request message.
     pub(crate) fn matches(&self, message: Option<&Value>) -> bool {
         let Some(message) = message else {

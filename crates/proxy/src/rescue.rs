@@ -375,6 +375,7 @@ mod tests {
                 dir: mcpscope_engine::event::Direction::ServerToClient,
                 body,
             }),
+            deferred: false,
         }
     }
 

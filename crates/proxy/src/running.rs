@@ -23,7 +23,7 @@ pub async fn start_proxy(
     redactor: Redactor,
 ) -> anyhow::Result<Running> {
     let hub = Hub::start(recorder, redactor)?;
-    let sink = EventSink::new(hub.input.clone()).with_backlog(hub.backlog.clone());
+    let sink = EventSink::to_hub(hub.input.clone()).with_backlog(hub.backlog.clone());
     let proxy = crate::start(config, sink).await?;
     Ok(Running { proxy, hub })
 }

@@ -41,6 +41,27 @@ pub struct Shared {
     pub(crate) intercept: crate::intercept::Intercept,
     /// Paths of metadata documents named by rewritten `resource_metadata` URLs.
     pub(crate) metadata_paths: crate::oauth::MetadataPaths,
+    /// What every request to `--upstream` is given, worked out once.
+    pub(crate) upstream_facts: UpstreamFacts,
+}
+
+/// What `--upstream` says for every request, worked out once.
+pub(crate) struct UpstreamFacts {
+    /// Its origin (`scheme://host[:port]`).
+    pub(crate) origin: Option<String>,
+    /// Its userinfo as an `Authorization: Basic` value.
+    pub(crate) basic: Option<http::HeaderValue>,
+}
+
+impl UpstreamFacts {
+    fn of(upstream: &http::Uri) -> Self {
+        let text = upstream.to_string();
+        Self {
+            origin: mcpscope_engine::wire::oauth::Origin::text_of(&text),
+            basic: mcpscope_engine::redact::UrlCredentials::of(&text)
+                .and_then(|c| http::HeaderValue::from_str(&c.basic()).ok()),
+        }
+    }
 }
 
 /// The numbers given to client connections and exchanges, each counting from 1.
@@ -177,7 +198,9 @@ impl FaultControl {
 impl Shared {
     /// Fresh state for a proxy reporting to `sink`.
     pub(crate) fn new(config: Config, connector: upstream::Connector, sink: EventSink) -> Self {
+        let upstream_facts = UpstreamFacts::of(&config.upstream);
         Self {
+            upstream_facts,
             sink,
             config,
             ids: Ids {

@@ -7,9 +7,13 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use bytes::Bytes;
+use chrono::{DateTime, Utc};
 use tokio::sync::mpsc::UnboundedSender;
 
 use mcpscope_engine::event::{Direction, EndHow, Event, EventKind, Leg, StreamId};
+use mcpscope_engine::wire::mirror::{self, MirroredOwned};
+use mcpscope_engine::wire::observe;
 
 /// The `detail` of the ends recorded for exchanges still open at shutdown.
 pub const SHUTDOWN: &str = "shutdown";
@@ -53,6 +57,126 @@ impl Backlog {
     }
 }
 
+/// What a sink sends to the hub: an event, or one whose JSON-RPC message is left for the hub to
+/// parse. The forwarding path then never parses what nothing on it reads; the hub turns each
+/// fact into the very events an eager sink would have sent, stamped when they were observed.
+#[derive(Debug)]
+pub enum Fact {
+    /// An event as observed.
+    Event(Event),
+    /// A message's bytes observed at `t`: a `message` or an `invalid_message` once parsed.
+    Message {
+        /// When it was observed.
+        t: DateTime<Utc>,
+        /// Exchange id.
+        stream: StreamId,
+        /// Who sent it.
+        dir: Direction,
+        /// Its bytes (a whole body).
+        bytes: Bytes,
+        /// A request's mirror headers, checked against its body once parsed (a mismatch is
+        /// reported after the message).
+        mirrored: Option<Box<MirroredOwned>>,
+    },
+    /// An `sse_event` whose data is a message left unparsed: the event, then its message.
+    SseMessage(Event),
+    /// A `stream_opened` or `response_head` whose headers are still a map: the event, its
+    /// headers as text pairs.
+    Headed {
+        /// The event, its headers empty.
+        event: Event,
+        /// Its headers.
+        headers: http::HeaderMap,
+    },
+}
+
+impl Fact {
+    /// What the fact weighs in the backlog, as the events it becomes would.
+    pub fn weight(&self) -> usize {
+        match self {
+            Fact::Event(event) | Fact::SseMessage(event) | Fact::Headed { event, .. } => {
+                event.kind.weight()
+            }
+            Fact::Message { bytes, .. } => bytes.len(),
+        }
+    }
+
+    /// The event it is, or begins with, when it is already one.
+    fn kind(&self) -> Option<&EventKind> {
+        match self {
+            Fact::Event(event) | Fact::SseMessage(event) | Fact::Headed { event, .. } => {
+                Some(&event.kind)
+            }
+            Fact::Message { .. } => None,
+        }
+    }
+
+    /// The events the fact stands for, in order (one, or an SSE event and its message).
+    pub fn into_events(self, mut each: impl FnMut(Event)) {
+        match self {
+            Fact::Event(event) => each(event),
+            Fact::Message {
+                t,
+                stream,
+                dir,
+                bytes,
+                mirrored,
+            } => {
+                let message = observe::message(stream, dir, &bytes);
+                let mismatch = mirrored
+                    .zip(observe::message_body(&message))
+                    .and_then(|(sent, body)| mirror::report(stream, sent.borrowed(), body));
+                each(Event::at(t, message));
+                if let Some(mismatch) = mismatch {
+                    each(Event::at(t, mismatch));
+                }
+            }
+            Fact::Headed { mut event, headers } => {
+                if let EventKind::StreamOpened { headers: list, .. }
+                | EventKind::ResponseHead { headers: list, .. } = &mut event.kind
+                {
+                    *list = crate::headers::header_list(&headers);
+                }
+                each(event);
+            }
+            Fact::SseMessage(event) => {
+                let t = event.t;
+                let message = sse_message(&event.kind);
+                each(event);
+                if let Some(message) = message {
+                    each(Event::at(t, message));
+                }
+            }
+        }
+    }
+}
+
+impl From<Event> for Fact {
+    fn from(event: Event) -> Self {
+        Fact::Event(event)
+    }
+}
+
+/// The message a response's SSE event carries in its data (an `invalid_message` for data that
+/// is not one); nothing for another kind of event.
+fn sse_message(kind: &EventKind) -> Option<EventKind> {
+    match kind {
+        EventKind::SseEvent { stream, data, .. } => Some(observe::message(
+            *stream,
+            Direction::ServerToClient,
+            data.as_bytes(),
+        )),
+        _ => None,
+    }
+}
+
+/// Where a sink's facts go: to a receiver of events (each parsed at once), or to the hub.
+#[derive(Debug, Clone)]
+enum Route {
+    Events(UnboundedSender<Event>),
+    Facts(UnboundedSender<Fact>),
+}
+
 /// The exchanges opened and not yet ended; once sealed, nothing more is sent.
 #[derive(Debug, Default)]
 struct Ledger {
@@ -63,7 +187,7 @@ struct Ledger {
 /// Timestamps facts and sends them on.
 #[derive(Debug, Clone)]
 pub struct EventSink {
-    tx: UnboundedSender<Event>,
+    tx: Route,
     ledger: Arc<Mutex<Ledger>>,
     backlog: Option<Backlog>,
     /// Set on a holding sink ([`EventSink::holding`]): what it is given waits here.
@@ -96,8 +220,18 @@ impl HeldEvents {
 }
 
 impl EventSink {
-    /// A sink sending into `tx`.
+    /// A sink sending events into `tx`, every message parsed as it is observed.
     pub fn new(tx: UnboundedSender<Event>) -> Self {
+        Self::routed(Route::Events(tx))
+    }
+
+    /// A sink sending facts to the hub ([`crate::hub::Hub::input`]): messages that nothing on
+    /// the forwarding path reads are parsed there.
+    pub fn to_hub(tx: UnboundedSender<Fact>) -> Self {
+        Self::routed(Route::Facts(tx))
+    }
+
+    fn routed(tx: Route) -> Self {
         Self {
             tx,
             ledger: Arc::default(),
@@ -136,10 +270,21 @@ impl EventSink {
     }
 
     fn send(&self, kind: EventKind) {
+        self.send_fact(Fact::Event(Event::now(kind)));
+    }
+
+    fn send_fact(&self, fact: Fact) {
         if let Some(backlog) = &self.backlog {
-            backlog.add(Backlog::weight(&kind));
+            backlog.add(fact.weight());
         }
-        let _ = self.tx.send(Event::now(kind));
+        match &self.tx {
+            Route::Facts(tx) => {
+                let _ = tx.send(fact);
+            }
+            Route::Events(tx) => fact.into_events(|event| {
+                let _ = tx.send(event);
+            }),
+        }
     }
 
     fn ledger(&self) -> MutexGuard<'_, Ledger> {
@@ -153,30 +298,70 @@ impl EventSink {
     /// Sends a fact observed now. A closed receiver (shutting down) is not an error; a second
     /// end of an exchange's response, or anything after [`EventSink::seal`], is not sent.
     pub fn emit(&self, kind: EventKind) {
+        self.route(Fact::Event(Event::now(kind)));
+    }
+
+    /// Sends a `stream_opened` or `response_head` observed now whose headers are `headers`:
+    /// the hub turns them into the event's text pairs.
+    pub fn emit_headed(&self, kind: EventKind, headers: http::HeaderMap) {
+        self.route(Fact::Headed {
+            event: Event::now(kind),
+            headers,
+        });
+    }
+
+    fn route(&self, fact: Fact) {
         if let Some(held) = &self.held {
-            held.push(kind);
+            fact.into_events(|event| held.push(event.kind));
             return;
         }
         let mut ledger = self.ledger();
         if ledger.sealed {
             return;
         }
-        match &kind {
-            EventKind::StreamOpened { stream, .. } | EventKind::ProcessStarted { stream, .. } => {
+        match fact.kind() {
+            Some(
+                EventKind::StreamOpened { stream, .. } | EventKind::ProcessStarted { stream, .. },
+            ) => {
                 ledger.open.insert(*stream, Passed::default());
             }
-            EventKind::StreamEnded {
+            Some(EventKind::StreamEnded {
                 stream,
                 dir: Direction::ServerToClient,
                 ..
-            } if ledger.open.remove(stream).is_none() => {
+            }) if ledger.open.remove(stream).is_none() => {
                 tracing::debug!("stream #{stream}: a second end is not recorded");
                 return;
             }
             _ => {}
         }
         // Sent under the lock: an end recorded by `seal` is the exchange's last event.
-        self.send(kind);
+        self.send_fact(fact);
+    }
+
+    /// Sends the message of a whole body observed now, as its bytes: parsed by the hub (at once
+    /// by a sink of events, or a holding one) into a `message` or an `invalid_message`; a
+    /// request's `mirrored` headers are checked against it there too.
+    pub fn emit_message(
+        &self,
+        stream: StreamId,
+        dir: Direction,
+        bytes: Bytes,
+        mirrored: Option<MirroredOwned>,
+    ) {
+        self.route(Fact::Message {
+            t: Event::stamp(),
+            stream,
+            dir,
+            bytes,
+            mirrored: mirrored.map(Box::new),
+        });
+    }
+
+    /// Sends an `sse_event` observed now whose data is a message left unparsed
+    /// ([`observe::SeenEvent::deferred`]): the hub reports its message after it.
+    pub fn emit_sse_message(&self, kind: EventKind) {
+        self.route(Fact::SseMessage(Event::now(kind)));
     }
 
     /// The byte counter of an open exchange's response (for the end recorded at shutdown).
@@ -261,6 +446,65 @@ mod tests {
             &events[4].kind,
             EventKind::StreamEnded { stream: 2, how: EndHow::Cancelled, leg: Leg::Client, bytes: 7, detail: Some(d), .. } if d == SHUTDOWN
         ));
+    }
+
+    #[test]
+    fn facts_for_the_hub_become_the_events_an_eager_sink_sends() {
+        let sse = |data: &str| EventKind::SseEvent {
+            stream: 1,
+            id: None,
+            event: None,
+            retry: None,
+            data: data.into(),
+            start: 0,
+            end: 0,
+        };
+        let request = Bytes::from_static(br#"{"jsonrpc":"2.0","id":1,"method":"tools/call"}"#);
+        let drive = |sink: &EventSink| {
+            sink.emit(opened(1));
+            let sent = mirror::Mirrored {
+                method: Some("tools/list"),
+                ..Default::default()
+            };
+            let mirrored = Some(MirroredOwned::of(sent));
+            sink.emit_message(1, Direction::ClientToServer, request.clone(), mirrored);
+            let broken = Bytes::from_static(b"{broken");
+            sink.emit_message(1, Direction::ClientToServer, broken, None);
+            sink.emit_sse_message(sse(r#"{"jsonrpc":"2.0","id":1,"result":{}}"#));
+            sink.emit_sse_message(sse("not json"));
+            sink.emit(ended(1, Direction::ServerToClient));
+            sink.seal();
+            sink.emit_message(1, Direction::ClientToServer, request.clone(), None);
+        };
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        drive(&EventSink::new(tx));
+        let eager: Vec<EventKind> = std::iter::from_fn(|| rx.try_recv().ok())
+            .map(|e| e.kind)
+            .collect();
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let backlog = Backlog::default();
+        drive(&EventSink::to_hub(tx).with_backlog(backlog.clone()));
+        let mut facts = Vec::new();
+        while let Ok(fact) = rx.try_recv() {
+            backlog.release(fact.weight());
+            fact.into_events(|event| facts.push(event.kind));
+        }
+        assert_eq!(backlog.bytes(), 0);
+        assert_eq!(facts, eager);
+        // Nothing after the seal.
+        assert_eq!(eager.len(), 9, "{eager:?}");
+        assert!(
+            matches!(&eager[2], EventKind::InvalidMessage { reason, .. } if reason.contains("Mcp-Method"))
+        );
+        assert!(matches!(&eager[3], EventKind::InvalidMessage { .. }));
+        assert!(matches!(
+            &eager[5],
+            EventKind::Message {
+                dir: Direction::ServerToClient,
+                ..
+            }
+        ));
+        assert!(matches!(&eager[7], EventKind::InvalidMessage { .. }));
     }
 
     #[test]

@@ -161,9 +161,14 @@ impl TapBody {
             clean: how == EndHow::Eof,
             reading: self.inner.is_some() || self.upstream_ended,
         };
-        self.observer.end(end, &mut ended);
+        let deferred = self.observer.end_deferring(end, &mut ended);
         for kind in ended {
             self.sink.emit(kind);
+        }
+        if let Some(json) = deferred {
+            let dir = Direction::ServerToClient;
+            self.sink
+                .emit_message(self.stream, dir, Bytes::from(json), None);
         }
         self.shared.unregister(self.stream);
         self.sink.emit(EventKind::StreamEnded {
@@ -204,6 +209,9 @@ impl TapBody {
     /// Taps a chunk from the upstream: the observer reports it, the shaper queues what the
     /// client should get of it.
     fn on_data(&mut self, data: Bytes) {
+        // A body no fault shapes and no rescue watches has its messages parsed by the hub.
+        let reads_messages = !self.shaper.is_free() || self.rescue.is_some();
+        self.observer.defer_messages(!reads_messages);
         self.observer
             .feed_reporting(&data, &mut self.seen, &mut self.notices);
         // A stream the observer gave up on has no more event boundaries: it flows unaligned.
@@ -216,8 +224,12 @@ impl TapBody {
                 if let Some(rescue) = self.rescue.as_mut() {
                     rescue.passed(&event);
                 }
-                for kind in event.into_events() {
-                    self.sink.emit(kind);
+                if event.deferred {
+                    self.sink.emit_sse_message(event.event);
+                } else {
+                    for kind in event.into_events() {
+                        self.sink.emit(kind);
+                    }
                 }
             }
         }

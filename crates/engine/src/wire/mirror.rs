@@ -6,8 +6,20 @@
 
 use serde_json::Value;
 
+use crate::event::{Direction, EventKind, StreamId};
+
 /// The first revision whose requests carry the mirror headers.
 pub const FIRST_MIRRORED_VERSION: &str = "2026-07-28";
+
+/// Whether a request sent with these headers is checked against its body at all: it names a
+/// revision that requires the mirror, or mirrors something. [`mismatch`] finds nothing
+/// otherwise.
+pub fn checked(headers: Mirrored<'_>) -> bool {
+    let required = headers
+        .version
+        .is_some_and(|v| crate::revision::at_least(v.trim(), FIRST_MIRRORED_VERSION));
+    required || headers.method.is_some() || headers.name.is_some()
+}
 
 /// The body field `Mcp-Name` mirrors for `method`, if it has one.
 pub fn name_field(method: &str) -> Option<&'static str> {
@@ -27,6 +39,50 @@ pub struct Mirrored<'a> {
     pub method: Option<&'a str>,
     /// `Mcp-Name`.
     pub name: Option<&'a str>,
+}
+
+/// [`Mirrored`] headers kept, for a request whose body is checked later (by the thread that
+/// parses it).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct MirroredOwned {
+    /// `MCP-Protocol-Version`.
+    pub version: Option<String>,
+    /// `Mcp-Method`.
+    pub method: Option<String>,
+    /// `Mcp-Name`.
+    pub name: Option<String>,
+}
+
+impl MirroredOwned {
+    /// The headers kept.
+    pub fn of(sent: Mirrored<'_>) -> Self {
+        Self {
+            version: sent.version.map(str::to_string),
+            method: sent.method.map(str::to_string),
+            name: sent.name.map(str::to_string),
+        }
+    }
+
+    /// The headers, borrowed.
+    pub fn borrowed(&self) -> Mirrored<'_> {
+        Mirrored {
+            version: self.version.as_deref(),
+            method: self.method.as_deref(),
+            name: self.name.as_deref(),
+        }
+    }
+}
+
+/// The `invalid_message` report of a request whose mirror headers disagree with its body (the
+/// request is forwarded unchanged all the same).
+pub fn report(stream: StreamId, sent: Mirrored<'_>, msg: &Value) -> Option<EventKind> {
+    let reason = mismatch(sent, msg)?;
+    Some(EventKind::InvalidMessage {
+        stream,
+        dir: Direction::ClientToServer,
+        reason,
+        raw: sent.quoted(),
+    })
 }
 
 impl Mirrored<'_> {
@@ -49,10 +105,7 @@ impl Mirrored<'_> {
 pub fn mismatch(headers: Mirrored<'_>, msg: &Value) -> Option<String> {
     let method = msg.get("method").and_then(Value::as_str)?;
     msg.get("id")?;
-    let required = headers
-        .version
-        .is_some_and(|v| crate::revision::at_least(v.trim(), FIRST_MIRRORED_VERSION));
-    if !required && headers.method.is_none() && headers.name.is_none() {
+    if !checked(headers) {
         return None;
     }
     match headers.method.map(str::trim) {

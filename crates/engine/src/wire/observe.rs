@@ -29,6 +29,9 @@ pub struct SeenEvent {
     pub event: EventKind,
     /// The message (or invalid message) its data carries, if it has data.
     pub message: Option<EventKind>,
+    /// Its data is a message left unparsed ([`BodyObserver::defer_messages`]): `message` is
+    /// `None`, and whoever records the event reports [`message`] of its data after it.
+    pub deferred: bool,
 }
 
 impl SeenEvent {
@@ -78,6 +81,7 @@ pub struct BodyObserver {
     json: Vec<u8>,
     received: u64,
     gave_up_reported: bool,
+    defer: bool,
 }
 
 impl BodyObserver {
@@ -92,7 +96,17 @@ impl BodyObserver {
             json: Vec::new(),
             received: 0,
             gave_up_reported: false,
+            defer: false,
         }
+    }
+
+    /// Whether, from the next chunk on, the messages it sees are left unparsed: an SSE event's
+    /// is marked [`SeenEvent::deferred`], a JSON body's bytes are returned by
+    /// [`BodyObserver::end_deferring`]. For a forwarder that reads nothing of the messages
+    /// itself: the thread that records them parses them, off the forwarding path. What is
+    /// reported is the same either way.
+    pub fn defer_messages(&mut self, on: bool) {
+        self.defer = on;
     }
 
     /// The same, decoding at most `max_event_bytes` of one SSE line or event's data (see
@@ -141,8 +155,12 @@ impl BodyObserver {
             ContentKind::Other => {}
             ContentKind::Sse => {
                 self.parser.feed(chunk, &mut self.frames);
-                let (stream, dir) = (self.stream, self.dir);
-                out.extend(self.frames.drain(..).map(|frame| seen(stream, dir, frame)));
+                let (stream, dir, defer) = (self.stream, self.dir, self.defer);
+                out.extend(
+                    self.frames
+                        .drain(..)
+                        .map(|frame| seen(stream, dir, frame, defer)),
+                );
                 if let Some(reason) = self.parser.gave_up()
                     && !self.gave_up_reported
                 {
@@ -161,9 +179,24 @@ impl BodyObserver {
     /// Takes the end of the body; what it reports (a JSON body's message, an SSE event cut
     /// short) is appended to `out`. Called once; later calls report nothing.
     pub fn end(&mut self, end: BodyEnd, out: &mut Vec<EventKind>) {
+        let (stream, dir) = (self.stream, self.dir);
+        if let Some(json) = self.end_deferring(end, out) {
+            out.push(message(stream, dir, &json));
+        }
+    }
+
+    /// [`BodyObserver::end`], except that while [deferring](BodyObserver::defer_messages) a
+    /// JSON body's message is returned as its bytes, unparsed, for the caller to report as
+    /// [`message`] of them (nothing else is reported then).
+    pub fn end_deferring(&mut self, end: BodyEnd, out: &mut Vec<EventKind>) -> Option<Vec<u8>> {
         let json = std::mem::take(&mut self.json);
+        let mut deferred = None;
         if end.clean && self.content == ContentKind::Json && !json.is_empty() {
-            out.push(message(self.stream, self.dir, &json));
+            if self.defer {
+                deferred = Some(json);
+            } else {
+                out.push(message(self.stream, self.dir, &json));
+            }
         }
         if end.reading && self.content == ContentKind::Sse && self.parser.mid_event() {
             out.push(EventKind::InvalidMessage {
@@ -174,6 +207,7 @@ impl BodyObserver {
             });
         }
         self.content = ContentKind::Other;
+        deferred
     }
 }
 
@@ -203,10 +237,14 @@ fn quote(bytes: &[u8]) -> String {
     String::from_utf8_lossy(&bytes[..bytes.len().min(RAW_QUOTE)]).into_owned()
 }
 
-fn seen(stream: StreamId, dir: Direction, frame: SseFrame) -> SeenEvent {
+fn seen(stream: StreamId, dir: Direction, frame: SseFrame, defer: bool) -> SeenEvent {
     // The legacy HTTP+SSE transport's `endpoint` event carries a URL, not a message.
     let endpoint = frame.event.as_deref() == Some("endpoint");
-    let message = (frame.has_data && !frame.data.is_empty() && !endpoint).then(|| {
+    let carries = frame.has_data && !frame.data.is_empty() && !endpoint;
+    // Only a message that parsing decides is left to the receiver: data that is not UTF-8 is
+    // known invalid here (its text no longer holds its bytes).
+    let deferred = carries && defer && !frame.invalid_utf8;
+    let message = (carries && !deferred).then(|| {
         if frame.invalid_utf8 {
             // The text holds U+FFFD where the bytes were: parsing it would report a message
             // that was never sent.
@@ -233,6 +271,7 @@ fn seen(stream: StreamId, dir: Direction, frame: SseFrame) -> SeenEvent {
             end: frame.end,
         },
         message,
+        deferred,
     }
 }
 
@@ -257,6 +296,48 @@ mod tests {
         clean: true,
         reading: false,
     };
+
+    #[test]
+    fn a_deferring_observer_reports_the_same_once_its_messages_are_parsed() {
+        let invalid = b"data: \xFF\xFE\n\nevent: endpoint\ndata: /messages\n\n";
+        let body = [STREAM, &invalid[..]].concat();
+        let eager = observe(&[&body], CLEAN).0;
+        let mut observer = BodyObserver::new(7, Direction::ServerToClient, ContentKind::Sse);
+        observer.defer_messages(true);
+        let mut deferred = Vec::new();
+        observer.feed(&body, &mut deferred);
+        assert!(deferred.iter().any(|e| e.deferred));
+        let parsed: Vec<EventKind> = deferred
+            .into_iter()
+            .flat_map(|seen| {
+                let message = match (&seen.event, seen.deferred) {
+                    (EventKind::SseEvent { data, .. }, true) => {
+                        assert!(seen.message.is_none());
+                        Some(message(7, Direction::ServerToClient, data.as_bytes()))
+                    }
+                    _ => None,
+                };
+                seen.into_events().chain(message)
+            })
+            .collect();
+        let eager: Vec<EventKind> = eager.into_iter().flat_map(SeenEvent::into_events).collect();
+        assert_eq!(parsed, eager);
+        // Data that is not UTF-8, and a legacy endpoint, are decided here even when deferring.
+        assert!(
+            matches!(&parsed[parsed.len() - 2], EventKind::InvalidMessage { reason, .. } if reason == NOT_UTF8)
+        );
+
+        let json = br#"{"jsonrpc":"2.0","id":3,"result":{}}"#;
+        let mut observer = BodyObserver::new(7, Direction::ServerToClient, ContentKind::Json);
+        observer.defer_messages(true);
+        observer.feed(json, &mut Vec::new());
+        let mut ended = Vec::new();
+        assert_eq!(
+            observer.end_deferring(CLEAN, &mut ended).as_deref(),
+            Some(&json[..])
+        );
+        assert!(ended.is_empty());
+    }
 
     /// The events with their end offsets blanked: an event whose blank line is a CRLF split
     /// between two chunks is reported at the CR (it never waits for an LF that may not come), so

@@ -309,7 +309,7 @@ mod tests {
         let recorder = Recorder::create(&path, Create::Replace, true).expect("recorder");
         let hub = Hub::start(Some(recorder), Redactor::new()).expect("hub");
         for n in 0..50 {
-            hub.input.send(note(n)).expect("send");
+            hub.input.send(note(n).into()).expect("send");
         }
         // Usually the hub has taken the first events by now: the seam falls among them.
         std::thread::sleep(Duration::from_millis(50));
@@ -324,7 +324,7 @@ mod tests {
         };
         hub.joiner().send(Join { queue, reply }).expect("join");
         for n in 50..80 {
-            hub.input.send(note(n)).expect("send");
+            hub.input.send(note(n).into()).expect("send");
         }
         let live_from = answer.blocking_recv().expect("joined");
         // Everything before the seam is in the file when the viewer hears of it.

@@ -89,9 +89,17 @@ pub(crate) fn jsonrpc_error(id: Value, code: i64, message: &str) -> String {
     mcpscope_engine::wire::jsonrpc::error(&id, code, message).to_string()
 }
 
-/// The id of a single request body, for errors the proxy answers itself.
-pub(crate) fn request_id(body: Option<&Value>) -> Value {
-    body.and_then(|b| b.get("id"))
-        .cloned()
-        .unwrap_or(Value::Null)
+/// The id of a single request, for errors the proxy answers itself: from its message when it
+/// was parsed, from its bytes otherwise (`null` when it has none).
+pub(crate) fn request_id(message: Option<&Value>, body: &[u8]) -> Value {
+    /// A message's id, the rest of it skipped.
+    #[derive(serde::Deserialize)]
+    struct IdOnly {
+        #[serde(default)]
+        id: Value,
+    }
+    match message {
+        Some(message) => message.get("id").cloned().unwrap_or(Value::Null),
+        None => serde_json::from_slice::<IdOnly>(body).map_or(Value::Null, |m| m.id),
+    }
 }

@@ -13,7 +13,7 @@ use super::read::ClientRequest;
 use super::response::{RequestFacts, ResponsePlan};
 use super::{Exchange, answer};
 use crate::error::ProxyError;
-use crate::headers::{header_list, strip_hop_by_hop, upstream_uri, without_userinfo};
+use crate::headers::{strip_hop_by_hop, upstream_uri, without_userinfo};
 use crate::oauth::{self, Addresses, MetadataBody};
 use crate::rescue::{self, Parked};
 use crate::shared::{Shared, lock};
@@ -23,7 +23,6 @@ use crate::upstream::{self, SendError, UpstreamConn};
 use crate::{ConnSlot, ProxyBody, transport};
 use mcpscope_engine::event::{Direction, EndHow, EventKind, Leg, StreamId};
 use mcpscope_engine::fault::{Plan, Release};
-use mcpscope_engine::redact::UrlCredentials;
 use mcpscope_engine::wire::observe;
 
 /// With `--rescue`: the calls parked for this resumption (a GET with `Last-Event-ID`), if any.
@@ -110,7 +109,7 @@ pub(crate) async fn forward(
     let (response, upstream) = match send_upstream(shared, &link, &target, request).await {
         Ok(sent) => sent,
         Err(failure) => {
-            let id = answer::request_id(facts.message.as_ref());
+            let id = facts.request_id();
             return failed(shared, &exchange, &target, id, failure);
         }
     };
@@ -121,11 +120,12 @@ pub(crate) async fn forward(
     }
     let (mut head, incoming) = response.into_parts();
     let plan = ResponsePlan::decide(shared, &exchange, &mut facts, &mut head);
-    sink.emit(EventKind::ResponseHead {
+    let response_head = EventKind::ResponseHead {
         stream,
         status: head.status.as_u16(),
-        headers: header_list(&head.headers),
-    });
+        headers: Vec::new(),
+    };
+    sink.emit_headed(response_head, head.headers.clone());
     oauth::report_all(sink, stream, plan.rewrites);
     // A response the intercept will hold is recorded as it is then sent: its events wait.
     let held = plan.hold.then(|| sink.holding());
@@ -150,7 +150,7 @@ pub(crate) async fn forward(
         return Ok(Response::from_parts(head, body.boxed_unsync()));
     }
     if let Some((_, held)) = held {
-        return hold_response(shared, stream, facts.message.as_ref(), head, tap, held).await;
+        return hold_response(shared, stream, &facts, head, tap, held).await;
     }
     Ok(Response::from_parts(head, tap.boxed_unsync()))
 }
@@ -187,7 +187,8 @@ fn outgoing(
         Ok(uri) => uri,
         Err(e) => {
             let text = format!("mcpscope: bad request URI: {e}");
-            let body = answer::jsonrpc_error(answer::request_id(message.as_ref()), -32600, &text);
+            let id = answer::request_id(message.as_ref(), &body);
+            let body = answer::jsonrpc_error(id, -32600, &text);
             return Err(Box::new(answer::local(
                 shared,
                 exchange.stream,
@@ -215,10 +216,11 @@ fn outgoing(
     // A userinfo in `--upstream` becomes `Authorization: Basic`, unless the client sent its own.
     if !parts.headers.contains_key(http::header::AUTHORIZATION)
         && !forwarded
-        && let Some(credentials) = UrlCredentials::of(&shared.config.upstream.to_string())
-        && let Ok(value) = HeaderValue::from_str(&credentials.basic())
+        && let Some(value) = &shared.upstream_facts.basic
     {
-        parts.headers.insert(http::header::AUTHORIZATION, value);
+        parts
+            .headers
+            .insert(http::header::AUTHORIZATION, value.clone());
     }
     parts.uri = uri
         .path_and_query()
@@ -230,7 +232,7 @@ fn outgoing(
         Vec::new()
     };
     Ok(Outgoing {
-        request: Request::from_parts(parts, Full::new(body)),
+        request: Request::from_parts(parts, Full::new(body.clone())),
         target,
         facts: RequestFacts {
             path,
@@ -240,6 +242,7 @@ fn outgoing(
             addresses,
             exact_ids,
             message,
+            body,
         },
     })
 }
@@ -318,7 +321,7 @@ fn failed(
 async fn hold_response(
     shared: &Arc<Shared>,
     stream: StreamId,
-    request: Option<&serde_json::Value>,
+    request: &RequestFacts,
     mut parts: http::response::Parts,
     tap: TapBody,
     held: HeldEvents,
@@ -335,7 +338,10 @@ async fn hold_response(
             return Err(e);
         }
     };
-    let Some(released) = shared.intercept.hold_response(stream, request, &body) else {
+    let Some(released) = shared
+        .intercept
+        .hold_response(stream, request.message.as_ref(), &body)
+    else {
         report(held.take());
         return Ok(Response::from_parts(parts, answer::full(body)));
     };
@@ -346,7 +352,7 @@ async fn hold_response(
         })
     };
     note("response held by the intercept".into());
-    let id = || answer::request_id(request);
+    let id = || request.request_id();
     match released.await.unwrap_or(Release::Forward(None)) {
         Release::Forward(None) => {
             note("response released by the intercept: sent as it came".into());

@@ -77,7 +77,7 @@ pub(crate) async fn hold(
                 "released by the intercept: answered with an error: {message}"
             ));
             report(unreported);
-            let id = answer::request_id(request.message.as_ref());
+            let id = answer::request_id(request.message.as_ref(), &request.body);
             Err(answer::local(
                 shared,
                 stream,

@@ -17,9 +17,8 @@ use http::Request;
 use hyper::body::Incoming;
 
 use crate::conn::ResetFlag;
-use crate::headers::header_list;
 use crate::shared::Shared;
-use mcpscope_engine::event::{EventKind, StreamId, header};
+use mcpscope_engine::event::{EventKind, StreamId};
 use mcpscope_engine::wire::oauth::Origin;
 
 /// The server an MCP exchange of the forward proxy goes to (scheme and authority, path `/`),
@@ -65,8 +64,10 @@ impl Exchange {
             .uri()
             .path_and_query()
             .map_or_else(|| "/".to_string(), |p| p.to_string());
-        let headers = header_list(req.headers());
-        let session = header(&headers, "mcp-session-id").map(str::to_string);
+        let session = req
+            .headers()
+            .get("mcp-session-id")
+            .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
         // Named in the event only through the forward proxy; otherwise `proxy_started` names
         // the one upstream.
         let target = req
@@ -75,15 +76,16 @@ impl Exchange {
             .and_then(|target| Origin::text_of(&target.0.to_string()));
         let origin = target
             .clone()
-            .or_else(|| Origin::text_of(&shared.config.upstream.to_string()));
-        shared.sink.emit(EventKind::StreamOpened {
+            .or_else(|| shared.upstream_facts.origin.clone());
+        let opened = EventKind::StreamOpened {
             stream,
             conn,
             method: http_method.clone(),
             path,
-            headers,
+            headers: Vec::new(),
             origin: target.clone(),
-        });
+        };
+        shared.sink.emit_headed(opened, req.headers().clone());
         Self {
             stream,
             reset,

@@ -51,7 +51,7 @@ pub(crate) async fn decide(
     });
     let status = StatusCode::from_u16(code).unwrap_or(StatusCode::SERVICE_UNAVAILABLE);
     let (content_type, body) = if code == 404 {
-        let id = answer::request_id(request.message.as_ref());
+        let id = answer::request_id(request.message.as_ref(), &request.body);
         (
             "application/json",
             answer::jsonrpc_error(id, -32001, "Session not found"),

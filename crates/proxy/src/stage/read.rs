@@ -33,7 +33,8 @@ pub(crate) struct ClientRequest {
     pub parts: Parts,
     /// Its body.
     pub body: Bytes,
-    /// The body's JSON-RPC message, when it is one.
+    /// The body's JSON-RPC message, when it is one and something on the way reads it
+    /// ([`reads_message`]); [`answer::request_id`] finds the id in `body` otherwise.
     pub message: Option<Value>,
     /// Its message event, not yet reported: a request the intercept holds is reported when it
     /// is released, as it is then sent (edited or not).
@@ -116,25 +117,28 @@ pub(crate) async fn read(
         }
     };
     // An OAuth endpoint's body (a form-encoded token request, a registration) is not MCP.
-    let mcp = oauth::endpoint_label(parts.uri.path()).is_none();
+    let mcp = !body.is_empty() && oauth::endpoint_label(parts.uri.path()).is_none();
     let mut unreported = None;
-    let message = if body.is_empty() || !mcp {
-        None
-    } else {
+    let mut message = None;
+    if mcp && !reads_message(shared) {
+        // Nothing on the way reads it: the hub parses it, and checks its mirror headers.
+        let sent = mirrored(&parts.headers);
+        let mirrored = mirror::checked(sent).then(|| mirror::MirroredOwned::of(sent));
+        sink.emit_message(stream, Direction::ClientToServer, body.clone(), mirrored);
+    } else if mcp {
         let kind = observe::message(stream, Direction::ClientToServer, &body);
-        let message = observe::message_body(&kind).cloned();
+        message = observe::message_body(&kind).cloned();
         if shared.intercept.matches(message.as_ref()) {
             unreported = Some(kind);
         } else {
             sink.emit(kind);
         }
         if let Some(msg) = &message
-            && let Some(invalid) = mirror_mismatch(stream, &parts.headers, msg)
+            && let Some(invalid) = mirror::report(stream, mirrored(&parts.headers), msg)
         {
             sink.emit(invalid);
         }
-        message
-    };
+    }
     Ok(ClientRequest {
         parts,
         body,
@@ -143,22 +147,22 @@ pub(crate) async fn read(
     })
 }
 
-/// An invalid-message report when the request's `Mcp-Method`/`Mcp-Name` headers disagree with
-/// its body (the request is forwarded unchanged all the same).
-fn mirror_mismatch(stream: StreamId, headers: &http::HeaderMap, msg: &Value) -> Option<EventKind> {
+/// Whether something on the request's way reads its message: the intercept's filter, the
+/// rule engine or the rescue.
+fn reads_message(shared: &Shared) -> bool {
+    shared.config.rescue
+        || shared.intercept.armed()
+        || shared.faults.planner(&shared.sink).is_some()
+}
+
+/// The request's mirrored headers.
+fn mirrored(headers: &http::HeaderMap) -> mirror::Mirrored<'_> {
     let get = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
-    let sent = mirror::Mirrored {
+    mirror::Mirrored {
         version: get("mcp-protocol-version"),
         method: get("mcp-method"),
         name: get("mcp-name"),
-    };
-    let reason = mirror::mismatch(sent, msg)?;
-    Some(EventKind::InvalidMessage {
-        stream,
-        dir: Direction::ClientToServer,
-        reason,
-        raw: sent.quoted(),
-    })
+    }
 }
 
 /// Answers a request the proxy will not forward; the connection closes after the answer.

@@ -32,8 +32,17 @@ pub(super) struct RequestFacts {
     pub addresses: Option<Addresses>,
     /// The ids as the client wrote them, for a rescue's answer (with `--rescue`).
     pub exact_ids: Vec<Box<RawValue>>,
-    /// The request's JSON-RPC message.
+    /// The request's JSON-RPC message, when something on the way reads it.
     pub message: Option<Value>,
+    /// The request's body.
+    pub body: bytes::Bytes,
+}
+
+impl RequestFacts {
+    /// The request's id, for an error the proxy answers itself.
+    pub(super) fn request_id(&self) -> Value {
+        super::answer::request_id(self.message.as_ref(), &self.body)
+    }
 }
 
 /// The plan for one response.
