@@ -7,18 +7,28 @@ use http::{Uri, uri::PathAndQuery};
 
 use mcpscope_engine::event::Header;
 
-/// Headers that belong to one connection and are never forwarded.
-const HOP_BY_HOP: &[&str] = &[
-    "connection",
-    "keep-alive",
-    "proxy-connection",
-    "proxy-authenticate",
-    "proxy-authorization",
-    "te",
-    "trailer",
-    "transfer-encoding",
-    "upgrade",
+/// Headers that belong to one connection and are never forwarded (named once, not parsed per
+/// request).
+const HOP_BY_HOP: [HeaderName; 9] = [
+    http::header::CONNECTION,
+    HeaderName::from_static("keep-alive"),
+    HeaderName::from_static("proxy-connection"),
+    http::header::PROXY_AUTHENTICATE,
+    http::header::PROXY_AUTHORIZATION,
+    http::header::TE,
+    http::header::TRAILER,
+    http::header::TRANSFER_ENCODING,
+    http::header::UPGRADE,
 ];
+
+/// `Mcp-Session-Id`.
+pub(crate) const MCP_SESSION_ID: HeaderName = HeaderName::from_static("mcp-session-id");
+/// `MCP-Protocol-Version`.
+pub(crate) const MCP_PROTOCOL_VERSION: HeaderName = HeaderName::from_static("mcp-protocol-version");
+/// `Mcp-Method`.
+pub(crate) const MCP_METHOD: HeaderName = HeaderName::from_static("mcp-method");
+/// `Mcp-Name`.
+pub(crate) const MCP_NAME: HeaderName = HeaderName::from_static("mcp-name");
 
 /// Removes hop-by-hop headers, including those the `Connection` header names.
 pub(crate) fn strip_hop_by_hop(headers: &mut HeaderMap) {
@@ -32,8 +42,8 @@ pub(crate) fn strip_hop_by_hop(headers: &mut HeaderMap) {
     for name in named {
         headers.remove(name);
     }
-    for name in HOP_BY_HOP {
-        headers.remove(*name);
+    for name in &HOP_BY_HOP {
+        headers.remove(name);
     }
 }
 

@@ -34,13 +34,17 @@ pub(crate) struct Addresses {
 }
 
 impl Addresses {
-    /// The two origins, from the upstream URL and the client's `Host` (or HTTP/2 authority);
-    /// `None` when either does not parse.
-    pub(crate) fn of(upstream: &Uri, client_host: Option<&str>) -> Option<Self> {
-        let upstream = Origin::of_authority(
+    /// The upstream's origin, from its URL.
+    pub(crate) fn upstream_origin(upstream: &Uri) -> Option<Origin> {
+        Origin::of_authority(
             upstream.scheme_str().unwrap_or("http"),
             crate::headers::without_userinfo(upstream.authority()?.as_str()),
-        )?;
+        )
+    }
+
+    /// The two origins, from the upstream's origin and the client's `Host` (or HTTP/2 authority);
+    /// `None` when either does not parse.
+    pub(crate) fn with_upstream(upstream: Origin, client_host: Option<&str>) -> Option<Self> {
         let proxy = Origin::of_authority("http", client_host?.trim())?;
         (!upstream.matches(&proxy)).then_some(Self { upstream, proxy })
     }
@@ -265,21 +269,25 @@ impl Body for MetadataBody {
 mod tests {
     use super::*;
 
+    fn of(upstream: &Uri, client_host: Option<&str>) -> Option<Addresses> {
+        Addresses::with_upstream(Addresses::upstream_origin(upstream)?, client_host)
+    }
+
     #[test]
     fn addresses_from_upstream_and_host() {
         let up: Uri = "http://localhost:8000/mcp".parse().expect("uri");
-        let a = Addresses::of(&up, Some("127.0.0.1:9000")).expect("addresses");
+        let a = of(&up, Some("127.0.0.1:9000")).expect("addresses");
         assert_eq!(a.upstream.text(), "http://localhost:8000");
         assert_eq!(a.proxy.text(), "http://127.0.0.1:9000");
         // The same origin on both sides: nothing to rewrite.
-        assert!(Addresses::of(&up, Some("127.0.0.1:8000")).is_none());
-        assert!(Addresses::of(&up, None).is_none());
+        assert!(of(&up, Some("127.0.0.1:8000")).is_none());
+        assert!(of(&up, None).is_none());
     }
 
     #[test]
     fn challenges_are_rewritten_and_others_kept() {
         let up: Uri = "http://127.0.0.1:8000/mcp".parse().expect("uri");
-        let a = Addresses::of(&up, Some("localhost:9000")).expect("addresses");
+        let a = of(&up, Some("localhost:9000")).expect("addresses");
         let mut h = HeaderMap::new();
         h.append(
             "www-authenticate",

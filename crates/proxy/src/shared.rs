@@ -3,7 +3,7 @@
 //! ([`UpstreamState`]); the live exchanges faults can reach and the rule engine
 //! ([`FaultControl`]); the rescue's parked calls, the intercept and the OAuth metadata paths.
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 use std::time::Duration;
@@ -51,6 +51,8 @@ pub(crate) struct UpstreamFacts {
     pub(crate) origin: Option<String>,
     /// Its userinfo as an `Authorization: Basic` value.
     pub(crate) basic: Option<http::HeaderValue>,
+    /// Its origin, for OAuth rewrites.
+    pub(crate) oauth_origin: Option<mcpscope_engine::wire::oauth::Origin>,
 }
 
 impl UpstreamFacts {
@@ -60,6 +62,7 @@ impl UpstreamFacts {
             origin: mcpscope_engine::wire::oauth::Origin::text_of(&text),
             basic: mcpscope_engine::redact::UrlCredentials::of(&text)
                 .and_then(|c| http::HeaderValue::from_str(&c.basic()).ok()),
+            oauth_origin: crate::oauth::Addresses::upstream_origin(upstream),
         }
     }
 }
@@ -105,7 +108,7 @@ impl UpstreamState {
 /// The live exchanges faults can be applied to, and the rule engine that plans them.
 #[derive(Default)]
 pub(crate) struct FaultControl {
-    live: Mutex<HashMap<StreamId, Live>>,
+    live: Mutex<BTreeMap<StreamId, Live>>,
     planner: RwLock<Option<Arc<dyn Planner>>>,
 }
 
@@ -190,7 +193,7 @@ impl FaultControl {
         }
     }
 
-    fn live(&self, sink: &EventSink) -> MutexGuard<'_, HashMap<StreamId, Live>> {
+    fn live(&self, sink: &EventSink) -> MutexGuard<'_, BTreeMap<StreamId, Live>> {
         lock(&self.live, "live streams", sink)
     }
 }

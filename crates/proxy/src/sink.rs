@@ -3,7 +3,7 @@
 //! exactly one `server_to_client` `stream_ended` (a second end of the same response is not
 //! sent), and at shutdown every exchange still open is ended and the sink is sealed.
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -180,7 +180,7 @@ enum Route {
 /// The exchanges opened and not yet ended; once sealed, nothing more is sent.
 #[derive(Debug, Default)]
 struct Ledger {
-    open: HashMap<StreamId, Passed>,
+    open: BTreeMap<StreamId, Passed>,
     sealed: bool,
 }
 
@@ -382,8 +382,8 @@ impl EventSink {
             return 0;
         }
         ledger.sealed = true;
-        let mut open: Vec<_> = ledger.open.drain().collect();
-        open.sort_by_key(|(stream, _)| *stream);
+        // In the order they were opened.
+        let open: Vec<_> = std::mem::take(&mut ledger.open).into_iter().collect();
         for (stream, passed) in &open {
             self.send(EventKind::StreamEnded {
                 stream: *stream,

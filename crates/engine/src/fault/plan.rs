@@ -106,4 +106,10 @@ pub struct RequestInfo<'a> {
 pub trait Planner: Send + Sync {
     /// The fault for this request, if any rule matches.
     fn plan(&self, request: &RequestInfo<'_>) -> Option<Plan>;
+
+    /// Whether a rule may match a request now: when none is armed, the forwarding path leaves
+    /// request bodies unparsed (a rule armed later applies to the requests read after it).
+    fn reads_requests(&self) -> bool {
+        true
+    }
 }

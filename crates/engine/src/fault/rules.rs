@@ -274,6 +274,10 @@ impl RuleEngine {
 }
 
 impl Planner for RuleEngine {
+    fn reads_requests(&self) -> bool {
+        !self.lock().rules.is_empty()
+    }
+
     fn plan(&self, request: &RequestInfo<'_>) -> Option<Plan> {
         let mut inner = self.lock();
         let mut hit = None;

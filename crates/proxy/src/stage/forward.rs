@@ -172,7 +172,7 @@ fn outgoing(
     } = request;
     let revision = parts
         .headers
-        .get("mcp-protocol-version")
+        .get(crate::headers::MCP_PROTOCOL_VERSION)
         .and_then(|v| v.to_str().ok())
         .map(str::to_string);
     let parked = parked_for(shared, exchange, &parts.headers);
@@ -201,8 +201,12 @@ fn outgoing(
     // The address the client reached the proxy at, for a legacy `endpoint` rewrite.
     let proxy_host = oauth::client_host(&parts.headers, &parts.uri).filter(|_| !forwarded);
     let path = parts.uri.path().to_string();
-    let addresses =
-        Addresses::of(&shared.config.upstream, proxy_host.as_deref()).filter(|_| !forwarded);
+    let addresses = shared
+        .upstream_facts
+        .oauth_origin
+        .clone()
+        .filter(|_| !forwarded)
+        .and_then(|upstream| Addresses::with_upstream(upstream, proxy_host.as_deref()));
     strip_hop_by_hop(&mut parts.headers);
     // With --pass-host the upstream sees the client's own Host (and Origin, always forwarded).
     // The Host names the upstream's host and port only: a userinfo is never part of it.

@@ -66,7 +66,7 @@ impl Exchange {
             .map_or_else(|| "/".to_string(), |p| p.to_string());
         let session = req
             .headers()
-            .get("mcp-session-id")
+            .get(crate::headers::MCP_SESSION_ID)
             .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
         // Named in the event only through the forward proxy; otherwise `proxy_started` names
         // the one upstream.

@@ -152,16 +152,20 @@ pub(crate) async fn read(
 fn reads_message(shared: &Shared) -> bool {
     shared.config.rescue
         || shared.intercept.armed()
-        || shared.faults.planner(&shared.sink).is_some()
+        || shared
+            .faults
+            .planner(&shared.sink)
+            .is_some_and(|planner| planner.reads_requests())
 }
 
 /// The request's mirrored headers.
 fn mirrored(headers: &http::HeaderMap) -> mirror::Mirrored<'_> {
-    let get = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    use crate::headers::{MCP_METHOD, MCP_NAME, MCP_PROTOCOL_VERSION};
+    let get = |name| headers.get(name).and_then(|v| v.to_str().ok());
     mirror::Mirrored {
-        version: get("mcp-protocol-version"),
-        method: get("mcp-method"),
-        name: get("mcp-name"),
+        version: get(MCP_PROTOCOL_VERSION),
+        method: get(MCP_METHOD),
+        name: get(MCP_NAME),
     }
 }
 

@@ -111,7 +111,7 @@ impl ResponsePlan {
             .and_then(|v| v.parse().ok());
         let session = exchange.session.clone().or_else(|| {
             head.headers
-                .get("mcp-session-id")
+                .get(crate::headers::MCP_SESSION_ID)
                 .and_then(|v| v.to_str().ok())
                 .map(str::to_string)
         });
