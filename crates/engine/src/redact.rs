@@ -272,6 +272,35 @@ impl Redactor {
         self.event(kind);
     }
 
+    /// Redacts an SSE event and the message parsed from its data, as [`Redactor::observe`]
+    /// redacts each; returns whether both are unchanged, so that the message is still exactly
+    /// what the data parses to. The data of a message redacted to nothing new is not searched
+    /// again: its text holds the same keys the message does.
+    pub fn observe_sse_message(&mut self, sse: &mut EventKind, message: &mut EventKind) -> bool {
+        let plain = matches!(sse, EventKind::SseEvent { event, .. } if event.as_deref() != Some("endpoint"));
+        let EventKind::Message { body, .. } = message else {
+            self.observe(sse);
+            self.observe(message);
+            return false;
+        };
+        if !plain || !self.enabled {
+            self.observe(sse);
+            self.observe(message);
+            return !self.enabled;
+        }
+        // The data parses to `body`: `text` would find in it what `json` finds in the body.
+        let changed = self.json(body);
+        if changed {
+            self.by_name(sse);
+        }
+        if !self.values.is_empty() {
+            self.scrub_event(sse);
+            self.scrub_event(message);
+            return false;
+        }
+        !changed
+    }
+
     /// No redaction at all (`--no-redact`).
     pub fn disabled() -> Self {
         Self {
@@ -902,6 +931,60 @@ mod tests {
         let mut kept = headers.clone();
         Redactor::disabled().headers(&mut kept);
         assert_eq!(kept, headers);
+    }
+
+    #[test]
+    fn an_sse_event_and_its_message_are_redacted_together_as_each_alone() {
+        let sse = |data: &str| EventKind::SseEvent {
+            stream: 1,
+            id: None,
+            event: None,
+            retry: None,
+            data: data.into(),
+            start: 0,
+            end: 0,
+        };
+        let plain =
+            r#"{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"hi"}]}}"#;
+        let keyed = r#"{"jsonrpc":"2.0","id":1,"result":{"access_token":"LEAK","x":1}}"#;
+        let valued = r#"{"jsonrpc":"2.0","id":1,"result":{"text":"p4ss-w0rd here"}}"#;
+        let redactors = [
+            Redactor::new(),
+            Redactor::disabled(),
+            Redactor::new().with_url_secrets("http://u:p4ss-w0rd@127.0.0.1:1/mcp"),
+        ];
+        for redactor in redactors {
+            for data in [plain, keyed, valued] {
+                let message = crate::wire::observe::message(
+                    1,
+                    crate::event::Direction::ServerToClient,
+                    data.as_bytes(),
+                );
+                let (mut alone_sse, mut alone_message) = (sse(data), message.clone());
+                let mut each = redactor.clone();
+                each.observe(&mut alone_sse);
+                each.observe(&mut alone_message);
+                let (mut both_sse, mut both_message) = (sse(data), message);
+                let mut together = redactor.clone();
+                let unchanged = together.observe_sse_message(&mut both_sse, &mut both_message);
+                assert_eq!(
+                    (&both_sse, &both_message),
+                    (&alone_sse, &alone_message),
+                    "{data}"
+                );
+                if unchanged {
+                    let EventKind::SseEvent { data: left, .. } = &both_sse else {
+                        unreachable!()
+                    };
+                    let parsed = crate::wire::observe::message(
+                        1,
+                        crate::event::Direction::ServerToClient,
+                        left.as_bytes(),
+                    );
+                    assert_eq!((left.as_str(), &parsed), (data, &both_message));
+                }
+            }
+        }
     }
 
     #[test]

@@ -180,15 +180,36 @@ impl Pump {
     /// Takes one fact: the events it stands for (a message parsed here).
     fn take(&mut self, fact: Fact) {
         self.backlog.release(fact.weight());
-        fact.into_events(|event| self.take_event(event));
+        match fact {
+            Fact::SseMessage(mut event) => {
+                let Some(mut message) = crate::sink::sse_message(&event.kind) else {
+                    return self.take_event(event);
+                };
+                // Redacted together: a message left as its data parses is recorded as a
+                // reference to the data, without writing it out again to compare.
+                let derived = self
+                    .redactor
+                    .observe_sse_message(&mut event.kind, &mut message);
+                let t = event.t;
+                self.pass(event, false);
+                self.pass(Event::at(t, message), derived);
+            }
+            fact => fact.into_events(|event| self.take_event(event)),
+        }
     }
 
     fn take_event(&mut self, mut event: Event) {
+        self.redactor.observe(&mut event.kind);
+        self.pass(event, false);
+    }
+
+    /// Records a redacted event and passes it to the viewers and the view; `derived`: it is a
+    /// message known to be what its stream's last SSE data parses to.
+    fn pass(&mut self, event: Event, derived: bool) {
         let seq = self.seen;
         self.seen += 1;
-        self.redactor.observe(&mut event.kind);
         if let Some(rec) = self.recorder.as_mut() {
-            let written = rec.write(&event);
+            let written = rec.write_known(&event, derived);
             report_failure(rec, written, &mut self.failed);
         }
         self.viewers.publish(seq, &event);

@@ -159,7 +159,7 @@ impl From<Event> for Fact {
 
 /// The message a response's SSE event carries in its data (an `invalid_message` for data that
 /// is not one); nothing for another kind of event.
-fn sse_message(kind: &EventKind) -> Option<EventKind> {
+pub(crate) fn sse_message(kind: &EventKind) -> Option<EventKind> {
     match kind {
         EventKind::SseEvent { stream, data, .. } => Some(observe::message(
             *stream,

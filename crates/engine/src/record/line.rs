@@ -316,6 +316,9 @@ pub struct Encoder {
     context: Context,
     /// A message body written out, to compare with the SSE data it came in.
     scratch: Vec<u8>,
+    /// The stream of the last event written when it was an SSE event with data (the one a
+    /// message known to derive from it may refer to without comparing).
+    last_sse: Option<StreamId>,
 }
 
 impl Encoder {
@@ -333,11 +336,31 @@ impl Encoder {
     /// hold more than [`MAX_LINE_BYTES`] is written as a note saying what was left out, and
     /// the lines after it refer only to what a reader saw.
     pub fn encode(&mut self, event: &Event, out: &mut Vec<u8>) -> serde_json::Result<()> {
+        self.encode_known(event, false, out)
+    }
+
+    /// [`Encoder::encode`], told whether `event` is a message known to be exactly what its
+    /// stream's last SSE data parses to (its writer parsed it from there and changed neither):
+    /// it then refers to the data without comparing.
+    pub fn encode_known(
+        &mut self,
+        event: &Event,
+        derived: bool,
+        out: &mut Vec<u8>,
+    ) -> serde_json::Result<()> {
         let start = out.len();
-        let taken = self.write(event, out)?;
+        // Only the data the event right before it left on its own stream.
+        let derived = derived && self.last_sse.is_some() && self.last_sse == event.kind.stream();
+        self.last_sse = None;
+        let taken = self.write(event, derived, out)?;
         let length = out.len() - start;
         if length <= MAX_LINE_BYTES {
             self.context.remember(event);
+            if let EventKind::SseEvent { stream, data, .. } = &event.kind
+                && !data.is_empty()
+            {
+                self.last_sse = Some(*stream);
+            }
             return Ok(());
         }
         let text = left_out(&out[start..], length);
@@ -352,14 +375,19 @@ impl Encoder {
             t: event.t,
             kind: EventKind::Note { stream, text },
         };
-        self.write(&note, out)?;
+        self.write(&note, false, out)?;
         self.context.remember(&note);
         Ok(())
     }
 
     /// Appends `event`'s line to `out` without noting what it does to the context; returns the
     /// SSE data a message took from its stream.
-    fn write(&mut self, event: &Event, out: &mut Vec<u8>) -> serde_json::Result<Option<String>> {
+    fn write(
+        &mut self,
+        event: &Event,
+        derived: bool,
+        out: &mut Vec<u8>,
+    ) -> serde_json::Result<Option<String>> {
         let t = self.stamp(event.t);
         let mut taken = None;
         let context = &mut self.context;
@@ -430,9 +458,9 @@ impl Encoder {
             EventKind::Message { stream, dir, .. }
             | EventKind::InvalidMessage { stream, dir, .. } => {
                 taken = context.take(*stream);
-                let from_sse = taken
-                    .as_ref()
-                    .is_some_and(|data| same_as_derived(&event.kind, *stream, *dir, data, scratch));
+                let from_sse = taken.as_ref().is_some_and(|data| {
+                    derived || same_as_derived(&event.kind, *stream, *dir, data, scratch)
+                });
                 if from_sse {
                     let kind = match event.kind {
                         EventKind::Message { .. } => RefKind::Message,
@@ -843,6 +871,40 @@ mod tests {
         let (lines, back) = round_trip(&events);
         assert_eq!(back, events);
         assert!(lines[1].contains("\"body\""), "{}", lines[1]);
+    }
+
+    /// A message its writer knows derives from its SSE data is written as the comparison would
+    /// write it, and only when that data is the event right before it on its stream.
+    #[test]
+    fn a_message_known_to_derive_from_its_data_refers_to_it_only_right_after_it() {
+        let data = r#"{ "jsonrpc": "2.0", "id": 1, "result": {} }"#;
+        let other = r#"{"jsonrpc":"2.0","id":9,"result":{"other":true}}"#;
+        let write = |events: &[(Event, bool)]| -> Vec<String> {
+            let mut encoder = Encoder::default();
+            events
+                .iter()
+                .map(|(event, known)| {
+                    let mut line = Vec::new();
+                    encoder
+                        .encode_known(event, *known, &mut line)
+                        .expect("encode");
+                    String::from_utf8(line).expect("utf-8")
+                })
+                .collect()
+        };
+        let [event, message] = live_pair(2, data);
+        let known = write(&[(event.clone(), false), (message.clone(), true)]);
+        let compared = write(&[(event.clone(), false), (message, false)]);
+        assert_eq!(known, compared);
+        assert!(known[1].contains("from_sse"), "{}", known[1]);
+        // Another event in between: the data may no longer be the message's.
+        let note = at(EventKind::Note {
+            stream: Some(2),
+            text: "between".into(),
+        });
+        let unrelated = at(derived(2, Direction::ServerToClient, other));
+        let lines = write(&[(event, false), (note, false), (unrelated, true)]);
+        assert!(lines[2].contains("\"other\""), "{}", lines[2]);
     }
 
     /// Whether a message refers back to its SSE data is the same whether it is decided by

@@ -128,9 +128,15 @@ impl Recorder {
 
     /// Appends one event as one whole line (buffered: call [`Recorder::flush`] to write it out).
     pub fn write(&mut self, event: &Event) -> io::Result<()> {
+        self.write_known(event, false)
+    }
+
+    /// [`Recorder::write`], told whether `event` is a message known to be exactly what its
+    /// stream's last SSE data parses to ([`Encoder::encode_known`]).
+    pub fn write_known(&mut self, event: &Event, derived: bool) -> io::Result<()> {
         self.line.clear();
         self.encoder
-            .encode(event, &mut self.line)
+            .encode_known(event, derived, &mut self.line)
             .map_err(io::Error::other)?;
         self.line.push(b'\n');
         self.out.write_all(&self.line)?;
