@@ -14,6 +14,19 @@ pub fn t0() -> DateTime<Utc> {
         .unwrap_or_default()
 }
 
+/// An SSE event of a response on `stream` carrying `data` (no id, no name, no retry; at 0..0).
+pub fn sse_data(stream: StreamId, data: &str) -> EventKind {
+    EventKind::SseEvent {
+        stream,
+        id: None,
+        event: None,
+        retry: None,
+        data: data.into(),
+        start: 0,
+        end: 0,
+    }
+}
+
 /// `t0() + ms`.
 pub fn at(ms: i64) -> DateTime<Utc> {
     t0() + Duration::milliseconds(ms)

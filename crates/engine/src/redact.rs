@@ -935,15 +935,7 @@ mod tests {
 
     #[test]
     fn an_sse_event_and_its_message_are_redacted_together_as_each_alone() {
-        let sse = |data: &str| EventKind::SseEvent {
-            stream: 1,
-            id: None,
-            event: None,
-            retry: None,
-            data: data.into(),
-            start: 0,
-            end: 0,
-        };
+        let sse = |data: &str| crate::fixtures::sse_data(1, data);
         let plain =
             r#"{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"hi"}]}}"#;
         let keyed = r#"{"jsonrpc":"2.0","id":1,"result":{"access_token":"LEAK","x":1}}"#;

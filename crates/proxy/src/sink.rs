@@ -450,15 +450,7 @@ mod tests {
 
     #[test]
     fn facts_for_the_hub_become_the_events_an_eager_sink_sends() {
-        let sse = |data: &str| EventKind::SseEvent {
-            stream: 1,
-            id: None,
-            event: None,
-            retry: None,
-            data: data.into(),
-            start: 0,
-            end: 0,
-        };
+        let sse = |data: &str| mcpscope_engine::fixtures::sse_data(1, data);
         let request = Bytes::from_static(br#"{"jsonrpc":"2.0","id":1,"method":"tools/call"}"#);
         let drive = |sink: &EventSink| {
             sink.emit(opened(1));
