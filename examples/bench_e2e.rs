@@ -1533,6 +1533,22 @@ async fn run(
     }
     tp_paths.push((MINIMAL, minimal_port));
     tp_paths.push(("mcpscope", tp_port));
+    // Another build, recording too, measured in the same interleaving (an A/B).
+    let mut tp_compare = None;
+    if let Some(other) = &args.compare {
+        let other_tools = Tools {
+            mcpscope: other.clone(),
+            socat: None,
+            mitmdump: None,
+            addon: t.addon.clone(),
+            work: t.work.clone(),
+        };
+        let (p, port) = other_tools
+            .mcpscope(fast_port, "/mcp", &t.work.join("tp-compare.jsonl"), false)
+            .await?;
+        tp_compare = Some(p);
+        tp_paths.push(("mcpscope (--compare build)", port));
+    }
     tp_paths.push(("mcpscope --no-record", mcp_norec));
     tp_paths.push(("proxy only (in-process, events discarded)", inproc.0));
     tp_paths.push(("proxy + model polled 1 ms (in-process)", inproc.1));
@@ -1573,6 +1589,10 @@ async fn run(
         }
     }
     tp_proc.terminate();
+    if let Some(mut p) = tp_compare {
+        p.terminate();
+        let _ = std::fs::remove_file(t.work.join("tp-compare.jsonl"));
+    }
     let recorded = count_sse_events(&tp_record)?;
     let _ = std::fs::remove_file(&tp_record);
     let _ = writeln!(
