@@ -536,6 +536,17 @@ struct Tools {
 }
 
 impl Tools {
+    /// The same harness with another mcpscope build (for `--compare`: only mcpscope runs).
+    fn with_mcpscope(&self, other: &Path) -> Self {
+        Self {
+            mcpscope: other.to_path_buf(),
+            socat: None,
+            mitmdump: None,
+            addon: self.addon.clone(),
+            work: self.work.clone(),
+        }
+    }
+
     async fn socat(&self, upstream: u16) -> anyhow::Result<Option<(Proc, u16)>> {
         let Some(socat) = &self.socat else {
             return Ok(None);
@@ -1271,14 +1282,8 @@ async fn run(
         port: mcp_fast,
     });
     if let Some(other) = &args.compare {
-        let other_tools = Tools {
-            mcpscope: other.clone(),
-            socat: None,
-            mitmdump: None,
-            addon: t.addon.clone(),
-            work: t.work.clone(),
-        };
-        let (p, port) = other_tools
+        let (p, port) = t
+            .with_mcpscope(other)
             .mcpscope(fast_port, "/mcp", &t.work.join("rt-compare.jsonl"), false)
             .await?;
         procs.push(p);
@@ -1536,14 +1541,8 @@ async fn run(
     // Another build, recording too, measured in the same interleaving (an A/B).
     let mut tp_compare = None;
     if let Some(other) = &args.compare {
-        let other_tools = Tools {
-            mcpscope: other.clone(),
-            socat: None,
-            mitmdump: None,
-            addon: t.addon.clone(),
-            work: t.work.clone(),
-        };
-        let (p, port) = other_tools
+        let (p, port) = t
+            .with_mcpscope(other)
             .mcpscope(fast_port, "/mcp", &t.work.join("tp-compare.jsonl"), false)
             .await?;
         tp_compare = Some(p);
