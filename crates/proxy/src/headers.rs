@@ -1,6 +1,6 @@
 //! Header helpers for both heads: hop-by-hop headers (RFC 9110 §7.6.1), whether a response
 //! closes its connection, headers as recorded text pairs (unredacted: the hub's policy hides
-//! secrets later), the upstream URI and authority, and the loopback `Host` test.
+//! secrets later), the upstream path and authority, and the loopback `Host` test.
 
 use http::header::{HeaderMap, HeaderName};
 use http::{Uri, uri::PathAndQuery};
@@ -30,8 +30,12 @@ pub(crate) const MCP_METHOD: HeaderName = HeaderName::from_static("mcp-method");
 /// `Mcp-Name`.
 pub(crate) const MCP_NAME: HeaderName = HeaderName::from_static("mcp-name");
 
-/// Removes hop-by-hop headers, including those the `Connection` header names.
+/// Removes hop-by-hop headers, including those the `Connection` header names. A head without
+/// any (most of them) is left as it is after one look at its names.
 pub(crate) fn strip_hop_by_hop(headers: &mut HeaderMap) {
+    if !headers.keys().any(|name| HOP_BY_HOP.contains(name)) {
+        return;
+    }
     let named: Vec<HeaderName> = headers
         .get_all(http::header::CONNECTION)
         .iter()
@@ -76,21 +80,28 @@ pub(crate) fn header_list(headers: &HeaderMap) -> Vec<Header> {
         .collect()
 }
 
-/// The upstream URI for a client's path and query: the client's path is kept, except that `/`
-/// means the upstream's own path; the query is kept.
-pub(crate) fn upstream_uri(upstream: &Uri, client: &Uri) -> Result<Uri, http::Error> {
-    let base_path = upstream.path();
-    let path = match client.path() {
-        "/" | "" => base_path,
-        other => other,
-    };
-    let path_and_query = match client.query() {
-        Some(q) => format!("{path}?{q}"),
-        None => path.to_string(),
-    };
-    let mut parts = upstream.clone().into_parts();
-    parts.path_and_query = Some(PathAndQuery::try_from(path_and_query)?);
-    Ok(Uri::from_parts(parts)?)
+/// The path and query the upstream gets for a client's: the client's own, except that `/` means
+/// the upstream's own path (the client's query kept).
+pub(crate) fn upstream_path(upstream: &Uri, client: &Uri) -> Result<PathAndQuery, http::Error> {
+    match (client.path(), client.path_and_query()) {
+        ("/" | "", _) | (_, None) => {
+            let base_path = upstream.path();
+            let path_and_query = match client.query() {
+                Some(q) => format!("{base_path}?{q}"),
+                None => base_path.to_string(),
+            };
+            Ok(PathAndQuery::try_from(path_and_query)?)
+        }
+        (_, Some(own)) => Ok(own.clone()),
+    }
+}
+
+/// The `Host` a request to `target` carries: its host and port only, a userinfo is never part
+/// of it.
+pub(crate) fn host_of(target: &Uri) -> Option<http::HeaderValue> {
+    target
+        .authority()
+        .and_then(|a| http::HeaderValue::from_str(without_userinfo(a.as_str())).ok())
 }
 
 /// An authority without its userinfo (`user:pw@host:port` → `host:port`).
@@ -155,17 +166,24 @@ mod tests {
     }
 
     #[test]
-    fn upstream_uri_keeps_path_and_query() {
+    fn the_upstream_path_keeps_the_clients_path_and_query() {
         let up: Uri = "http://127.0.0.1:8765/mcp".parse().expect("uri");
         let map = |p: &str| {
-            upstream_uri(&up, &p.parse().expect("uri"))
+            upstream_path(&up, &p.parse().expect("uri"))
                 .expect("map")
                 .to_string()
         };
-        assert_eq!(map("/mcp"), "http://127.0.0.1:8765/mcp");
-        assert_eq!(map("/"), "http://127.0.0.1:8765/mcp");
-        assert_eq!(map("/mcp?x=1"), "http://127.0.0.1:8765/mcp?x=1");
-        assert_eq!(map("/other"), "http://127.0.0.1:8765/other");
+        assert_eq!(map("/mcp"), "/mcp");
+        assert_eq!(map("/"), "/mcp");
+        assert_eq!(map("/?x=1"), "/mcp?x=1");
+        assert_eq!(map("/mcp?x=1"), "/mcp?x=1");
+        assert_eq!(map("/other"), "/other");
+        let full = |p: &str| {
+            upstream_path(&up, &p.parse().expect("uri"))
+                .expect("map")
+                .to_string()
+        };
+        assert_eq!(full("http://127.0.0.1:9000/mcp?x=1"), "/mcp?x=1");
     }
 
     #[test]

@@ -53,6 +53,8 @@ pub(crate) struct UpstreamFacts {
     pub(crate) basic: Option<http::HeaderValue>,
     /// Its origin, for OAuth rewrites.
     pub(crate) oauth_origin: Option<mcpscope_engine::wire::oauth::Origin>,
+    /// The `Host` it is sent ([`crate::headers::host_of`]).
+    pub(crate) host: Option<http::HeaderValue>,
 }
 
 impl UpstreamFacts {
@@ -63,6 +65,7 @@ impl UpstreamFacts {
             basic: mcpscope_engine::redact::UrlCredentials::of(&text)
                 .and_then(|c| http::HeaderValue::from_str(&c.basic()).ok()),
             oauth_origin: crate::oauth::Addresses::upstream_origin(upstream),
+            host: crate::headers::host_of(upstream),
         }
     }
 }

@@ -338,3 +338,54 @@ async fn on_http2_a_reset_kills_only_its_own_stream() {
         .expect("the connection survived the sibling's reset");
     assert_eq!(fine.status(), 200);
 }
+
+#[tokio::test]
+async fn a_request_body_sent_in_pieces_goes_upstream_whole_and_is_read_as_one_message() {
+    let handler: Handler = Arc::new(|_, body, mut sock| {
+        Box::pin(async move {
+            let resp = format!(
+                "HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\nconnection: close\r\ncontent-length: {}\r\n\r\n",
+                body.len()
+            );
+            let _ = sock.write_all(resp.as_bytes()).await;
+            let _ = sock.write_all(&body).await;
+        })
+    });
+    let up = upstream(handler).await;
+    let (proxy, mut rx) = proxy_to(up).await;
+    let mut sock = TcpStream::connect(proxy.addr).await.expect("connect");
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nhost: localhost:{}\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n",
+        proxy.addr.port()
+    );
+    sock.write_all(head.as_bytes()).await.expect("head");
+    for piece in CALL.as_bytes().chunks(CALL.len() / 3 + 1) {
+        let chunk = [format!("{:x}\r\n", piece.len()).as_bytes(), piece, b"\r\n"].concat();
+        sock.write_all(&chunk).await.expect("chunk");
+        sock.flush().await.expect("flush");
+        tokio::time::sleep(Duration::from_millis(30)).await;
+    }
+    sock.write_all(b"0\r\n\r\n").await.expect("last chunk");
+    let mut raw = Vec::new();
+    tokio::time::timeout(Duration::from_secs(5), sock.read_to_end(&mut raw))
+        .await
+        .expect("response")
+        .expect("read");
+    let text = String::from_utf8_lossy(&raw).to_string();
+    let (_, echoed) = text.split_once("\r\n\r\n").expect("head");
+    assert_eq!(echoed, CALL, "the upstream got the body whole");
+    let events = drain(&mut rx, Duration::from_millis(300)).await;
+    let sent: Vec<_> = events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::Message {
+                dir: Direction::ClientToServer,
+                body,
+                ..
+            } => Some(body.clone()),
+            _ => None,
+        })
+        .collect();
+    let expected: serde_json::Value = serde_json::from_str(CALL).expect("json");
+    assert_eq!(sent, [expected], "one message, from all the pieces");
+}

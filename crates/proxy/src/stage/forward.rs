@@ -13,8 +13,8 @@ use super::read::ClientRequest;
 use super::response::{RequestFacts, ResponsePlan};
 use super::{Exchange, answer};
 use crate::error::ProxyError;
-use crate::headers::{strip_hop_by_hop, upstream_uri, without_userinfo};
-use crate::oauth::{self, Addresses, MetadataBody};
+use crate::headers::{host_of, strip_hop_by_hop, upstream_path};
+use crate::oauth::{self, MetadataBody};
 use crate::rescue::{self, Parked};
 use crate::shared::{Shared, lock};
 use crate::sink::HeldEvents;
@@ -183,8 +183,8 @@ fn outgoing(
         .map(|t| t.0.clone());
     let forwarded = target.is_some();
     let target = target.unwrap_or_else(|| shared.config.upstream.clone());
-    let uri = match upstream_uri(&target, &parts.uri) {
-        Ok(uri) => uri,
+    let path_and_query = match upstream_path(&target, &parts.uri) {
+        Ok(path_and_query) => path_and_query,
         Err(e) => {
             let text = format!("mcpscope: bad request URI: {e}");
             let id = answer::request_id(message.as_ref(), &body);
@@ -198,24 +198,21 @@ fn outgoing(
             )));
         }
     };
-    // The address the client reached the proxy at, for a legacy `endpoint` rewrite.
+    // The address the client reached the proxy at, for a legacy `endpoint` rewrite and the
+    // OAuth rewrites (whose origins are worked out only for a response that needs them).
     let proxy_host = oauth::client_host(&parts.headers, &parts.uri).filter(|_| !forwarded);
     let path = parts.uri.path().to_string();
-    let addresses = shared
-        .upstream_facts
-        .oauth_origin
-        .clone()
-        .filter(|_| !forwarded)
-        .and_then(|upstream| Addresses::with_upstream(upstream, proxy_host.as_deref()));
     strip_hop_by_hop(&mut parts.headers);
     // With --pass-host the upstream sees the client's own Host (and Origin, always forwarded).
-    // The Host names the upstream's host and port only: a userinfo is never part of it.
-    if let Some(authority) = uri
-        .authority()
-        .and_then(|a| HeaderValue::from_str(without_userinfo(a.as_str())).ok())
-        .filter(|_| !shared.config.pass_host)
-    {
-        parts.headers.insert(http::header::HOST, authority);
+    if !shared.config.pass_host {
+        let host = if forwarded {
+            host_of(&target)
+        } else {
+            shared.upstream_facts.host.clone()
+        };
+        if let Some(host) = host {
+            parts.headers.insert(http::header::HOST, host);
+        }
     }
     // A userinfo in `--upstream` becomes `Authorization: Basic`, unless the client sent its own.
     if !parts.headers.contains_key(http::header::AUTHORIZATION)
@@ -226,9 +223,7 @@ fn outgoing(
             .headers
             .insert(http::header::AUTHORIZATION, value.clone());
     }
-    parts.uri = uri
-        .path_and_query()
-        .map_or_else(|| Uri::from_static("/"), |p| Uri::from(p.clone()));
+    parts.uri = Uri::from(path_and_query);
     parts.version = http::Version::HTTP_11;
     let exact_ids = if shared.config.rescue {
         rescue::exact_ids(&body)
@@ -243,7 +238,6 @@ fn outgoing(
             revision,
             parked,
             proxy_host,
-            addresses,
             exact_ids,
             message,
             body,

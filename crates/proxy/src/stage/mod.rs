@@ -38,9 +38,9 @@ pub(crate) struct Exchange {
     pub http_method: String,
     /// The MCP session the client named, if any.
     pub session: Option<String>,
-    /// The server it goes to (`scheme://host[:port]`): the request's own through the forward
-    /// proxy, the upstream's otherwise.
-    pub origin: Option<String>,
+    /// The server the request names through the forward proxy (`scheme://host[:port]`);
+    /// `None` for `--upstream`'s ([`Exchange::server`]).
+    pub target: Option<String>,
 }
 
 impl Exchange {
@@ -74,9 +74,6 @@ impl Exchange {
             .extensions()
             .get::<ForwardTarget>()
             .and_then(|target| Origin::text_of(&target.0.to_string()));
-        let origin = target
-            .clone()
-            .or_else(|| shared.upstream_facts.origin.clone());
         let opened = EventKind::StreamOpened {
             stream,
             conn,
@@ -91,7 +88,15 @@ impl Exchange {
             reset,
             http_method,
             session,
-            origin,
+            target,
         }
+    }
+
+    /// The server it goes to (`scheme://host[:port]`): the request's own through the forward
+    /// proxy, the upstream's otherwise.
+    pub(crate) fn server<'a>(&'a self, shared: &'a Shared) -> Option<&'a str> {
+        self.target
+            .as_deref()
+            .or(shared.upstream_facts.origin.as_deref())
     }
 }

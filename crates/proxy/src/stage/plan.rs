@@ -29,7 +29,7 @@ pub(crate) async fn decide(
             stream,
             http_method: &exchange.http_method,
             session: exchange.session.as_deref(),
-            server: exchange.origin.as_deref(),
+            server: exchange.server(shared),
             body: request.message.as_ref(),
         })
     });

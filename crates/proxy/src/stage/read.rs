@@ -8,6 +8,7 @@ use std::time::Duration;
 use bytes::{Bytes, BytesMut};
 use http::request::Parts;
 use http::{Request, Response, StatusCode};
+use http_body::Body as _;
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use serde_json::Value;
@@ -188,23 +189,38 @@ fn refuse(shared: &Shared, stream: StreamId, status: StatusCode, reason: String)
     ))
 }
 
-/// Reads a request body whole, up to `limit` bytes and within `timeout`.
+/// Reads a request body whole, up to `limit` bytes and within `timeout`. A body that comes in
+/// one piece (most do) is kept as it came, not copied.
 async fn read_body(mut body: Incoming, limit: usize, timeout: Duration) -> BodyRead {
     let deadline = tokio::time::Instant::now() + timeout;
     let mut buf = BytesMut::new();
+    let mut first: Option<Bytes> = None;
     loop {
+        if body.is_end_stream() {
+            return BodyRead::Whole(whole(first, buf));
+        }
         let Ok(frame) = tokio::time::timeout_at(deadline, body.frame()).await else {
-            return BodyRead::TimedOut(buf.len() as u64);
+            let read = first.as_ref().map_or(0, Bytes::len) + buf.len();
+            return BodyRead::TimedOut(read as u64);
         };
         match frame {
-            None => return BodyRead::Whole(buf.freeze()),
+            None => return BodyRead::Whole(whole(first, buf)),
             Some(Ok(frame)) => {
                 if let Ok(data) = frame.into_data() {
-                    if buf.len() + data.len() > limit {
-                        drain(body, buf.len() + data.len()).await;
+                    let read = first.as_ref().map_or(0, Bytes::len) + buf.len();
+                    if read + data.len() > limit {
+                        drain(body, read + data.len()).await;
                         return BodyRead::TooLarge;
                     }
-                    buf.extend_from_slice(&data);
+                    match first.take() {
+                        None if buf.is_empty() => first = Some(data),
+                        earlier => {
+                            if let Some(earlier) = earlier {
+                                buf.extend_from_slice(&earlier);
+                            }
+                            buf.extend_from_slice(&data);
+                        }
+                    }
                 }
             }
             Some(Err(e)) if transport::is_malformed(&e) => {
@@ -215,9 +231,18 @@ async fn read_body(mut body: Incoming, limit: usize, timeout: Duration) -> BodyR
                     (EndHow::Reset, detail) => (EndHow::Reset, detail),
                     (_, detail) => (EndHow::Cancelled, detail),
                 };
-                return BodyRead::Vanished(how, detail, buf.len() as u64);
+                let read = first.as_ref().map_or(0, Bytes::len) + buf.len();
+                return BodyRead::Vanished(how, detail, read as u64);
             }
         }
+    }
+}
+
+/// The body read: its one piece as it came, or the pieces gathered.
+fn whole(first: Option<Bytes>, buf: BytesMut) -> Bytes {
+    match first {
+        Some(only) => only,
+        None => buf.freeze(),
     }
 }
 

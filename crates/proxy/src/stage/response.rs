@@ -27,9 +27,6 @@ pub(super) struct RequestFacts {
     pub parked: Option<Parked>,
     /// The address the client reached the proxy at (not through the forward proxy).
     pub proxy_host: Option<String>,
-    /// The upstream's and the proxy's origins, for OAuth rewrites (not through the forward
-    /// proxy).
-    pub addresses: Option<Addresses>,
     /// The ids as the client wrote them, for a rescue's answer (with `--rescue`).
     pub exact_ids: Vec<Box<RawValue>>,
     /// The request's JSON-RPC message, when something on the way reads it.
@@ -42,6 +39,13 @@ impl RequestFacts {
     /// The request's id, for an error the proxy answers itself.
     pub(super) fn request_id(&self) -> Value {
         super::answer::request_id(self.message.as_ref(), &self.body)
+    }
+
+    /// The upstream's and the proxy's origins, for OAuth rewrites (none through the forward
+    /// proxy, which names no proxy host): worked out only for a response that needs them.
+    fn addresses(&self, shared: &Shared) -> Option<Addresses> {
+        let upstream = shared.upstream_facts.oauth_origin.clone()?;
+        Addresses::with_upstream(upstream, self.proxy_host.as_deref())
     }
 }
 
@@ -84,22 +88,23 @@ impl ResponsePlan {
         );
         let metadata_path = shared.metadata_paths.is_metadata_path(&facts.path);
         let content = content_kind(declared, oauth_body(&facts.path, metadata_path));
-        let rewrites = match &facts.addresses {
-            Some(addresses) => oauth::rewrite_challenges(&mut head.headers, addresses),
+        let challenged = head.headers.contains_key(http::header::WWW_AUTHENTICATE);
+        let rewrites = match challenged.then(|| facts.addresses(shared)).flatten() {
+            Some(addresses) => oauth::rewrite_challenges(&mut head.headers, &addresses),
             None => Vec::new(),
         };
         for rewrite in &rewrites {
             shared.metadata_paths.learn(rewrite);
         }
         let method = exchange.http_method.as_str();
-        let metadata = facts.addresses.take().filter(|_| {
-            oauth::is_metadata(
-                method,
-                metadata_path,
-                head.status,
-                declared == ContentKind::Json,
-            )
-        });
+        let metadata = oauth::is_metadata(
+            method,
+            metadata_path,
+            head.status,
+            declared == ContentKind::Json,
+        )
+        .then(|| facts.addresses(shared))
+        .flatten();
         if metadata.is_some() {
             // Its length changes when it is rewritten.
             head.headers.remove(http::header::CONTENT_LENGTH);
