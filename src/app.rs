@@ -163,6 +163,26 @@ async fn probe_upstream(upstream: &Uri) -> Result<(), String> {
     }
 }
 
+/// Turns transparent huge pages off for this process (Linux): the live proxy's threads
+/// allocate and free in small bursts (events, growing model stores, the live index's
+/// checkpoints), and a huge page the allocator gives back and takes again is zeroed whole
+/// (2 MiB) each time. Measured on the record index thread: about a third of its CPU per
+/// exchange. Nothing else changes if the kernel refuses.
+fn without_huge_pages() {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: PR_SET_THP_DISABLE takes one integer flag and changes only this process's
+        // memory policy for pages faulted in from now on.
+        let refused = unsafe { libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0) } != 0;
+        if refused {
+            tracing::debug!(
+                "transparent huge pages left on: {}",
+                std::io::Error::last_os_error()
+            );
+        }
+    }
+}
+
 /// `mcpscope --listen … --upstream …`: runs until Ctrl-C (headless) or quit (TUI).
 pub async fn run_proxy(args: ProxyArgs) -> anyhow::Result<()> {
     run_proxy_with(args, None).await.map(|_| ())
@@ -174,6 +194,7 @@ pub async fn run_proxy_with(
     args: ProxyArgs,
     command: Option<Vec<String>>,
 ) -> anyhow::Result<Option<std::process::ExitStatus>> {
+    without_huge_pages();
     let forward = crate::forward::mode(&args)?;
     let upstream = match args.upstream.as_deref() {
         Some(upstream) => parse_upstream(upstream)?,

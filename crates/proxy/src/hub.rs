@@ -31,6 +31,10 @@ const MAX_BURST: usize = 4096;
 /// Empty takes in a row (each [`COALESCE`] apart) before the hub parks until the next event.
 const IDLE_POLLS: u32 = 8;
 
+/// Bytes of events (by [`Backlog::weight`]) the hub gathers for the view before handing them
+/// over in the middle of a burst; a burst's end hands over whatever has gathered.
+const VIEW_BATCH_BYTES: usize = 1 << 20;
+
 /// Says once that recording failed (disk full, …); forwarding and the view go on.
 fn report_failure(recorder: &Recorder, result: std::io::Result<()>, failed: &mut bool) {
     if let Err(e) = result
@@ -89,6 +93,10 @@ struct Pump {
     backlog: Backlog,
     view: UnboundedSender<Event>,
     view_pace: ViewPace,
+    /// Events for the view not handed over yet, and their weight: the view gets a burst in one
+    /// go (one wake-up of its thread), not an event at a time.
+    for_view: Vec<Event>,
+    for_view_bytes: usize,
     viewers: Fanout,
     failed: bool,
     seen: u64,
@@ -213,11 +221,35 @@ impl Pump {
             report_failure(rec, written, &mut self.failed);
         }
         self.viewers.publish(seq, &event);
-        let weight = Backlog::weight(&event.kind);
-        if self.view.send(event).is_ok() && self.view_pace.on() {
+        self.for_view_bytes += Backlog::weight(&event.kind);
+        self.for_view.push(event);
+        if self.for_view_bytes > VIEW_BATCH_BYTES {
+            self.hand_to_view();
+        }
+    }
+
+    /// Hands the events gathered for the view over, back to back (the view's thread is woken
+    /// once for them, not once per event); a paced view that has fallen behind (a busy
+    /// terminal, a stdout nobody reads) then holds the hub, and through its backlog the taps:
+    /// memory stays bounded, nothing is dropped.
+    fn hand_to_view(&mut self) {
+        let weight = std::mem::take(&mut self.for_view_bytes);
+        if self.for_view.is_empty() {
+            return;
+        }
+        // Counted before the view can take (and release) any of them.
+        let paced = self.view_pace.on();
+        if paced {
             self.view_pace.backlog.add(weight);
-            // A view that falls behind (a busy terminal, a stdout nobody reads) holds the hub,
-            // and through its backlog the taps: memory stays bounded, nothing is dropped.
+        }
+        let mut sent = true;
+        for event in self.for_view.drain(..) {
+            sent &= self.view.send(event).is_ok();
+        }
+        if !sent {
+            // The view has gone: what it was not given is not waited for.
+            self.view_pace.backlog.release(weight);
+        } else if paced {
             while self.view_pace.on()
                 && self.view_pace.backlog.bytes() > Backlog::LIMIT
                 && !self.view.is_closed()
@@ -227,11 +259,13 @@ impl Pump {
         }
     }
 
+    /// Puts what was taken on disk and in the view's hands.
     fn flush(&mut self) {
         if let Some(rec) = self.recorder.as_mut() {
             let flushed = rec.flush();
             report_failure(rec, flushed, &mut self.failed);
         }
+        self.hand_to_view();
     }
 
     fn tally(&self) -> Tally {
@@ -268,6 +302,8 @@ impl Hub {
                     backlog: released,
                     view,
                     view_pace: paced,
+                    for_view: Vec::new(),
+                    for_view_bytes: 0,
                     viewers: Fanout::default(),
                     failed: false,
                     seen: 0,
