@@ -337,13 +337,20 @@ impl Redactor {
 
     /// Whether a header's value is a secret.
     pub fn is_secret_header(&self, name: &str) -> bool {
-        let name = name.to_ascii_lowercase();
-        if PUBLIC_HEADERS.contains(&name.as_str()) {
+        // Names from a header map are lower case already: no copy for them.
+        let lowered;
+        let name = if name.bytes().any(|b| b.is_ascii_uppercase()) {
+            lowered = name.to_ascii_lowercase();
+            lowered.as_str()
+        } else {
+            name
+        };
+        if PUBLIC_HEADERS.contains(&name) {
             return false;
         }
-        SECRET_HEADERS.contains(&name.as_str())
+        SECRET_HEADERS.contains(&name)
             || SECRET_NAME_PARTS.iter().any(|part| name.contains(part))
-            || self.headers.contains(&name)
+            || self.headers.iter().any(|h| h == name)
     }
 
     /// Whether a query or form parameter's value is a secret.

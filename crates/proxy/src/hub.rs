@@ -23,7 +23,7 @@ use crate::publish::fanout::{Fanout, Join};
 use crate::sink::{Backlog, Fact};
 
 /// How long the hub lets a burst of events gather before taking it (bounds the view's lag).
-const COALESCE: std::time::Duration = std::time::Duration::from_micros(500);
+const COALESCE: std::time::Duration = std::time::Duration::from_millis(2);
 
 /// The most events taken between two flushes.
 const MAX_BURST: usize = 4096;

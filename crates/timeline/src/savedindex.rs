@@ -586,10 +586,15 @@ fn write_index(
         Utc::now().timestamp_nanos_opt().unwrap_or(0)
     ));
     let written = (|| {
-        let mut out = Hashing {
-            inner: BufWriter::with_capacity(1 << 20, create_private(&temp)?),
-            hash: FNV_START,
-        };
+        // Buffered before the hash: serde's many small writes land in the buffer, and the
+        // hash and the file see it a megabyte at a time.
+        let mut out = BufWriter::with_capacity(
+            1 << 20,
+            Hashing {
+                inner: create_private(&temp)?,
+                hash: FNV_START,
+            },
+        );
         serde_json::to_writer(&mut out, &header).map_err(invalid)?;
         out.write_all(b"\n")?;
         for checkpoint in std::iter::once(resume).chain(middle) {
@@ -600,15 +605,15 @@ fn write_index(
             serde_json::to_writer(&mut out, &line).map_err(invalid)?;
             out.write_all(b"\n")?;
         }
+        let hashed = out.into_inner().map_err(io::IntoInnerError::into_error)?;
         let check = Check {
-            check: format!("{:016x}", out.hash),
+            check: format!("{:016x}", hashed.hash),
         };
-        let mut out = out.inner;
-        serde_json::to_writer(&mut out, &check).map_err(invalid)?;
-        out.write_all(b"\n")?;
-        out.into_inner()
-            .map_err(io::IntoInnerError::into_error)?
-            .sync_all()?;
+        let mut out = hashed.inner;
+        let mut line = serde_json::to_vec(&check).map_err(invalid)?;
+        line.push(b'\n');
+        out.write_all(&line)?;
+        out.sync_all()?;
         std::fs::rename(&temp, path)
     })();
     if let Err(e) = written {

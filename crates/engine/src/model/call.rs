@@ -109,6 +109,33 @@ pub struct Call {
     /// What few calls have (read with [`Call::continues`], [`Call::rescued`],
     /// [`Call::first_death`], [`Call::superseded_by`]); none for most.
     pub aside: Option<Box<Aside>>,
+    /// The key it is listed under among possible retries, kept from its start so that
+    /// compacting it does not parse its params again.
+    pub(crate) retry_key: KnownKey,
+}
+
+/// A value worked out once and kept only to save working it out again: not saved with the
+/// model (one read back works it out when needed) and not part of what makes two calls equal.
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
+pub(crate) struct KnownKey(#[serde(skip)] Option<Box<str>>);
+
+impl KnownKey {
+    /// A key worked out.
+    pub(crate) fn known(key: &str) -> Self {
+        Self(Some(key.into()))
+    }
+
+    /// The key, if it was kept; it is not kept after this.
+    pub(crate) fn take(&mut self) -> Option<String> {
+        self.0.take().map(String::from)
+    }
+}
+
+impl PartialEq for KnownKey {
+    /// Always: a cache says nothing about the call.
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
 }
 
 /// What few calls have, kept apart so that the others cost less.

@@ -3,6 +3,7 @@
 use chrono::{DateTime, SecondsFormat, TimeDelta, Utc};
 use serde_json::Value;
 
+use super::call::KnownKey;
 use super::{
     Body, Call, Death, End, FailedProbe, Mark, MessageRec, Model, Notice, OrphanCause, Progress,
     ProxyInfo, Reaction, Session, SessionEnd, Stream, ToolInfo, Verdict, What,
@@ -949,6 +950,7 @@ impl Model {
             seq: (stream.opened_seq, self.seq()),
             evicted: None,
             aside: None,
+            retry_key: KnownKey::default(),
         };
         if dir == Direction::ClientToServer
             && method == "initialize"
@@ -1014,6 +1016,7 @@ impl Model {
                 };
                 retry_notice = Some((call.arrival, idempotent, self.calls[prev].id.value()));
             }
+            call.retry_key = KnownKey::known(&key);
             self.calls_by_key.entry(key).or_default().push(index);
         }
         self.calls_by_id

@@ -100,9 +100,17 @@ impl Retention {
             .max(self.stream_detail.saturating_mul(2))
     }
 
-    /// How far past a limit the model may go before it evicts (eviction works in batches).
+    /// How far past a limit on a count the model may go before it evicts (eviction works in
+    /// batches).
     fn slack(limit: usize) -> usize {
         (limit / 8).max(256)
+    }
+
+    /// How far past a limit on bytes the model may go before it evicts: an eighth, and at
+    /// least 64 KiB (a pass walks every call, stream and message: with a small budget, 256
+    /// bytes of slack made nearly every message start one).
+    fn byte_slack(limit: usize) -> usize {
+        (limit / 8).max(64 << 10)
     }
 }
 
@@ -183,6 +191,10 @@ impl Model {
             let base = limit.max(floor);
             n > base.saturating_add(Retention::slack(base))
         };
+        let over_bytes = |n: usize, limit: usize, floor: usize| {
+            let base = limit.max(floor);
+            n > base.saturating_add(Retention::byte_slack(base))
+        };
         if over(self.full_calls, r.keep_calls, floor.full_calls)
             || over(
                 self.calls.len(),
@@ -190,8 +202,8 @@ impl Model {
                 floor.calls,
             )
             || over(self.streams.len(), r.keep_calls, floor.streams)
-            || over(self.detail_bytes, r.keep_bytes, floor.detail_bytes)
-            || over(
+            || over_bytes(self.detail_bytes, r.keep_bytes, floor.detail_bytes)
+            || over_bytes(
                 self.detail_bytes,
                 r.streams_detail_bytes,
                 floor.detail_bytes,
@@ -299,8 +311,11 @@ impl Model {
     fn compact(&mut self, index: usize) {
         let empty = self.empty.clone();
         let call = &mut self.calls[index];
-        let key = (call.dir == Direction::ClientToServer)
-            .then(|| super::fold::retry_key(&call.method, &call.params()));
+        let key = (call.dir == Direction::ClientToServer).then(|| {
+            call.retry_key
+                .take()
+                .unwrap_or_else(|| super::fold::retry_key(&call.method, &call.params()))
+        });
         let id_key = (call.session, call.dir, call.id_text());
         call.evicted = Some(call.seq);
         call.request = empty;

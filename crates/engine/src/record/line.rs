@@ -17,7 +17,7 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 use super::MAX_LINE_BYTES;
-use crate::event::{Direction, Event, EventKind, Header, StreamId, rfc3339_micros};
+use crate::event::{Direction, EndHow, Event, EventKind, Header, Leg, StreamId, rfc3339_micros};
 use crate::wire::observe;
 
 /// What a line may refer to: the previous event's time, the previous request and response
@@ -165,6 +165,29 @@ struct HeadOut<'a> {
     stream: StreamId,
     status: u16,
     headers: HeadersOut<'a>,
+}
+
+/// A `message` line written out whole, as read: its body parsed straight into a value (the
+/// flattened [`PlainIn`] would gather the whole line first and parse the body twice).
+#[derive(Deserialize)]
+struct MessageIn {
+    t: Stamp,
+    stream: StreamId,
+    dir: Direction,
+    body: Value,
+}
+
+/// A `stream_ended` line as read (the fields of [`EventKind::StreamEnded`]).
+#[derive(Deserialize)]
+struct EndedIn {
+    t: Stamp,
+    stream: StreamId,
+    dir: Direction,
+    how: EndHow,
+    leg: Leg,
+    bytes: u64,
+    #[serde(default)]
+    detail: Option<String>,
 }
 
 /// A `response_head` line as read.
@@ -600,6 +623,27 @@ impl Decoder {
                     Ok(back) => self.resolve(back)?,
                     Err(_) => self.plain(line)?,
                 }
+            }
+            Some("message") => {
+                let m: MessageIn = serde_json::from_slice(line).map_err(json)?;
+                let kind = EventKind::Message {
+                    stream: m.stream,
+                    dir: m.dir,
+                    body: m.body,
+                };
+                Event::at(self.time(m.t)?, kind)
+            }
+            Some("stream_ended") => {
+                let e: EndedIn = serde_json::from_slice(line).map_err(json)?;
+                let kind = EventKind::StreamEnded {
+                    stream: e.stream,
+                    dir: e.dir,
+                    how: e.how,
+                    leg: e.leg,
+                    bytes: e.bytes,
+                    detail: e.detail,
+                };
+                Event::at(self.time(e.t)?, kind)
             }
             _ => self.plain(line)?,
         };
