@@ -153,23 +153,30 @@ impl Drop for LiveIndex {
 
 impl Follower for LiveIndex {}
 
-/// How much lower than the proxy's threads the live index runs (a `nice` increment): it only
-/// saves a later opening some time, so under load it yields to the traffic and catches up
-/// when the traffic pauses.
+/// How much lower than the proxy's threads the live index runs (a `nice` increment) where the
+/// idle scheduling class is refused: it only saves a later opening some time, so under load it
+/// yields to the traffic and catches up when the traffic pauses.
 const NICENESS: libc::c_int = 10;
 
 /// A save may take at most this share of the thread's time: after a save that took `d`, the
 /// next waits at least `d × SAVE_SPACING` (and at least [`LiveConfig::save_every`]).
 const SAVE_SPACING: u32 = 20;
 
-/// Lowers the calling thread's scheduling priority by [`NICENESS`] (Linux: a thread's nice
-/// value is its own). Nothing else changes if that is refused.
+/// Puts the calling thread in the idle scheduling class (Linux `SCHED_IDLE`: it runs on a core
+/// nothing else wants and gives way at once to a thread of the traffic that wakes, so its
+/// bursts of folding never lengthen an exchange), or, where that is refused, lowers its
+/// priority by [`NICENESS`]. Nothing else changes if both are refused.
 #[cfg(target_os = "linux")]
 fn yield_to_the_traffic() {
-    // SAFETY: `gettid` has no preconditions; `setpriority` on our own thread id only changes
-    // this thread's nice value.
+    let param = libc::sched_param { sched_priority: 0 };
+    // SAFETY: `gettid` has no preconditions; `sched_setscheduler` with our own thread id and a
+    // valid parameter only changes this thread's scheduling class; `setpriority` on our own
+    // thread id only changes this thread's nice value.
     let result = unsafe {
         let tid = libc::gettid();
+        if libc::sched_setscheduler(tid, libc::SCHED_IDLE, &param) == 0 {
+            return;
+        }
         let id = libc::id_t::try_from(tid).unwrap_or(0);
         let current = libc::getpriority(libc::PRIO_PROCESS, id);
         libc::setpriority(libc::PRIO_PROCESS, id, current.saturating_add(NICENESS))
