@@ -171,13 +171,7 @@ async fn end_to_end_headers_pass_and_hop_by_hop_headers_do_not() {
         headers.join("\r\n")
     );
     sock.write_all(req.as_bytes()).await.expect("write");
-    let mut raw = Vec::new();
-    tokio::time::timeout(Duration::from_secs(5), sock.read_to_end(&mut raw))
-        .await
-        .expect("response")
-        .expect("read");
-    let text = String::from_utf8_lossy(&raw).to_string();
-    let (resp_head, echoed) = text.split_once("\r\n\r\n").expect("head");
+    let (resp_head, echoed) = &head_and_body(&mut sock).await;
     assert!(echoed.starts_with("post /mcp?x=1 http/1.1"), "{echoed}");
     for header in headers {
         assert!(
@@ -366,13 +360,7 @@ async fn a_request_body_sent_in_pieces_goes_upstream_whole_and_is_read_as_one_me
         tokio::time::sleep(Duration::from_millis(30)).await;
     }
     sock.write_all(b"0\r\n\r\n").await.expect("last chunk");
-    let mut raw = Vec::new();
-    tokio::time::timeout(Duration::from_secs(5), sock.read_to_end(&mut raw))
-        .await
-        .expect("response")
-        .expect("read");
-    let text = String::from_utf8_lossy(&raw).to_string();
-    let (_, echoed) = text.split_once("\r\n\r\n").expect("head");
+    let (_, echoed) = head_and_body(&mut sock).await;
     assert_eq!(echoed, CALL, "the upstream got the body whole");
     let events = drain(&mut rx, Duration::from_millis(300)).await;
     let sent: Vec<_> = events
@@ -388,4 +376,16 @@ async fn a_request_body_sent_in_pieces_goes_upstream_whole_and_is_read_as_one_me
         .collect();
     let expected: serde_json::Value = serde_json::from_str(CALL).expect("json");
     assert_eq!(sent, [expected], "one message, from all the pieces");
+}
+
+/// Reads a connection to its end (within 5 s): the response's head and its body, as text.
+async fn head_and_body(sock: &mut TcpStream) -> (String, String) {
+    let mut raw = Vec::new();
+    tokio::time::timeout(Duration::from_secs(5), sock.read_to_end(&mut raw))
+        .await
+        .expect("response")
+        .expect("read");
+    let text = String::from_utf8_lossy(&raw);
+    let (head, body) = text.split_once("\r\n\r\n").expect("head");
+    (head.to_string(), body.to_string())
 }

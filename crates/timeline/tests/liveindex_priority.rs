@@ -10,25 +10,25 @@ use mcpscope_engine::model::Retention;
 use mcpscope_engine::record::{Create, Recorder};
 use mcpscope_timeline::liveindex::LiveIndex;
 
-/// The nice value in a thread's `stat` (field 19; fields count from the one after the
-/// command in parentheses, the state, field 3).
-fn nice_in(stat: &str) -> i64 {
+/// Field `n` of a thread's `stat` as a number (fields count from 1, the pid; the command in
+/// parentheses is field 2, the state field 3).
+fn field_in(stat: &str, n: usize) -> i64 {
     let rest = &stat[stat.rfind(')').expect("comm ends") + 2..];
     rest.split(' ')
-        .nth(16)
-        .expect("nice")
+        .nth(n - 3)
+        .expect("the field")
         .parse()
         .expect("a number")
 }
 
+/// The nice value in a thread's `stat` (field 19).
+fn nice_in(stat: &str) -> i64 {
+    field_in(stat, 19)
+}
+
 /// The scheduling policy in a thread's `stat` (field 41).
 fn policy_in(stat: &str) -> i64 {
-    let rest = &stat[stat.rfind(')').expect("comm ends") + 2..];
-    rest.split(' ')
-        .nth(38)
-        .expect("policy")
-        .parse()
-        .expect("a number")
+    field_in(stat, 41)
 }
 
 /// `(policy, nice)` of each of this process's threads named `name`.
