@@ -116,8 +116,11 @@ impl<T> Store<T> {
         let mut write = 0;
         for read in 0..self.items.len() {
             if keep(self.keys[read], &self.items[read]) {
-                self.keys.swap(write, read);
-                self.items.swap(write, read);
+                // Nothing moves until the first item removed.
+                if write != read {
+                    self.keys.swap(write, read);
+                    self.items.swap(write, read);
+                }
                 write += 1;
             }
         }

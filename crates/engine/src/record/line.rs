@@ -706,7 +706,7 @@ impl Decoder {
 }
 
 fn contains(haystack: &[u8], needle: &[u8]) -> bool {
-    haystack.windows(needle.len()).any(|w| w == needle)
+    memchr::memmem::find(haystack, needle).is_some()
 }
 
 /// The line's `kind`: read from the writer's layout (`{"t":…,"kind":"…"`, `t` a string or a

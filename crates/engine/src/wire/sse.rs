@@ -206,7 +206,7 @@ impl SseParser {
                     continue;
                 }
             }
-            match chunk.iter().position(|&b| b == b'\n' || b == b'\r') {
+            match memchr::memchr2(b'\n', b'\r', chunk) {
                 Some(pos) => {
                     if self.line.len() + pos > self.max_event_bytes {
                         self.offset += chunk.len() as u64;
@@ -279,7 +279,12 @@ impl SseParser {
             }
             None => (line, &b""[..]),
         };
-        let value = String::from_utf8_lossy(value);
+        // Checked whole first (the fast check): the lossy walk only for a line that is not
+        // UTF-8.
+        let value = match std::str::from_utf8(value) {
+            Ok(text) => std::borrow::Cow::Borrowed(text),
+            Err(_) => String::from_utf8_lossy(value),
+        };
         if matches!(value, std::borrow::Cow::Owned(_)) {
             self.current.invalid_utf8 = true;
         }
