@@ -246,10 +246,13 @@ impl Pump {
         for event in self.for_view.drain(..) {
             sent &= self.view.send(event).is_ok();
         }
+        if !paced {
+            return;
+        }
         if !sent {
             // The view has gone: what it was not given is not waited for.
             self.view_pace.backlog.release(weight);
-        } else if paced {
+        } else {
             while self.view_pace.on()
                 && self.view_pace.backlog.bytes() > Backlog::LIMIT
                 && !self.view.is_closed()
