@@ -12,7 +12,7 @@ pub const FORMAT_VERSION: u32 = 2;
 pub type StreamId = u64;
 
 /// One timestamped fact observed by the proxy (or injected by it).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Event {
     /// When the fact was observed, UTC.
     #[serde(with = "rfc3339_micros")]
@@ -20,29 +20,52 @@ pub struct Event {
     /// What was observed.
     #[serde(flatten)]
     pub kind: EventKind,
+    /// For a `message` that is exactly what an SSE event's data parses to: that data. A
+    /// consumer that keeps the message as text takes it from here when it is the very text the
+    /// message writes out as ([`crate::model::Body::of`] checks), instead of writing the
+    /// message out again. Not part of the fact: never recorded, sent or compared.
+    #[serde(skip)]
+    pub source: Option<std::sync::Arc<str>>,
+}
+
+impl PartialEq for Event {
+    /// The time and the fact; [`Event::source`] is only a shortcut to a text.
+    fn eq(&self, other: &Self) -> bool {
+        self.t == other.t && self.kind == other.kind
+    }
 }
 
 impl Event {
     /// An event observed now.
     pub fn now(kind: EventKind) -> Self {
-        Self {
-            t: Self::stamp(),
-            kind,
-        }
+        Self::at(Self::stamp(), kind)
+    }
+
+    /// The same event, `source` being the SSE data its message was parsed from unchanged.
+    pub fn with_source(mut self, source: std::sync::Arc<str>) -> Self {
+        self.source = Some(source);
+        self
     }
 
     /// The time of a fact observed now, as events carry it.
     pub fn stamp() -> DateTime<Utc> {
         // Recordings keep microseconds; live events use the same precision so that a replay
         // folds to exactly the live state.
+        use chrono::Timelike as _;
         let now = Utc::now();
-        chrono::DurationRound::duration_trunc(now, chrono::TimeDelta::microseconds(1))
+        // Whole microseconds: the nanoseconds below one dropped (what `duration_trunc` does,
+        // without its general rounding arithmetic on every event).
+        now.with_nanosecond(now.nanosecond() / 1_000 * 1_000)
             .unwrap_or(now)
     }
 
     /// An event at a given time.
     pub fn at(t: DateTime<Utc>, kind: EventKind) -> Self {
-        Self { t, kind }
+        Self {
+            t,
+            kind,
+            source: None,
+        }
     }
 }
 

@@ -37,6 +37,18 @@ const SECRET_NAME_PARTS: &[&str] = &[
     "credential",
 ];
 
+/// Whether a (lower-case) name contains one of [`SECRET_NAME_PARTS`]. Every header of every
+/// exchange is asked this: one walk over the name, a part compared only where its first letter
+/// is, instead of a substring search per part.
+fn has_secret_part(name: &str) -> bool {
+    let name = name.as_bytes();
+    (0..name.len()).any(|i| {
+        SECRET_NAME_PARTS.iter().any(|part| {
+            part.as_bytes().first() == Some(&name[i]) && name[i..].starts_with(part.as_bytes())
+        })
+    })
+}
+
 /// Query and form parameters that are secrets by their exact name (OAuth and friends).
 const SECRET_PARAMS: &[&str] = &[
     "code",
@@ -349,7 +361,7 @@ impl Redactor {
             return false;
         }
         SECRET_HEADERS.contains(&name)
-            || SECRET_NAME_PARTS.iter().any(|part| name.contains(part))
+            || has_secret_part(name)
             || self.headers.iter().any(|h| h == name)
     }
 
@@ -360,7 +372,7 @@ impl Redactor {
             return false;
         }
         SECRET_PARAMS.contains(&name.as_str())
-            || SECRET_NAME_PARTS.iter().any(|part| name.contains(part))
+            || has_secret_part(&name)
             || self.query.contains(&name)
             || self.is_secret_json_key(&name)
     }
@@ -856,6 +868,38 @@ fn percent_decode(name: &str, plus_is_space: bool) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_secret_part_is_found_wherever_it_is_in_a_name() {
+        let names = [
+            "x-api-key",
+            "x-auth-token",
+            "keyboard",
+            "monkey",
+            "sessionid",
+            "passwords",
+            "x-credential",
+            "content-type",
+            "accept",
+            "mcp-protocol-version",
+            "",
+            "k",
+            "ke",
+            "secre",
+            "x-secret",
+            "authority",
+            "tok",
+            "tokens",
+            "x-amz-security-token",
+            "host",
+        ];
+        for name in names {
+            let by_substring = super::SECRET_NAME_PARTS
+                .iter()
+                .any(|part| name.contains(part));
+            assert_eq!(super::has_secret_part(name), by_substring, "{name}");
+        }
+    }
+
     #[test]
     fn a_servers_log_lines_lose_their_secrets() {
         let r = super::Redactor::new();

@@ -14,7 +14,7 @@ use tokio::sync::mpsc::error::TryRecvError;
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 use tokio::sync::oneshot;
 
-use mcpscope_engine::event::Event;
+use mcpscope_engine::event::{Event, EventKind};
 use mcpscope_engine::record::Recorder;
 use mcpscope_engine::redact::Redactor;
 
@@ -199,8 +199,20 @@ impl Pump {
                     .redactor
                     .observe_sse_message(&mut event.kind, &mut message);
                 let t = event.t;
+                // A message still exactly what the data parses to may take the data as its text.
+                let source = match &event.kind {
+                    EventKind::SseEvent { data, .. } if derived => Some(data.as_str().into()),
+                    _ => None,
+                };
                 self.pass(event, false);
-                self.pass(Event::at(t, message), derived);
+                let message = Event::at(t, message);
+                self.pass(
+                    match source {
+                        Some(source) => message.with_source(source),
+                        None => message,
+                    },
+                    derived,
+                );
             }
             fact => fact.into_events(|event| self.take_event(event)),
         }

@@ -281,14 +281,14 @@ fn detail_pane_says_what_a_rescued_call_got() {
         .find(|c| matches!(c.verdict, mcpscope_engine::model::Verdict::Orphaned { .. }))
         .expect("the scenario has an orphan");
     let t = events.last().map(|e| e.t).expect("events");
-    events.push(mcpscope_engine::event::Event {
+    events.push(mcpscope_engine::event::Event::at(
         t,
-        kind: mcpscope_engine::event::EventKind::CallRescued {
+        mcpscope_engine::event::EventKind::CallRescued {
             stream: orphan.owner,
             id: orphan.id.value(),
             message: "upstream stream reset 5 ms after the last event; mcpscope --rescue".into(),
         },
-    });
+    ));
     let model = Model::from_events(&events).0;
     let mut app = app();
     screen(&mut app, &model, scenario_now());

@@ -20,6 +20,17 @@ impl Body {
         Self(text.into())
     }
 
+    /// The message's compact JSON text, taken from `text` (the SSE data the message was parsed
+    /// from, unchanged) when it is exactly what [`Body::new`] would write, else written out.
+    /// `text` must parse to `value`; the check reads it once and writes nothing.
+    pub fn of(value: &Value, text: &str) -> Self {
+        if writes_as(text, value) {
+            Self(text.into())
+        } else {
+            Self::new(value)
+        }
+    }
+
     /// The JSON text.
     pub fn text(&self) -> &str {
         &self.0
@@ -51,6 +62,71 @@ impl Body {
             Value::Object(mut map) => map.swap_remove(key),
             _ => None,
         }
+    }
+}
+
+/// Whether `text`, which parses to `value`, is what `serde_json` writes for `value`: no space
+/// outside strings, in strings only the escapes the writer uses, integers only (a fraction or
+/// an exponent may be written back otherwise), and no key given twice (the parsed object
+/// keeps one). Conservative: `false` only costs a write.
+fn writes_as(text: &str, value: &Value) -> bool {
+    let bytes = text.as_bytes();
+    let mut keys = 0usize;
+    let mut i = 0;
+    while let Some(&b) = bytes.get(i) {
+        match b {
+            b'"' => {
+                i += 1;
+                loop {
+                    let Some(at) = memchr::memchr2(b'"', b'\\', &bytes[i..]) else {
+                        return false;
+                    };
+                    i += at;
+                    if bytes[i] == b'"' {
+                        i += 1;
+                        break;
+                    }
+                    // The writer's own escapes; `\u…` and `\/` may be written back otherwise.
+                    match bytes.get(i + 1) {
+                        Some(b'"' | b'\\' | b'n' | b'r' | b't' | b'b' | b'f') => i += 2,
+                        _ => return false,
+                    }
+                }
+                if bytes.get(i) == Some(&b':') {
+                    keys += 1;
+                }
+            }
+            b'-' | b'0'..=b'9' => {
+                let negative = b == b'-';
+                let start = i + usize::from(negative);
+                let mut end = start;
+                while bytes.get(end).is_some_and(u8::is_ascii_digit) {
+                    end += 1;
+                }
+                let digits = &bytes[start..end];
+                // 18 digits always fit an i64 or a u64, written back digit for digit.
+                let plain = !digits.is_empty()
+                    && digits.len() <= 18
+                    && (digits.len() == 1 || digits[0] != b'0')
+                    && !(negative && digits == b"0");
+                if !plain || matches!(bytes.get(end), Some(b'.' | b'e' | b'E')) {
+                    return false;
+                }
+                i = end;
+            }
+            b' ' | b'\t' | b'\n' | b'\r' => return false,
+            _ => i += 1,
+        }
+    }
+    keys == key_count(value)
+}
+
+/// Keys in every object of `value`.
+fn key_count(value: &Value) -> usize {
+    match value {
+        Value::Object(map) => map.len() + map.values().map(key_count).sum::<usize>(),
+        Value::Array(items) => items.iter().map(key_count).sum(),
+        _ => 0,
     }
 }
 
@@ -123,5 +199,51 @@ mod tests {
         assert_eq!(saved, message.text());
         let back: Body = serde_json::from_str(&saved).expect("reads back");
         assert_eq!(back, message);
+    }
+
+    #[test]
+    fn a_body_takes_the_text_it_came_in_only_when_that_is_the_text_it_writes() {
+        // (text, whether it is taken as it is: only ever when it is what the value writes;
+        // a fraction is written out even when it would come back the same)
+        let cases = [
+            (
+                r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":2}}"#,
+                true,
+            ),
+            (
+                r#"{"a":"x\"y\\z\n\r\t\b\f","b":[1,-2,0,-7,true,false,null],"c":{}}"#,
+                true,
+            ),
+            (r#"{"é":"ünïcödé ✓","k":"a:b","":""}"#, true),
+            (
+                r#"[{"jsonrpc":"2.0","id":"a","result":{}},{"x":123456789012345678}]"#,
+                true,
+            ),
+            (r#"{"a": 1}"#, false),
+            (r#" {"a":1}"#, false),
+            (
+                r#"{"a":1}
+"#,
+                false,
+            ),
+            (r#"{"a":1.0}"#, false),
+            (r#"{"a":1.5}"#, false),
+            (r#"{"a":1e3}"#, false),
+            (r#"{"a":-0}"#, false),
+            (r#"{"a":1234567890123456789012}"#, false),
+            (r#"{"a":"\u0041"}"#, false),
+            (r#"{"a":"\/"}"#, false),
+            (r#"{"a":1,"a":2}"#, false),
+            (r#"{"a":{"b":1,"b":1}}"#, false),
+        ];
+        for (text, canonical) in cases {
+            let value: Value = serde_json::from_str(text).expect(text);
+            let written = serde_json::to_string(&value).expect("writes");
+            assert_eq!(writes_as(text, &value), canonical, "{text}");
+            assert!(!canonical || written == text, "{text} writes as {written}");
+            let body = Body::of(&value, text);
+            assert_eq!(body, Body::new(&value), "{text}");
+            assert_eq!(body.text(), written);
+        }
     }
 }

@@ -172,7 +172,7 @@ impl Model {
                 self.sse_event(t, *stream, id.as_deref(), *retry, (*start, *end));
             }
             EventKind::Message { stream, dir, body } => {
-                self.message(t, *stream, *dir, body, &mut out)
+                self.message(t, *stream, *dir, body, event.source.as_deref(), &mut out)
             }
             EventKind::InvalidMessage {
                 stream,
@@ -797,6 +797,7 @@ impl Model {
         id: StreamId,
         dir: Direction,
         body: &Value,
+        source: Option<&str>,
         out: &mut Vec<Notice>,
     ) {
         let Some(si) = self.stream_index.get(&id).copied() else {
@@ -804,7 +805,11 @@ impl Model {
         };
         let batch = body.is_array();
         for msg in messages(body) {
-            let shared = Body::new(msg);
+            // The SSE data a single message was parsed from is its text when it writes as it.
+            let shared = match source {
+                Some(text) if !batch => Body::of(msg, text),
+                _ => Body::new(msg),
+            };
             let size = shared.len();
             self.detail_bytes += size;
             let index = self.messages.push(MessageRec {

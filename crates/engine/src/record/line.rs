@@ -394,10 +394,7 @@ impl Encoder {
         if let (Some(stream), Some(data)) = (stream, taken) {
             self.context.sse.insert(stream, data);
         }
-        let note = Event {
-            t: event.t,
-            kind: EventKind::Note { stream, text },
-        };
+        let note = Event::at(event.t, EventKind::Note { stream, text });
         self.write(&note, false, out)?;
         self.context.remember(&note);
         Ok(())
@@ -681,7 +678,11 @@ impl Decoder {
             // yield an event that was never observed.
             return Err(DecodeError::Dangling(back.stream));
         }
-        Ok(Event { t, kind })
+        let event = Event::at(t, kind);
+        Ok(match event.kind {
+            EventKind::Message { .. } => event.with_source(data.into()),
+            _ => event,
+        })
     }
 
     fn sse_event(&self, line: &[u8]) -> Result<Event, DecodeError> {
@@ -891,6 +892,71 @@ mod tests {
             lines[2].contains("\"body\""),
             "the data was consumed by the first"
         );
+    }
+
+    #[test]
+    fn a_message_folds_to_the_same_text_live_and_read_back() {
+        use crate::fixtures::Script;
+        use crate::model::Model;
+        let mut script = Script::new();
+        script
+            .open(0, 1, "POST", None)
+            .send(
+                1,
+                1,
+                json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x"}}),
+            )
+            .head(2, 1, 200, "sse", None);
+        let datas = [
+            // As the writer writes it: taken as the message's text.
+            r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":1}}"#,
+            // Spaced, a fraction, an escape written otherwise, a key twice: written out.
+            r#"{ "jsonrpc": "2.0", "method": "notifications/message", "params": {"level":"info"} }"#,
+            r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":0.5}}"#,
+            r#"{"jsonrpc":"2.0","method":"notifications/message","params":{"data":"A\/"}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"id":1,"result":{"content":[]}}"#,
+        ];
+        let mut live = script.events.clone();
+        for (i, data) in datas.iter().enumerate() {
+            let t = live[live.len() - 1].t + chrono::TimeDelta::milliseconds(1 + i as i64);
+            live.push(Event::at(t, sse(1, data)));
+            // What the hub passes on: the message, with the data it was parsed from.
+            let message = derived(1, Direction::ServerToClient, data);
+            live.push(Event::at(t, message).with_source((*data).into()));
+        }
+        let mut encoder = Encoder::default();
+        let mut decoder = Decoder::new(2);
+        let mut back = Vec::new();
+        for event in &live {
+            let mut line = Vec::new();
+            let known = event.source.is_some();
+            encoder
+                .encode_known(event, known, &mut line)
+                .expect("encode");
+            back.push(decoder.decode(&line).unwrap_or_else(|e| panic!("{e:?}")));
+        }
+        assert_eq!(back, live);
+        let texts = |events: &[Event]| {
+            let (model, _) = Model::from_events(events);
+            model
+                .messages
+                .iter()
+                .map(|m| m.body.text().to_string())
+                .collect::<Vec<_>>()
+        };
+        let plain: Vec<Event> = live
+            .iter()
+            .map(|e| Event::at(e.t, e.kind.clone()))
+            .collect();
+        let written = texts(&plain);
+        assert_eq!(written.len(), 1 + datas.len());
+        assert_eq!(texts(&live), written);
+        assert_eq!(texts(&back), written);
+        assert_eq!(written[1], datas[0]);
+        for text in &written {
+            let value: Value = serde_json::from_str(text).expect("json");
+            assert_eq!(text, &serde_json::to_string(&value).expect("writes"));
+        }
     }
 
     #[test]

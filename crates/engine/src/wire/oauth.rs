@@ -29,7 +29,8 @@ pub fn endpoint_label(path: &str) -> Option<&'static str> {
 /// Whether a request path asks for the protected-resource metadata (plain or path-aware).
 pub fn is_prm_path(path: &str) -> bool {
     let path = path.split(['?', '#']).next().unwrap_or("");
-    path == PRM_PATH || path.starts_with(&format!("{PRM_PATH}/"))
+    path.strip_prefix(PRM_PATH)
+        .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
 }
 
 /// An origin: scheme, host (lower case, IPv6 in brackets) and port (the scheme's default when
