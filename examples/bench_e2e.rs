@@ -1232,6 +1232,39 @@ fn main() -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Waits (at most 5 s) until the processes `pids` have used no CPU for 200 ms. A recording
+/// mcpscope's live index goes on folding what a run wrote for a second or two after it, and the
+/// path measured next must not share the cores with that (without the wait, whichever path
+/// followed a recording mcpscope measured ~15 % slower).
+async fn settle(pids: &[u32]) {
+    fn cpu_ticks(pid: u32) -> u64 {
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            return 0;
+        };
+        let Some(rest) = stat.rfind(')').and_then(|i| stat.get(i + 2..)) else {
+            return 0;
+        };
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        let tick = |i: usize| {
+            fields
+                .get(i)
+                .and_then(|f| f.parse::<u64>().ok())
+                .unwrap_or(0)
+        };
+        tick(11) + tick(12)
+    }
+    let total = || pids.iter().map(|&pid| cpu_ticks(pid)).sum::<u64>();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let mut last = total();
+    let mut quiet = 0;
+    while quiet < 2 && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let now = total();
+        quiet = if now == last { quiet + 1 } else { 0 };
+        last = now;
+    }
+}
+
 fn args_ref(a: &Args) -> &Args {
     a
 }
@@ -1552,6 +1585,10 @@ async fn run(
     tp_paths.push(("proxy only (in-process, events discarded)", inproc.0));
     tp_paths.push(("proxy + model polled 1 ms (in-process)", inproc.1));
     let reps = if q { 2 } else { 3 };
+    // The recording proxies: each path is measured once they have gone quiet.
+    let recording: Vec<u32> = std::iter::once(tp_proc.pid())
+        .chain(tp_compare.as_ref().map(Proc::pid))
+        .collect();
     let (n_one, streams, per) = if q {
         (10_000u64, 100usize, 100u64)
     } else {
@@ -1567,6 +1604,7 @@ async fn run(
             let j = (r + k) % tp_paths.len();
             let (name, port) = tp_paths[j];
             id += 1000;
+            settle(&recording).await;
             let t0 = Instant::now();
             let got = one_stream(port, n_one, id).await?;
             let secs = t0.elapsed().as_secs_f64();
@@ -1582,6 +1620,7 @@ async fn run(
                 ));
             }
             many[j].push(got_many as f64 / secs);
+            settle(&recording).await;
             if name == "mcpscope" {
                 sent_through_mcp += n_one + 1 + want;
             }
@@ -1602,7 +1641,8 @@ async fn run(
         md,
         "Events/s at the client, median of {reps} interleaved runs (min–max). One stream: {n_one} \
          events; concurrent: {streams} streams × {per} events. mcpscope records every event \
-         (SseEvent + Message lines) and folds the model.\n"
+         (SseEvent + Message lines) and folds the model. Each path is measured once the \
+         recording proxies have gone quiet (their live index catches up after a run).\n"
     );
     let _ = writeln!(
         md,

@@ -378,25 +378,18 @@ impl EventKind {
     }
 }
 
-/// Roughly the bytes a JSON value holds: its strings and keys, and 16 a value.
+/// Roughly the bytes a JSON value holds: its strings and keys, and 16 a value. Recursive, with
+/// nothing allocated: a parsed value nests no deeper than the parser's recursion limit.
 fn value_weight(value: &Value) -> usize {
-    let mut total = 0;
-    let mut pending = vec![value];
-    while let Some(value) = pending.pop() {
-        total += 16;
-        match value {
-            Value::String(text) => total += text.len(),
-            Value::Array(items) => pending.extend(items),
-            Value::Object(members) => {
-                for (key, member) in members {
-                    total += key.len();
-                    pending.push(member);
-                }
-            }
-            Value::Null | Value::Bool(_) | Value::Number(_) => {}
-        }
+    16 + match value {
+        Value::String(text) => text.len(),
+        Value::Array(items) => items.iter().map(value_weight).sum(),
+        Value::Object(members) => members
+            .iter()
+            .map(|(key, member)| key.len() + value_weight(member))
+            .sum(),
+        Value::Null | Value::Bool(_) | Value::Number(_) => 0,
     }
-    total
 }
 
 /// Case-insensitive lookup of a header value.
