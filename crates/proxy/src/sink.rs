@@ -161,10 +161,10 @@ impl From<Event> for Fact {
 /// is not one); nothing for another kind of event.
 pub(crate) fn sse_message(kind: &EventKind) -> Option<EventKind> {
     match kind {
-        EventKind::SseEvent { stream, data, .. } => Some(observe::message(
+        EventKind::SseEvent { stream, data, .. } => Some(observe::message_text(
             *stream,
             Direction::ServerToClient,
-            data.as_bytes(),
+            data,
         )),
         _ => None,
     }

@@ -278,7 +278,7 @@ fn raw_json(data: &str) -> Option<&RawValue> {
 
 /// The report live parsing gives for SSE data (the tap's own code).
 fn derived(stream: StreamId, dir: Direction, data: &str) -> EventKind {
-    observe::message(stream, dir, data.as_bytes())
+    observe::message_text(stream, dir, data)
 }
 
 /// Nesting a message body may have for [`same_as_derived`] to answer without parsing: well

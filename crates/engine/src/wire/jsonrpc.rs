@@ -99,7 +99,17 @@ pub const TOO_DEEP: &str = "[too deep to inspect]";
 /// a member still too deep is kept as the text [`TOO_DEEP`] followed by its size, so that the
 /// message's `id`, `method`, `result` or `error` still say what it is.
 pub fn parse_body(bytes: &[u8]) -> Result<Value, String> {
-    let value: Value = match serde_json::from_slice(bytes) {
+    message_of(serde_json::from_slice(bytes), bytes)
+}
+
+/// [`parse_body`] of a text (SSE data): its strings are not checked for UTF-8 again.
+pub fn parse_text(text: &str) -> Result<Value, String> {
+    message_of(serde_json::from_str(text), text.as_bytes())
+}
+
+/// The message `parsed` from `bytes`, or why it is none.
+fn message_of(parsed: serde_json::Result<Value>, bytes: &[u8]) -> Result<Value, String> {
+    let value: Value = match parsed {
         Ok(value) => value,
         Err(e) if too_deep(&e) => shallow(bytes).map_err(|e| format!("invalid JSON: {e}"))?,
         Err(e) => return Err(format!("invalid JSON: {e}")),

@@ -214,7 +214,21 @@ impl BodyObserver {
 /// The report of one whole JSON-RPC message body: a `Message`, or an `InvalidMessage` quoting
 /// the start of the bytes.
 pub fn message(stream: StreamId, dir: Direction, bytes: &[u8]) -> EventKind {
-    match jsonrpc::parse_body(bytes) {
+    reported(stream, dir, jsonrpc::parse_body(bytes), bytes)
+}
+
+/// [`message`] of a text (SSE data, already known to be UTF-8).
+pub fn message_text(stream: StreamId, dir: Direction, text: &str) -> EventKind {
+    reported(stream, dir, jsonrpc::parse_text(text), text.as_bytes())
+}
+
+fn reported(
+    stream: StreamId,
+    dir: Direction,
+    parsed: Result<Value, String>,
+    bytes: &[u8],
+) -> EventKind {
+    match parsed {
         Ok(body) => EventKind::Message { stream, dir, body },
         Err(reason) => EventKind::InvalidMessage {
             stream,
