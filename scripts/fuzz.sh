@@ -5,7 +5,8 @@
 #   scripts/fuzz.sh --quick         every target, 15 seconds each (CI)
 #   scripts/fuzz.sh TARGET [RUNS]   one target
 #
-# Targets: sse_parser (never panics; byte-exact whatever the chunking), jsonrpc, recording_reader
+# Targets: sse_parser (never panics; byte-exact whatever the chunking), jsonrpc (and a message's
+# text taken only when it is the text it writes as), recording_reader
 # (and the fold of what it reads), fault_rule, theme, redact (idempotent). Installs cargo-fuzz if
 # missing. The machine's toolchain is stable: RUSTC_BOOTSTRAP=1 lets it take the instrumentation
 # flags cargo-fuzz passes. No sanitizer (-s none): the targets are safe Rust, and a panic or an

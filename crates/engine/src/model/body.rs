@@ -65,16 +65,33 @@ impl Body {
     }
 }
 
+/// Nesting past which [`writes_as`] says no: well under the parser's limit, past which a
+/// message is kept with its deepest members cut ([`crate::wire::jsonrpc::parse_body`]) and no
+/// longer parses back from its text.
+const NESTING_TAKEN: usize = 64;
+
 /// Whether `text`, which parses to `value`, is what `serde_json` writes for `value`: no space
 /// outside strings, in strings only the escapes the writer uses, integers only (a fraction or
-/// an exponent may be written back otherwise), and no key given twice (the parsed object
-/// keeps one). Conservative: `false` only costs a write.
+/// an exponent may be written back otherwise), no key given twice (the parsed object keeps
+/// one), nesting under [`NESTING_TAKEN`]. Conservative: `false` only costs a write.
 fn writes_as(text: &str, value: &Value) -> bool {
     let bytes = text.as_bytes();
     let mut keys = 0usize;
+    let mut depth = 0usize;
     let mut i = 0;
     while let Some(&b) = bytes.get(i) {
         match b {
+            b'{' | b'[' => {
+                depth += 1;
+                if depth >= NESTING_TAKEN {
+                    return false;
+                }
+                i += 1;
+            }
+            b'}' | b']' => {
+                depth = depth.saturating_sub(1);
+                i += 1;
+            }
             b'"' => {
                 i += 1;
                 loop {
@@ -236,6 +253,15 @@ mod tests {
             (r#"{"a":1,"a":2}"#, false),
             (r#"{"a":{"b":1,"b":1}}"#, false),
         ];
+        // Nested past what is taken as it is (a message cut by the parser's limit never is).
+        let deep = format!("{{\"a\":{}1{}}}", "[".repeat(70), "]".repeat(70));
+        let value: Value = serde_json::from_str(&deep).expect("deep");
+        assert!(!writes_as(&deep, &value));
+        let cut = format!("{{\"a\":{}1{}}}", "[".repeat(200), "]".repeat(200));
+        let message = crate::wire::jsonrpc::parse_body(cut.as_bytes()).expect("kept, cut");
+        let body = Body::of(&message, &cut);
+        assert_eq!(body, Body::new(&message));
+        assert_eq!(body.value(), message);
         for (text, canonical) in cases {
             let value: Value = serde_json::from_str(text).expect(text);
             let written = serde_json::to_string(&value).expect("writes");
