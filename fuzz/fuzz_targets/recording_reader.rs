@@ -19,8 +19,12 @@ fuzz_target!(|data: &[u8]| {
         let mut line = Vec::new();
         for event in &recording.events {
             line.clear();
-            encoder.encode(event, &mut line).expect("every event read can be written");
-            let back = decoder.decode(&line).expect("every line written can be read");
+            encoder
+                .encode(event, &mut line)
+                .expect("every event read can be written");
+            let back = decoder
+                .decode(&line)
+                .expect("every line written can be read");
             assert_eq!(&back, event, "{}", String::from_utf8_lossy(&line));
         }
     }

@@ -23,7 +23,14 @@ fuzz_target!(|input: &[u8]| {
     assert_eq!(expected.len(), got.len());
     for (whole, split) in expected.iter().zip(&got) {
         let same = |f: &mcpscope_engine::wire::sse::SseFrame| {
-            (f.id.clone(), f.event.clone(), f.retry, f.data.clone(), f.has_data, f.start)
+            (
+                f.id.clone(),
+                f.event.clone(),
+                f.retry,
+                f.data.clone(),
+                f.has_data,
+                f.start,
+            )
         };
         assert_eq!(same(whole), same(split));
         let crlf_at_split = split.end == at as u64
