@@ -41,12 +41,6 @@ impl Event {
         Self::at(Self::stamp(), kind)
     }
 
-    /// The same event, `source` being the SSE data its message was parsed from unchanged.
-    pub fn with_source(mut self, source: std::sync::Arc<str>) -> Self {
-        self.source = Some(source);
-        self
-    }
-
     /// The time of a fact observed now, as events carry it.
     pub fn stamp() -> DateTime<Utc> {
         // Recordings keep microseconds; live events use the same precision so that a replay

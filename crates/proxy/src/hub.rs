@@ -198,21 +198,16 @@ impl Pump {
                 let derived = self
                     .redactor
                     .observe_sse_message(&mut event.kind, &mut message);
-                let t = event.t;
+                let mut message = Event::at(event.t, message);
                 // A message still exactly what the data parses to may take the data as its text.
-                let source = match &event.kind {
-                    EventKind::SseEvent { data, .. } if derived => Some(data.as_str().into()),
-                    _ => None,
-                };
+                if derived
+                    && matches!(message.kind, EventKind::Message { .. })
+                    && let EventKind::SseEvent { data, .. } = &event.kind
+                {
+                    message.source = Some(data.as_str().into());
+                }
                 self.pass(event, false);
-                let message = Event::at(t, message);
-                self.pass(
-                    match source {
-                        Some(source) => message.with_source(source),
-                        None => message,
-                    },
-                    derived,
-                );
+                self.pass(message, derived);
             }
             fact => fact.into_events(|event| self.take_event(event)),
         }

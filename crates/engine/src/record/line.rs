@@ -678,11 +678,11 @@ impl Decoder {
             // yield an event that was never observed.
             return Err(DecodeError::Dangling(back.stream));
         }
-        let event = Event::at(t, kind);
-        Ok(match event.kind {
-            EventKind::Message { .. } => event.with_source(data.into()),
-            _ => event,
-        })
+        let mut event = Event::at(t, kind);
+        if matches!(event.kind, EventKind::Message { .. }) {
+            event.source = Some(data.into());
+        }
+        Ok(event)
     }
 
     fn sse_event(&self, line: &[u8]) -> Result<Event, DecodeError> {
@@ -922,7 +922,9 @@ mod tests {
             live.push(Event::at(t, sse(1, data)));
             // What the hub passes on: the message, with the data it was parsed from.
             let message = derived(1, Direction::ServerToClient, data);
-            live.push(Event::at(t, message).with_source((*data).into()));
+            let mut message = Event::at(t, message);
+            message.source = Some((*data).into());
+            live.push(message);
         }
         let mut encoder = Encoder::default();
         let mut decoder = Decoder::new(2);
