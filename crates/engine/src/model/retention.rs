@@ -405,11 +405,14 @@ impl Model {
         keep.sort_unstable();
         let calls = &self.calls;
         let mut freed = 0;
+        // Both in order: the listed messages are walked along with the store.
+        let mut listed = keep.iter().copied().peekable();
         let removed = self.messages.retain(|index, message| {
+            while listed.next_if(|&m| m < index).is_some() {}
             let call_held = message
                 .call
                 .is_none_or(|c| calls.get(c).is_some_and(|c| c.evicted.is_none()));
-            let kept = call_held && keep.binary_search(&index).is_ok();
+            let kept = call_held && listed.peek() == Some(&index);
             if !kept {
                 freed += message.size;
             }
@@ -417,15 +420,20 @@ impl Model {
         });
         self.detail_bytes -= freed;
         self.evicted.messages += removed;
+        if removed == 0 {
+            return;
+        }
         let messages = &self.messages;
         for stream in self.streams.iter_mut() {
-            stream.messages.retain(|&m| messages.contains(m));
-            stream.detail_bytes = stream
-                .messages
-                .iter()
-                .filter_map(|&m| messages.get(m))
-                .map(|m| m.size)
-                .sum();
+            let mut bytes = 0;
+            stream.messages.retain(|&m| match messages.get(m) {
+                Some(message) => {
+                    bytes += message.size;
+                    true
+                }
+                None => false,
+            });
+            stream.detail_bytes = bytes;
         }
     }
 

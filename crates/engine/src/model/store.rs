@@ -61,8 +61,32 @@ impl<T> Store<T> {
     }
 
     /// The position among the retained items of the item with this global index.
+    ///
+    /// Global indices strictly increase along the store, so the item can sit no further from
+    /// the start than `index - first`, nor nearer the end than the number of indices given
+    /// after it: with removals mostly at the old end (as the retention policy makes them),
+    /// one of these two bounds is the answer and no search is needed.
     pub fn rank_of(&self, index: usize) -> Option<usize> {
-        self.keys.binary_search(&index).ok()
+        let first = *self.keys.first()?;
+        if index < first || index >= self.next {
+            return None;
+        }
+        let len = self.keys.len();
+        let hi = (index - first).min(len - 1);
+        let lo = len.saturating_sub(self.next - index);
+        if lo > hi {
+            return None;
+        }
+        if self.keys[lo] == index {
+            return Some(lo);
+        }
+        if self.keys[hi] == index {
+            return Some(hi);
+        }
+        self.keys[lo..=hi]
+            .binary_search(&index)
+            .ok()
+            .map(|rank| lo + rank)
     }
 
     /// The global index of the retained item at `rank`.
@@ -110,25 +134,28 @@ impl<T> Store<T> {
         self.items.last()
     }
 
-    /// Removes every item for which `keep` says false; returns how many were removed.
+    /// Removes every item for which `keep` says false; returns how many were removed. Each
+    /// kept item moves at most once.
     pub fn retain(&mut self, mut keep: impl FnMut(usize, &T) -> bool) -> usize {
-        let before = self.items.len();
+        let Self { keys, items, .. } = self;
+        let before = items.len();
+        let mut read = 0;
         let mut write = 0;
-        for read in 0..self.items.len() {
-            if keep(self.keys[read], &self.items[read]) {
-                // Nothing moves until the first item removed.
-                if write != read {
-                    self.keys.swap(write, read);
-                    self.items.swap(write, read);
-                }
+        items.retain(|item| {
+            let key = keys[read];
+            read += 1;
+            let kept = keep(key, item);
+            if kept {
+                // `write <= read`: the key overwritten was read already.
+                keys[write] = key;
                 write += 1;
             }
-        }
-        self.keys.truncate(write);
-        self.items.truncate(write);
-        if self.items.capacity() > 2 * write + 64 {
-            self.items.shrink_to(write + write / 4);
-            self.keys.shrink_to(write + write / 4);
+            kept
+        });
+        keys.truncate(write);
+        if items.capacity() > 2 * write + 64 {
+            items.shrink_to(write + write / 4);
+            keys.shrink_to(write + write / 4);
         }
         before - write
     }
@@ -187,5 +214,35 @@ mod tests {
         assert_eq!(store.as_slice(), &[0, 30, 60, 90]);
         assert_eq!(store.push(100), 10);
         assert_eq!(store.last(), Some(&100));
+    }
+
+    /// Every global index, retained or not, against a linear search, after removals of many
+    /// shapes (old end, new end, middle, scattered) and pushes after them.
+    #[test]
+    fn ranks_agree_with_a_linear_search() {
+        let shapes: [fn(usize) -> bool; 6] = [
+            |i| i >= 40,
+            |i| i < 60,
+            |i| !(30..50).contains(&i),
+            |i| i % 7 != 3,
+            |i| i % 2 == 0 || i > 90,
+            |_| false,
+        ];
+        for shape in shapes {
+            let mut store = Store::default();
+            for i in 0..100 {
+                store.push(i);
+            }
+            store.retain(|i, _| shape(i));
+            for i in 100..110 {
+                store.push(i);
+            }
+            let keys: Vec<usize> = store.indexed().map(|(i, _)| i).collect();
+            for index in 0..120 {
+                let linear = keys.iter().position(|&k| k == index);
+                assert_eq!(store.rank_of(index), linear, "index {index}");
+                assert_eq!(store.get(index).copied(), linear.map(|_| index));
+            }
+        }
     }
 }
