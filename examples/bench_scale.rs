@@ -12,7 +12,7 @@
 #[path = "../bench/synth.rs"]
 mod synth;
 
-use std::alloc::{GlobalAlloc, Layout, System};
+use std::alloc::{GlobalAlloc, Layout};
 use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -26,7 +26,8 @@ use mcpscope_engine::record::{Recorder, read_file};
 use mcpscope_timeline::ReplayCursor;
 use mcpscope_tui::{App, Info, Theme, render_to_buffer};
 
-/// Counts live heap bytes (and their peak) so the model's own memory is measured exactly.
+/// Counts live heap bytes (and their peak) so the model's own memory is measured exactly, over
+/// mimalloc, the allocator of the `mcpscope` binary (its timings are the product's).
 /// The harness is single-threaded, so plain loads and stores (no read-modify-write atomics)
 /// keep the counting cheap enough not to distort the timings.
 struct Counting;
@@ -53,18 +54,18 @@ fn shrink(by: usize) {
 
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        let p = unsafe { System.alloc(layout) };
+        let p = unsafe { mimalloc::MiMalloc.alloc(layout) };
         if !p.is_null() {
             grow(layout.size());
         }
         p
     }
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        unsafe { System.dealloc(ptr, layout) };
+        unsafe { mimalloc::MiMalloc.dealloc(ptr, layout) };
         shrink(layout.size());
     }
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        let p = unsafe { System.realloc(ptr, layout, new_size) };
+        let p = unsafe { mimalloc::MiMalloc.realloc(ptr, layout, new_size) };
         if !p.is_null() {
             if new_size >= layout.size() {
                 grow(new_size - layout.size());
@@ -177,7 +178,8 @@ fn main() -> anyhow::Result<()> {
     let _ = writeln!(
         md,
         "{} synthetic events (100 sessions, {} calls, {} streams, {} messages; SSE progress events; \
-         1 % orphaned, 0.5 % pending); {notices} notices. Median of 3 folds.\n",
+         1 % orphaned, 0.5 % pending); {notices} notices. Median of 3 folds. The whole harness \
+         allocates through mimalloc, as the `mcpscope` binary does.\n",
         events.len(),
         calls,
         model.streams.len(),
