@@ -2,7 +2,8 @@
 //!
 //! 1. Folds a synthetic 1,000,000-event vector (many sessions, calls, SSE events; see
 //!    `bench/synth.rs`): time per event and memory per event.
-//! 2. Renders one TUI frame on ratatui's `TestBackend` with the resulting model (>100,000 calls):
+//! 2. Renders one TUI frame on ratatui's `TestBackend` with the resulting model (the calls the
+//!    default retention holds of the >100,000 folded):
 //!    a fresh view (a new `App` laid out and drawn with `render_to_buffer`) and a steady-state view (one `App` reused).
 //! 3. Writes the events as a recording with `Recorder`, then opens it the way `mcpscope replay`
 //!    does (`record::read_file` + `ReplayCursor`) and seeks to its end.
@@ -172,6 +173,7 @@ fn main() -> anyhow::Result<()> {
         }
     }
     let calls = model.calls.len();
+    let calls_folded = model.calls.next_index();
     let (fold_p50, _, fold_max) = percentiles(&mut fold_times.clone());
     let ns_per_event = fold_p50 * 1e9 / events.len() as f64;
     let _ = writeln!(md, "## Model fold at scale\n");
@@ -242,7 +244,9 @@ fn main() -> anyhow::Result<()> {
     let (s50, s99, smax) = percentiles(steady_rest);
     let _ = writeln!(
         md,
-        "\n## One TUI frame with {calls} calls ({w}×{h} TestBackend)\n"
+        "\n## One TUI frame with {calls} calls ({w}×{h} TestBackend)\n\nThe model folded from the \
+         events above: {calls_folded} calls, of which the default retention holds {calls} \
+         (recent ones in full, older ones as compact rows).\n"
     );
     let _ = writeln!(
         md,
