@@ -255,13 +255,7 @@ async fn through_forward_a_call_copied_as_curl_reaches_its_https_server_again() 
             .find(|c| c.tool.as_deref() == Some("echo"))
             .map(|c| c.index)
             .expect("the echo call");
-        let row = app
-            .calls
-            .rows
-            .iter()
-            .position(|&c| c == echo_index)
-            .expect("row");
-        app.select_row(&model, row);
+        assert!(app.select_call(&model, echo_index), "row");
         let command = app.curl_of_selection(&model).expect("a curl command");
         assert!(
             command.contains(&format!("--proxy 'http://{via}'")),

@@ -143,13 +143,7 @@ fn a_resumption_mcpscope_answered_itself_is_not_an_upstream_eof() {
     let mut app = app();
     app.sync(&model);
     let slow = last_call(&model, "slow").expect("slow").index;
-    let row = app
-        .calls
-        .rows
-        .iter()
-        .position(|&c| c == slow)
-        .expect("listed");
-    app.select_row(&model, row);
+    assert!(app.select_call(&model, slow), "listed");
     app.selected = mcpscope_tui::Selected::Stream(23);
     app.zoom = true;
     let screen = screen(&mut app, &model, s.now(), 160);
@@ -418,13 +412,7 @@ fn a_probe_the_client_fell_back_from_is_not_shown_as_an_error() {
     let (model, _) = s.fold();
     let mut app = app();
     app.sync(&model);
-    let row = app
-        .calls
-        .rows
-        .iter()
-        .position(|&c| c == 0)
-        .expect("probe row");
-    app.select_row(&model, row);
+    assert!(app.select_call(&model, 0), "probe row");
     let screen = screen(&mut app, &model, s.now(), 160);
     let probe = screen
         .lines()

@@ -54,13 +54,7 @@ async fn r_resends_the_request_and_its_answer_is_a_new_marked_exchange() {
         .find(|c| c.tool.as_deref() == Some("echo"))
         .map(|c| c.index)
         .expect("echo call");
-    let row = app
-        .calls
-        .rows
-        .iter()
-        .position(|&c| c == echo_index)
-        .expect("row");
-    app.select_row(&model, row);
+    assert!(app.select_call(&model, echo_index), "row");
     let (_feed, feed_rx) = mpsc::unbounded_channel();
     let mut source = LiveSource::new(feed_rx, mcpscope_engine::model::Retention::default());
     for effect in app.handle_key(
@@ -101,8 +95,7 @@ async fn r_resends_the_request_and_its_answer_is_a_new_marked_exchange() {
     );
     assert_eq!(model.calls[copy].session, model.calls[echo_index].session);
     app.sync(&model);
-    let row = app.calls.rows.iter().position(|&c| c == copy).expect("row");
-    app.select_row(&model, row);
+    assert!(app.select_call(&model, copy), "row");
     let buf = render_to_buffer(&mut app, &model, Utc::now(), 160, 40);
     let screen: String = mcpscope_tui::screen::text(&buf);
     assert!(screen.contains("tools/call echo ↻"), "{screen}");

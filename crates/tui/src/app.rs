@@ -332,9 +332,8 @@ impl App {
         if self.follow
             && let Some(newest) = self.calls.rows.iter().copied().max()
             && self.calls.call != Some(newest)
-            && let Some(pos) = self.calls.rows.iter().position(|&c| c == newest)
         {
-            self.select_row(model, pos);
+            self.select_call(model, newest);
         }
         self.calls.row = self.calls.row.min(self.calls.rows.len().saturating_sub(1));
         if self.calls.rows.is_empty() {
@@ -372,6 +371,18 @@ impl App {
         self.detail.scroll = 0;
         if let Some(c) = model.calls.get(call) {
             self.link_stream(model, c.owner);
+        }
+    }
+
+    /// Selects the row showing the call with this global index (see [`Self::select_row`]);
+    /// whether one is shown.
+    pub fn select_call(&mut self, model: &Model, call: usize) -> bool {
+        match self.calls.rows.iter().position(|&c| c == call) {
+            Some(row) => {
+                self.select_row(model, row);
+                true
+            }
+            None => false,
         }
     }
 

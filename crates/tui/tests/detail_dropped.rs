@@ -19,13 +19,7 @@ fn detail_of(model: &Model, tool: &str) -> String {
         .find(|c| c.tool.as_deref() == Some(tool))
         .map(|c| c.index)
         .expect("the call");
-    let row = app
-        .calls
-        .rows
-        .iter()
-        .position(|&c| c == index)
-        .expect("its row");
-    app.select_row(model, row);
+    assert!(app.select_call(model, index), "its row");
     app.layout(model, Utc::now(), Rect::new(0, 0, 160, 48));
     app.detail
         .lines()
