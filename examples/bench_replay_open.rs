@@ -295,8 +295,8 @@ struct Run {
     end_again: Duration,
     peak_kib: u64,
     rss_kib: u64,
-    /// The saved index written by the first opening.
-    cache_bytes: u64,
+    /// The saved index: the sidecar beside the recording and the viewer's cached one.
+    index_bytes: u64,
     /// `mcpscope index` on the file once its index is saved: read back and checked.
     index_up_to_date: Duration,
     /// The second opening, from the saved index.
@@ -406,7 +406,11 @@ fn measure(mcpscope: &Path, work: &Path, events: u64) -> anyhow::Result<Run> {
     wait_gone(pid)?;
     drop(tmux);
     let index_dir = cache.join("mcpscope").join("index");
-    let cache_bytes = saved_size(&index_dir);
+    // The sidecar written beside the recording as it was written, and whatever the viewer
+    // saved in its cache (nothing when the sidecar was whole).
+    let index_bytes = saved_size(&index_dir)
+        + std::fs::metadata(mcpscope_timeline::savedindex::sidecar_for(&path))
+            .map_or(0, |m| m.len());
     let again = reopen(&name, &command, events)?;
     // The saved index read back without a viewer: `mcpscope index` on the unchanged file.
     let t = Instant::now();
@@ -438,7 +442,7 @@ fn measure(mcpscope: &Path, work: &Path, events: u64) -> anyhow::Result<Run> {
         end_again,
         peak_kib,
         rss_kib,
-        cache_bytes,
+        index_bytes,
         index_up_to_date,
         again,
     })
@@ -516,7 +520,7 @@ fn main() -> anyhow::Result<()> {
             secs(run.again.end_after_key),
             run.again.step_back.as_secs_f64() * 1e3,
             mib(run.again.peak_kib),
-            run.cache_bytes as f64 / 1048576.0
+            run.index_bytes as f64 / 1048576.0
         );
         runs.push(run);
     }
@@ -530,12 +534,15 @@ fn main() -> anyhow::Result<()> {
          `mcpscope replay FILE`, in a 200×50 tmux session, read with `capture-pane` every 10 ms. \
          *First screen*: from starting the process to the status bar drawn. *End*: `]` pressed \
          right after the first screen, until the status bar shows the last event (the viewer \
-         waits for its background index pass: parse and fold of the whole file on two threads). \
+         waits for its index: the sidecar read and the events after its last save folded; \
+         without a sidecar, a parse and fold of the whole file on two threads). \
          *Step back*: `,` from the end (the nearest checkpoint plus the events after it). \
          *End again*: `]` once indexed (the last checkpoint plus at most 4,096 events). Peak RSS: \
          the process's VmHWM. \
-         The first opening saves the index (in a cache directory of the benchmark's own); \
-         *second opening*: the viewer started again on the same file, `]` at once (the saved \
+         The recording is written as the live proxy writes one: its live index saves a sidecar \
+         index beside it as it goes, so even the first opening starts from an index (a viewer \
+         saves one in its cache, here the benchmark's own, only for a recording without a whole \
+         sidecar). *Saved index*: the sidecar's size and anything cached. *Second opening*: the viewer started again on the same file, `]` at once (the saved \
          index read instead of the pass), then `,`. *`mcpscope index`, up to date*: the command \
          run on the file afterwards (the saved index read and checked, the last events folded).\n"
     );
@@ -561,7 +568,7 @@ fn main() -> anyhow::Result<()> {
             r.end_again.as_secs_f64() * 1e3,
             mib(r.peak_kib),
             mib(r.rss_kib),
-            r.cache_bytes as f64 / 1048576.0,
+            r.index_bytes as f64 / 1048576.0,
             secs(r.index_up_to_date),
             secs(r.again.first_screen),
             secs(r.again.end_after_key),

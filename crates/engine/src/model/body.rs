@@ -21,11 +21,12 @@ impl Body {
     }
 
     /// The message's compact JSON text, taken from `text` (the SSE data the message was parsed
-    /// from, unchanged) when it is exactly what [`Body::new`] would write, else written out.
-    /// `text` must parse to `value`; the check reads it once and writes nothing.
-    pub fn of(value: &Value, text: &str) -> Self {
+    /// from, unchanged; shared, not copied) when it is exactly what [`Body::new`] would write,
+    /// else written out. `text` must parse to `value`; the check reads it once and writes
+    /// nothing.
+    pub fn of(value: &Value, text: &Arc<str>) -> Self {
         if writes_as(text, value) {
-            Self(text.into())
+            Self(Arc::clone(text))
         } else {
             Self::new(value)
         }
@@ -259,7 +260,7 @@ mod tests {
         assert!(!writes_as(&deep, &value));
         let cut = format!("{{\"a\":{}1{}}}", "[".repeat(200), "]".repeat(200));
         let message = crate::wire::jsonrpc::parse_body(cut.as_bytes()).expect("kept, cut");
-        let body = Body::of(&message, &cut);
+        let body = Body::of(&message, &cut.as_str().into());
         assert_eq!(body, Body::new(&message));
         assert_eq!(body.value(), message);
         for (text, canonical) in cases {
@@ -267,7 +268,9 @@ mod tests {
             let written = serde_json::to_string(&value).expect("writes");
             assert_eq!(writes_as(text, &value), canonical, "{text}");
             assert!(!canonical || written == text, "{text} writes as {written}");
-            let body = Body::of(&value, text);
+            let shared: Arc<str> = text.into();
+            let body = Body::of(&value, &shared);
+            assert_eq!(body.is_shared_with(&Body(Arc::clone(&shared))), canonical);
             assert_eq!(body, Body::new(&value), "{text}");
             assert_eq!(body.text(), written);
         }

@@ -172,7 +172,7 @@ impl Model {
                 self.sse_event(t, *stream, id.as_deref(), *retry, (*start, *end));
             }
             EventKind::Message { stream, dir, body } => {
-                self.message(t, *stream, *dir, body, event.source.as_deref(), &mut out)
+                self.message(t, *stream, *dir, body, event.source.as_ref(), &mut out)
             }
             EventKind::InvalidMessage {
                 stream,
@@ -797,7 +797,7 @@ impl Model {
         id: StreamId,
         dir: Direction,
         body: &Value,
-        source: Option<&str>,
+        source: Option<&std::sync::Arc<str>>,
         out: &mut Vec<Notice>,
     ) {
         let Some(si) = self.stream_index.get(&id).copied() else {
