@@ -1178,8 +1178,9 @@ impl Model {
                     })
                     .collect();
                 // A request is parsed only when its text holds the token (a progress flood
-                // would otherwise parse it once per notification).
-                let by_token = token.and_then(|tok| {
+                // would otherwise parse it once per notification), and only when more than one
+                // call waits on the stream (one is the call whatever the token says).
+                let by_token = token.filter(|_| owned.len() > 1).and_then(|tok| {
                     let needle = tok.to_string();
                     owned.iter().copied().find(|&c| {
                         let call = &self.calls[c];

@@ -541,8 +541,11 @@ impl Model {
         let mut trimmed = trimmed;
         trimmed.sort_unstable();
         let mut freed = 0;
+        // Both in order: the messages to remove are walked along with the store.
+        let mut going = trimmed.iter().copied().peekable();
         let removed = self.messages.retain(|index, message| {
-            let gone = trimmed.binary_search(&index).is_ok();
+            while going.next_if(|&m| m < index).is_some() {}
+            let gone = going.next_if_eq(&index).is_some();
             if gone {
                 freed += message.size;
             }
