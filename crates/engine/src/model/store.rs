@@ -1,7 +1,9 @@
 //! [`Store`]: the model's collections. Each item keeps the index it was given when it was added
 //! (its *global* index, stable for the life of the model), while the retention policy may remove
-//! old items from the middle. Lookups by global index are binary searches; the retained items
-//! are also a plain slice in order, for views that page through them.
+//! old items from the middle. A lookup by global index is direct where no item was removed on
+//! both sides of it (as the policy removes old items) and a binary search between two bounds
+//! otherwise; the retained items are also a plain slice in order, for views that page through
+//! them.
 
 use std::ops::{Index, IndexMut};
 
