@@ -580,7 +580,7 @@ fn main() -> anyhow::Result<()> {
         let _ = writeln!(
             md,
             "\nTargets for {} events: first screen ≤ 1 s: {} ({}); seek to the end ≤ 3 s: {} ({} \
-             after `]`, the index pass included); peak RSS ≤ 300 MiB: {} ({}). Second opening: \
+             after `]`, the wait for the index included); peak RSS ≤ 300 MiB: {} ({}). Second opening: \
              seek to the end ≤ 3 s: {} ({}); peak RSS ≤ 300 MiB: {} ({}).",
             r.events,
             verdict(r.first_screen.as_secs_f64() <= 1.0),
