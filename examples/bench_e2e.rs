@@ -470,14 +470,46 @@ fn call_body(id: u64, tool: &str, args: &str) -> String {
 struct Proc {
     name: String,
     child: Child,
+    /// A process run in a tmux session of its own (the TUI): the session and the process's
+    /// pid; `child` is then the tmux client that started it, long gone.
+    tmux: Option<(String, u32)>,
 }
 
 impl Proc {
+    fn new(name: &str, child: Child) -> Self {
+        Self {
+            name: name.into(),
+            child,
+            tmux: None,
+        }
+    }
+
     fn pid(&self) -> u32 {
-        self.child.id()
+        self.tmux
+            .as_ref()
+            .map_or_else(|| self.child.id(), |(_, pid)| *pid)
     }
 
     fn terminate(&mut self) {
+        if let Some((session, pid)) = self.tmux.take() {
+            // Closing the session hangs up the terminal: the TUI restores it and exits.
+            let _ = Command::new("tmux")
+                .args(["kill-session", "-t", &session])
+                .status();
+            let deadline = Instant::now() + Duration::from_secs(5);
+            let alive = || Path::new(&format!("/proc/{pid}")).exists();
+            while Instant::now() < deadline && alive() {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            if alive() {
+                let _ = Command::new("kill")
+                    .arg("-KILL")
+                    .arg(pid.to_string())
+                    .stderr(Stdio::null())
+                    .status();
+            }
+            return;
+        }
         let _ = Command::new("kill")
             .arg("-TERM")
             .arg(self.child.id().to_string())
@@ -496,7 +528,7 @@ impl Proc {
 
 impl Drop for Proc {
     fn drop(&mut self) {
-        if let Ok(None) = self.child.try_wait() {
+        if self.tmux.is_some() || matches!(self.child.try_wait(), Ok(None)) {
             self.terminate();
         }
     }
@@ -560,10 +592,7 @@ impl Tools {
             .stdin(Stdio::null())
             .spawn()
             .context("socat")?;
-        let p = Proc {
-            name: "socat".into(),
-            child,
-        };
+        let p = Proc::new("socat", child);
         wait_port(port, "socat", Duration::from_secs(10)).await?;
         Ok(Some((p, port)))
     }
@@ -579,10 +608,7 @@ impl Tools {
             .spawn()
             .context("minimal proxy")?;
         let stdout = child.stdout.take().ok_or_else(|| anyhow!("no stdout"))?;
-        let p = Proc {
-            name: "minimal hyper proxy".into(),
-            child,
-        };
+        let p = Proc::new("minimal hyper proxy", child);
         let mut line = String::new();
         BufReader::new(stdout).read_line(&mut line)?;
         let port: u16 = line
@@ -621,12 +647,63 @@ impl Tools {
             .stderr(Stdio::null())
             .spawn()
             .context("mcpscope")?;
-        let p = Proc {
-            name: "mcpscope".into(),
-            child,
-        };
+        let p = Proc::new("mcpscope", child);
         wait_port(port, "mcpscope", Duration::from_secs(10)).await?;
         Ok((p, port))
+    }
+
+    /// mcpscope with recording on and its TUI, in a 200×50 tmux session of its own (`None`
+    /// without tmux). Its caches go to the harness's work directory.
+    async fn mcpscope_tui(
+        &self,
+        upstream: u16,
+        path: &str,
+        record: &Path,
+    ) -> anyhow::Result<Option<(Proc, u16)>> {
+        if Command::new("tmux").arg("-V").output().is_err() {
+            return Ok(None);
+        }
+        let port = free_port()?;
+        let quote = |p: &Path| format!("'{}'", p.display().to_string().replace('\'', r"'\''"));
+        let session = format!("bench-e2e-tui-{}-{port}", std::process::id());
+        let command = format!(
+            "XDG_CACHE_HOME={cache} XDG_DATA_HOME={cache} XDG_CONFIG_HOME={cache} exec {bin} \
+             --listen 127.0.0.1:{port} --upstream http://127.0.0.1:{upstream}{path} \
+             --record {record} --overwrite",
+            cache = quote(&self.work.join("tui-home")),
+            bin = quote(&self.mcpscope),
+            record = quote(record),
+        );
+        let child = Command::new("tmux")
+            .args([
+                "new-session",
+                "-d",
+                "-s",
+                &session,
+                "-x",
+                "200",
+                "-y",
+                "50",
+                &command,
+            ])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .context("tmux")?;
+        let mut p = Proc::new("mcpscope (TUI)", child);
+        let _ = p.child.wait();
+        let out = Command::new("tmux")
+            .args(["display-message", "-p", "-t", &session, "#{pane_pid}"])
+            .output()
+            .context("tmux display-message")?;
+        let pid: u32 = String::from_utf8_lossy(&out.stdout)
+            .trim()
+            .parse()
+            .map_err(|_| anyhow!("no pane pid for the TUI session"))?;
+        p.tmux = Some((session, pid));
+        wait_port(port, "mcpscope (TUI)", Duration::from_secs(10)).await?;
+        Ok(Some((p, port)))
     }
 
     async fn mitmdump(&self, upstream: u16) -> anyhow::Result<Option<(Proc, u16)>> {
@@ -651,10 +728,7 @@ impl Tools {
             .stderr(Stdio::null())
             .spawn()
             .context("mitmdump")?;
-        let p = Proc {
-            name: "mitmdump".into(),
-            child,
-        };
+        let p = Proc::new("mitmdump", child);
         wait_port(port, "mitmdump", Duration::from_secs(30)).await?;
         Ok(Some((p, port)))
     }
@@ -811,6 +885,9 @@ fn rt_table(md: &mut String, title: &str, results: &[RtResult]) -> Vec<(String, 
 
 /// The name of the minimal hyper reverse proxy's row (the floor mcpscope is measured against).
 const MINIMAL: &str = "minimal hyper proxy";
+
+/// The row of mcpscope with its TUI as the view.
+const TUI: &str = "mcpscope (TUI)";
 
 /// What a path adds to direct at p50 and at p99.
 fn added_p50_p99(rows: &[(String, Stats)], name: &str) -> Option<(f64, f64)> {
@@ -1314,6 +1391,16 @@ async fn run(
         name: "mcpscope",
         port: mcp_fast,
     });
+    // The same with the TUI as its view (drawn in a tmux session of its own).
+    let mut tui_fast = None;
+    if let Some((p, port)) = t
+        .mcpscope_tui(fast_port, "/mcp", &t.work.join("rt-tui.jsonl"))
+        .await?
+    {
+        tui_fast = Some((port, p.pid()));
+        procs.push(p);
+        fast_paths.push(PathSpec { name: TUI, port });
+    }
     if let Some(other) = &args.compare {
         let (p, port) = t
             .with_mcpscope(other)
@@ -1360,7 +1447,8 @@ async fn run(
          proxy with one upstream `http1` connection per client connection, bodies passed \
          through unchanged, `TCP_NODELAY`, a current-thread runtime, in a process of its own; \
          *mcpscope*: the release binary, recording on, headless `--json` view \
-         folding the model; *mcpscope --no-record*: the same with recording off (what the \
+         folding the model; *mcpscope (TUI)*: the same with its TUI as the view, drawn in a \
+         200×50 tmux session; *mcpscope --no-record*: the same with recording off (what the \
          recorder costs; fast upstream only); *proxy only*: the library's proxy in the harness \
          process (sharing its cores with the clients), facts discarded unparsed (no hub, no \
          view); *proxy + model polled 1 ms*: the same with a thread parsing the facts and \
@@ -1394,22 +1482,25 @@ async fn run(
         let socat = added(rows, "socat");
         let mcp = added(rows, "mcpscope");
         let mitm = added(rows, "mitmdump");
-        if let (Some((f50, f99)), Some((m50, m99))) = (
-            added_p50_p99(rows, MINIMAL),
-            added_p50_p99(rows, "mcpscope"),
-        ) {
+        // The view attached: headless, then the TUI.
+        for view in ["mcpscope", TUI] {
+            let (Some((f50, f99)), Some((m50, m99))) =
+                (added_p50_p99(rows, MINIMAL), added_p50_p99(rows, view))
+            else {
+                continue;
+            };
             for (at, m, f, bound) in [("p50", m50, f50, 1.25), ("p99", m99, f99, 1.5)] {
                 let ok = m <= bound * f;
                 let _ = writeln!(
                     rt_summary,
-                    "| {title}: mcpscope added {at} ≤ {bound} × minimal hyper proxy added {at} | {} vs {} = {} | {} |",
+                    "| {title}: {view} added {at} ≤ {bound} × minimal hyper proxy added {at} | {} vs {} = {} | {} |",
                     us(m),
                     us(f),
                     ratio(m, f),
                     verdict(ok)
                 );
                 targets.push((
-                    format!("{title}: mcpscope added {at} ≤ {bound}× minimal hyper proxy added"),
+                    format!("{title}: {view} added {at} ≤ {bound}× minimal hyper proxy added"),
                     ratio(m, f),
                     ok,
                 ));
@@ -1472,10 +1563,7 @@ async fn run(
             .strip_prefix("READY ")
             .and_then(|p| p.parse().ok())
             .ok_or_else(|| anyhow!("py_server.py said {line:?}"))?;
-        py_proc = Some(Proc {
-            name: "py_server".into(),
-            child,
-        });
+        py_proc = Some(Proc::new("py_server", child));
         let mut paths = vec![PathSpec {
             name: "direct",
             port: py_port,
@@ -1571,6 +1659,9 @@ async fn run(
     }
     tp_paths.push((MINIMAL, minimal_port));
     tp_paths.push(("mcpscope", tp_port));
+    if let Some((port, _)) = tui_fast {
+        tp_paths.push((TUI, port));
+    }
     // Another build, recording too, measured in the same interleaving (an A/B).
     let mut tp_compare = None;
     if let Some(other) = &args.compare {
@@ -1588,6 +1679,7 @@ async fn run(
     // The recording proxies: each path is measured once they have gone quiet.
     let recording: Vec<u32> = std::iter::once(tp_proc.pid())
         .chain(tp_compare.as_ref().map(Proc::pid))
+        .chain(tui_fast.map(|(_, pid)| pid))
         .collect();
     let (n_one, streams, per) = if q {
         (10_000u64, 100usize, 100u64)
