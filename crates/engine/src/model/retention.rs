@@ -143,6 +143,14 @@ pub(super) struct Floor {
     messages: usize,
 }
 
+/// Whether `index` is among the ascending `sorted`, read along a walk over ascending indices
+/// (a store's [`super::Store::retain`]): what comes before `index` is passed by, so each entry
+/// is read once instead of searched for.
+fn listed_at(sorted: &mut std::iter::Peekable<impl Iterator<Item = usize>>, index: usize) -> bool {
+    while sorted.next_if(|&m| m < index).is_some() {}
+    sorted.peek() == Some(&index)
+}
+
 impl Call {
     /// Whether the call must be held in full whatever its age: it is still waiting, or its
     /// logical call goes on in a later round.
@@ -405,14 +413,12 @@ impl Model {
         keep.sort_unstable();
         let calls = &self.calls;
         let mut freed = 0;
-        // Both in order: the listed messages are walked along with the store.
         let mut listed = keep.iter().copied().peekable();
         let removed = self.messages.retain(|index, message| {
-            while listed.next_if(|&m| m < index).is_some() {}
             let call_held = message
                 .call
                 .is_none_or(|c| calls.get(c).is_some_and(|c| c.evicted.is_none()));
-            let kept = call_held && listed.peek() == Some(&index);
+            let kept = listed_at(&mut listed, index) && call_held;
             if !kept {
                 freed += message.size;
             }
@@ -541,11 +547,9 @@ impl Model {
         let mut trimmed = trimmed;
         trimmed.sort_unstable();
         let mut freed = 0;
-        // Both in order: the messages to remove are walked along with the store.
         let mut going = trimmed.iter().copied().peekable();
         let removed = self.messages.retain(|index, message| {
-            while going.next_if(|&m| m < index).is_some() {}
-            let gone = going.next_if_eq(&index).is_some();
+            let gone = listed_at(&mut going, index);
             if gone {
                 freed += message.size;
             }
