@@ -199,14 +199,13 @@ impl Pump {
                     .redactor
                     .observe_sse_message(&mut event.kind, &mut message);
                 let mut message = Event::at(event.t, message);
-                // A message still exactly what the data parses to may take the data as its text.
-                if derived
-                    && matches!(message.kind, EventKind::Message { .. })
-                    && let EventKind::SseEvent { data, .. } = &event.kind
-                {
+                // Data a JSON-RPC message is still exactly parsed from is one JSON value: the
+                // recorder embeds it unparsed, and the message may take it as its text.
+                let parsed = derived && matches!(message.kind, EventKind::Message { .. });
+                if parsed && let EventKind::SseEvent { data, .. } = &event.kind {
                     message.source = Some(data.as_str().into());
                 }
-                self.pass(event, false);
+                self.pass(event, parsed);
                 self.pass(message, derived);
             }
             fact => fact.into_events(|event| self.take_event(event)),
@@ -218,13 +217,14 @@ impl Pump {
         self.pass(event, false);
     }
 
-    /// Records a redacted event and passes it to the viewers and the view; `derived`: it is a
-    /// message known to be what its stream's last SSE data parses to.
-    fn pass(&mut self, event: Event, derived: bool) {
+    /// Records a redacted event and passes it to the viewers and the view; `known`: it is a
+    /// message known to be what its stream's last SSE data parses to, or an SSE event whose
+    /// data a JSON-RPC message was parsed from ([`Recorder::write_known`]).
+    fn pass(&mut self, event: Event, known: bool) {
         let seq = self.seen;
         self.seen += 1;
         if let Some(rec) = self.recorder.as_mut() {
-            let written = rec.write_known(&event, derived);
+            let written = rec.write_known(&event, known);
             report_failure(rec, written, &mut self.failed);
         }
         self.viewers.publish(seq, &event);

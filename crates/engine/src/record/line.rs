@@ -263,17 +263,55 @@ struct BackRef {
 /// The data as a raw JSON value, when writing it verbatim reads back the same text: an object
 /// or array on one line, with nothing around it.
 fn raw_json(data: &str) -> Option<&RawValue> {
-    let bytes = data.as_bytes();
-    let framed = matches!(
-        (bytes.first(), bytes.last()),
-        (Some(b'{'), Some(b'}')) | (Some(b'['), Some(b']'))
-    );
-    if !framed || bytes.contains(&b'\n') {
+    if !embeds_verbatim(data) {
         return None;
     }
     serde_json::from_str::<&RawValue>(data)
         .ok()
         .filter(|raw| raw.get().len() == data.len())
+}
+
+/// Whether data known to be one JSON value is embedded as it is: an object or array on one
+/// line, with nothing around it (what [`raw_json`] checks before parsing).
+fn embeds_verbatim(data: &str) -> bool {
+    let bytes = data.as_bytes();
+    let framed = matches!(
+        (bytes.first(), bytes.last()),
+        (Some(b'{'), Some(b'}')) | (Some(b'['), Some(b']'))
+    );
+    framed && memchr::memchr(b'\n', bytes).is_none()
+}
+
+/// The start of an `sse_event` line as written: the fields before `data`.
+#[derive(Serialize)]
+struct SseHead<'a> {
+    t: Stamp,
+    kind: &'static str,
+    stream: StreamId,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    id: &'a Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    event: &'a Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    retry: &'a Option<u64>,
+}
+
+/// Writes an `sse_event` line whose data is one JSON value already checked, byte for byte as
+/// [`SseOut`] with [`Data::Raw`] writes it, without parsing the data again.
+fn write_with_data(
+    out: &mut Vec<u8>,
+    head: &SseHead<'_>,
+    data: &str,
+    start: u64,
+    end: u64,
+) -> serde_json::Result<()> {
+    serde_json::to_writer(&mut *out, head)?;
+    // The head is an object: its closing brace gives way to the remaining fields.
+    out.pop();
+    out.extend_from_slice(b",\"data\":");
+    out.extend_from_slice(data.as_bytes());
+    use std::io::Write as _;
+    write!(out, ",\"start\":{start},\"end\":{end}}}").map_err(serde_json::Error::io)
 }
 
 /// The report live parsing gives for SSE data (the tap's own code).
@@ -362,20 +400,23 @@ impl Encoder {
         self.encode_known(event, false, out)
     }
 
-    /// [`Encoder::encode`], told whether `event` is a message known to be exactly what its
-    /// stream's last SSE data parses to (its writer parsed it from there and changed neither):
-    /// it then refers to the data without comparing.
+    /// [`Encoder::encode`], told what its writer knows of `event`: for a message, that it is
+    /// exactly what its stream's last SSE data parses to (its writer parsed it from there and
+    /// changed neither): it then refers to the data without comparing; for an SSE event, that
+    /// its data parsed as a JSON-RPC message (one JSON value): it is then embedded without
+    /// being parsed again.
     pub fn encode_known(
         &mut self,
         event: &Event,
-        derived: bool,
+        known: bool,
         out: &mut Vec<u8>,
     ) -> serde_json::Result<()> {
         let start = out.len();
         // Only the data the event right before it left on its own stream.
-        let derived = derived && self.last_sse.is_some() && self.last_sse == event.kind.stream();
+        let derived = known && self.last_sse.is_some() && self.last_sse == event.kind.stream();
         self.last_sse = None;
-        let taken = self.write(event, derived, out)?;
+        let parsed = known && matches!(event.kind, EventKind::SseEvent { .. });
+        let taken = self.write(event, derived || parsed, out)?;
         let length = out.len() - start;
         if length <= MAX_LINE_BYTES {
             self.context.remember(event);
@@ -401,11 +442,12 @@ impl Encoder {
     }
 
     /// Appends `event`'s line to `out` without noting what it does to the context; returns the
-    /// SSE data a message took from its stream.
+    /// SSE data a message took from its stream. `known`: the message derives from its stream's
+    /// data, or the SSE event's data is known to be one JSON value ([`Encoder::encode_known`]).
     fn write(
         &mut self,
         event: &Event,
-        derived: bool,
+        known: bool,
         out: &mut Vec<u8>,
     ) -> serde_json::Result<Option<String>> {
         let t = self.stamp(event.t);
@@ -422,18 +464,31 @@ impl Encoder {
                 start,
                 end,
             } => {
-                let line = SseOut {
-                    t,
-                    kind: "sse_event",
-                    stream: *stream,
-                    id,
-                    event: name,
-                    retry,
-                    data: raw_json(data).map_or(Data::Text(data), Data::Raw),
-                    start: *start,
-                    end: *end,
-                };
-                serde_json::to_writer(&mut *out, &line)?;
+                if known && embeds_verbatim(data) {
+                    debug_assert!(raw_json(data).is_some(), "not one JSON value: {data}");
+                    let head = SseHead {
+                        t,
+                        kind: "sse_event",
+                        stream: *stream,
+                        id,
+                        event: name,
+                        retry,
+                    };
+                    write_with_data(out, &head, data, *start, *end)?;
+                } else {
+                    let line = SseOut {
+                        t,
+                        kind: "sse_event",
+                        stream: *stream,
+                        id,
+                        event: name,
+                        retry,
+                        data: raw_json(data).map_or(Data::Text(data), Data::Raw),
+                        start: *start,
+                        end: *end,
+                    };
+                    serde_json::to_writer(&mut *out, &line)?;
+                }
             }
             EventKind::StreamOpened {
                 stream,
@@ -479,7 +534,7 @@ impl Encoder {
             | EventKind::InvalidMessage { stream, dir, .. } => {
                 taken = context.take(*stream);
                 let from_sse = taken.as_ref().is_some_and(|data| {
-                    derived || same_as_derived(&event.kind, *stream, *dir, data, scratch)
+                    known || same_as_derived(&event.kind, *stream, *dir, data, scratch)
                 });
                 if from_sse {
                     let kind = match event.kind {
@@ -983,6 +1038,57 @@ mod tests {
         let (lines, back) = round_trip(&events);
         assert_eq!(back, events);
         assert!(lines[1].contains("\"body\""), "{}", lines[1]);
+    }
+
+    /// SSE data its writer parsed a message from is embedded without being parsed again, byte
+    /// for byte as the checked path writes it; data that cannot be embedded as it is (not
+    /// framed, two lines) is still written as a string.
+    #[test]
+    fn sse_data_known_to_parse_is_written_as_the_checked_path_writes_it() {
+        let datas = [
+            r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progress":1}}"#,
+            r#"[{"jsonrpc":"2.0","id":1,"result":{}},{"jsonrpc":"2.0","id":2,"result":{}}]"#,
+            " {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}",
+            "{\"jsonrpc\":\"2.0\",\n\"id\":1,\"result\":{}}",
+        ];
+        let heads = [
+            (None, None, None),
+            (
+                Some("7".to_string()),
+                Some("message".to_string()),
+                Some(3000),
+            ),
+        ];
+        for data in datas {
+            for (id, name, retry) in &heads {
+                let event = at(EventKind::SseEvent {
+                    stream: 4,
+                    id: id.clone(),
+                    event: name.clone(),
+                    retry: *retry,
+                    data: data.into(),
+                    start: 1_234,
+                    end: 98_765,
+                });
+                let line = |known| {
+                    let mut line = Vec::new();
+                    Encoder::default()
+                        .encode_known(&event, known, &mut line)
+                        .expect("encode");
+                    String::from_utf8(line).expect("utf-8")
+                };
+                let (known, checked) = (line(true), line(false));
+                assert_eq!(known, checked);
+                let back = Decoder::new(2).decode(known.as_bytes()).expect("decode");
+                assert_eq!(back, event);
+                let verbatim = data.starts_with('{') || data.starts_with('[');
+                assert_eq!(
+                    known.contains(&format!("\"data\":{data}")),
+                    verbatim && !data.contains('\n'),
+                    "{known}"
+                );
+            }
+        }
     }
 
     /// A message its writer knows derives from its SSE data is written as the comparison would

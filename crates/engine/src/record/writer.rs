@@ -131,12 +131,13 @@ impl Recorder {
         self.write_known(event, false)
     }
 
-    /// [`Recorder::write`], told whether `event` is a message known to be exactly what its
-    /// stream's last SSE data parses to ([`Encoder::encode_known`]).
-    pub fn write_known(&mut self, event: &Event, derived: bool) -> io::Result<()> {
+    /// [`Recorder::write`], told what its writer knows of `event`: a message exactly what its
+    /// stream's last SSE data parses to, SSE data parsed as a JSON-RPC message
+    /// ([`Encoder::encode_known`]).
+    pub fn write_known(&mut self, event: &Event, known: bool) -> io::Result<()> {
         self.line.clear();
         self.encoder
-            .encode_known(event, derived, &mut self.line)
+            .encode_known(event, known, &mut self.line)
             .map_err(io::Error::other)?;
         self.line.push(b'\n');
         self.out.write_all(&self.line)?;
