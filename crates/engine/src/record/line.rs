@@ -199,31 +199,6 @@ struct HeadIn {
     headers: Vec<HeaderItem>,
 }
 
-/// An `sse_event` line as written.
-#[derive(Serialize)]
-struct SseOut<'a> {
-    t: Stamp,
-    kind: &'static str,
-    stream: StreamId,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    id: &'a Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    event: &'a Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    retry: &'a Option<u64>,
-    data: Data<'a>,
-    start: u64,
-    end: u64,
-}
-
-/// SSE data as written: verbatim JSON, or a string.
-#[derive(Serialize)]
-#[serde(untagged)]
-enum Data<'a> {
-    Raw(&'a RawValue),
-    Text(&'a str),
-}
-
 /// An `sse_event` line as read (`kind` is known already).
 #[derive(Deserialize)]
 struct SseIn<'a> {
@@ -282,7 +257,7 @@ fn embeds_verbatim(data: &str) -> bool {
     framed && memchr::memchr(b'\n', bytes).is_none()
 }
 
-/// The start of an `sse_event` line as written: the fields before `data`.
+/// An `sse_event` line as written, up to its data ([`write_sse_line`] writes the rest).
 #[derive(Serialize)]
 struct SseHead<'a> {
     t: Stamp,
@@ -296,21 +271,26 @@ struct SseHead<'a> {
     retry: &'a Option<u64>,
 }
 
-/// Writes an `sse_event` line whose data is one JSON value already checked, byte for byte as
-/// [`SseOut`] with [`Data::Raw`] writes it, without parsing the data again.
-fn write_with_data(
+/// Writes an `sse_event` line: its head, then its data, embedded as it is when `verbatim` (one
+/// JSON value on one line, checked by the caller), else as a JSON string, then its offsets.
+fn write_sse_line(
     out: &mut Vec<u8>,
     head: &SseHead<'_>,
     data: &str,
+    verbatim: bool,
     start: u64,
     end: u64,
 ) -> serde_json::Result<()> {
+    use std::io::Write as _;
     serde_json::to_writer(&mut *out, head)?;
     // The head is an object: its closing brace gives way to the remaining fields.
     out.pop();
     out.extend_from_slice(b",\"data\":");
-    out.extend_from_slice(data.as_bytes());
-    use std::io::Write as _;
+    if verbatim {
+        out.extend_from_slice(data.as_bytes());
+    } else {
+        serde_json::to_writer(&mut *out, data)?;
+    }
     write!(out, ",\"start\":{start},\"end\":{end}}}").map_err(serde_json::Error::io)
 }
 
@@ -464,31 +444,22 @@ impl Encoder {
                 start,
                 end,
             } => {
-                if known && embeds_verbatim(data) {
+                // Data known to be one JSON value is embedded without parsing it again.
+                let verbatim = if known && embeds_verbatim(data) {
                     debug_assert!(raw_json(data).is_some(), "not one JSON value: {data}");
-                    let head = SseHead {
-                        t,
-                        kind: "sse_event",
-                        stream: *stream,
-                        id,
-                        event: name,
-                        retry,
-                    };
-                    write_with_data(out, &head, data, *start, *end)?;
+                    true
                 } else {
-                    let line = SseOut {
-                        t,
-                        kind: "sse_event",
-                        stream: *stream,
-                        id,
-                        event: name,
-                        retry,
-                        data: raw_json(data).map_or(Data::Text(data), Data::Raw),
-                        start: *start,
-                        end: *end,
-                    };
-                    serde_json::to_writer(&mut *out, &line)?;
-                }
+                    raw_json(data).is_some()
+                };
+                let head = SseHead {
+                    t,
+                    kind: "sse_event",
+                    stream: *stream,
+                    id,
+                    event: name,
+                    retry,
+                };
+                write_sse_line(out, &head, data, verbatim, *start, *end)?;
             }
             EventKind::StreamOpened {
                 stream,
