@@ -331,6 +331,10 @@ async fn run_view(
     drop(proxy);
     let recorded = std::fs::metadata(&record).map(|m| m.len()).unwrap_or(0);
     let _ = writeln!(md, "- {name}: recording {} MB", recorded / 1_000_000);
+    // Measured: not left behind (some 11 GB for 10 M events) to fill the disk, and the page
+    // cache the benchmarks after it allocate from.
+    let _ = std::fs::remove_file(mcpscope_timeline::savedindex::sidecar_for(&record));
+    let _ = std::fs::remove_file(&record);
     Ok(rows)
 }
 
