@@ -102,7 +102,7 @@ fn write_recording(path: &Path, target: u64) -> anyhow::Result<u64> {
                 retry: None,
                 start: offset,
                 end: offset + len,
-                data: data.clone(),
+                data: data.as_str().into(),
             };
             offset += len;
             if !write(&mut recorder, sse)?
@@ -160,7 +160,7 @@ fn write_recording(path: &Path, target: u64) -> anyhow::Result<u64> {
                 retry: None,
                 start: 0,
                 end: data.len() as u64 + 8,
-                data: data.clone(),
+                data: data.as_str().into(),
             };
             if !write(&mut recorder, sse)?
                 || !write(

@@ -201,7 +201,7 @@ fn resumption_script(resume_after_ms: i64, retry_ms: Option<u64>) -> Vec<Event> 
             id: Some("e1".into()),
             event: None,
             retry: retry_ms,
-            data: String::new(),
+            data: "".into(),
             start: 0,
             end: 0,
         },

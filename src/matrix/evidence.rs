@@ -142,7 +142,7 @@ mod tests {
             id: None,
             event: None,
             retry: None,
-            data: String::new(),
+            data: "".into(),
             start: 0,
             end: 1,
         }

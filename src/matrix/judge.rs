@@ -844,7 +844,7 @@ mod tests {
                 id: Some("s1-1".into()),
                 event: None,
                 retry: Some(1500),
-                data: String::new(),
+                data: "".into(),
                 start: 0,
                 end: 1,
             })

@@ -136,7 +136,7 @@ fn main() {
             id: Some(i.to_string()),
             event: None,
             retry: None,
-            data: body.to_string(),
+            data: body.to_string().into(),
             start: 0,
             end: 0,
         });

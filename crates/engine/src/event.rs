@@ -174,8 +174,9 @@ pub enum EventKind {
         /// `retry:` field in milliseconds, if any.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         retry: Option<u64>,
-        /// The joined `data:` lines.
-        data: String,
+        /// The joined `data:` lines, shared (the recorder, the view and a message parsed from
+        /// them hold the one text).
+        data: std::sync::Arc<str>,
         /// Offset of the event's first byte in the response body.
         start: u64,
         /// Offset one past the event's last byte (its blank line) in the response body.

@@ -145,7 +145,11 @@ impl Script {
             id: id.map(str::to_string),
             event: None,
             retry: None,
-            data: body.as_ref().map(Value::to_string).unwrap_or_default(),
+            data: body
+                .as_ref()
+                .map(Value::to_string)
+                .unwrap_or_default()
+                .into(),
             start: span.0,
             end: span.1,
         });

@@ -174,7 +174,7 @@ fn the_death_of_the_sse_stream_orphans_every_pending_call_at_once() {
             id: Some("7".into()),
             event: Some("message".into()),
             retry: None,
-            data: String::new(),
+            data: "".into(),
             start: 0,
             end: 0,
         });

@@ -208,7 +208,7 @@ fn an_unresumed_stream_orphans_after_the_window() {
         id: Some("p".into()),
         event: None,
         retry: Some(1000),
-        data: String::new(),
+        data: "".into(),
         start: 0,
         end: 0,
     });

@@ -77,7 +77,7 @@ impl Feed {
             id: Some(id.to_string()),
             event: None,
             retry: None,
-            data,
+            data: data.into(),
             start: 0,
             end: 0,
         });

@@ -203,7 +203,7 @@ impl Pump {
                 // recorder embeds it unparsed, and the message may take it as its text.
                 let parsed = derived && matches!(message.kind, EventKind::Message { .. });
                 if parsed && let EventKind::SseEvent { data, .. } = &event.kind {
-                    message.source = Some(data.as_str().into());
+                    message.source = Some(data.clone());
                 }
                 self.pass(event, parsed);
                 self.pass(message, derived);
@@ -452,7 +452,7 @@ mod tests {
             id: Some(n.to_string()),
             event: None,
             retry: None,
-            data: big.clone(),
+            data: big.as_str().into(),
             start: 0,
             end: 0,
         };

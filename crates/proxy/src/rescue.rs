@@ -366,7 +366,7 @@ mod tests {
                 id: id.map(str::to_string),
                 event: None,
                 retry: None,
-                data: String::new(),
+                data: "".into(),
                 start: 0,
                 end: 1,
             },

@@ -509,7 +509,7 @@ mod tests {
             id: None,
             event: None,
             retry: None,
-            data: "x".repeat(1 << 20),
+            data: "x".repeat(1 << 20).into(),
             start: 0,
             end: 0,
         };

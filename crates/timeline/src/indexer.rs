@@ -641,7 +641,7 @@ mod tests {
                 id: None,
                 event: None,
                 retry: None,
-                data,
+                data: data.into(),
                 start: 0,
                 end: 1,
             });

@@ -94,7 +94,7 @@ mod tests {
                 id: None,
                 event: None,
                 retry: None,
-                data: data.clone(),
+                data: data.as_str().into(),
                 start: n * 100,
                 end: n * 100 + 99,
             }));

@@ -10,6 +10,7 @@
 //! header's index. Every other field is written as in version 1.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use chrono::{DateTime, TimeDelta, Utc};
 use serde::{Deserialize, Serialize};
@@ -25,7 +26,7 @@ use crate::wire::observe;
 /// Writer and reader keep the same one, so a reference means the same thing on both sides.
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Context {
-    sse: HashMap<StreamId, String>,
+    sse: HashMap<StreamId, Arc<str>>,
     t: Option<DateTime<Utc>>,
     request_headers: Vec<Header>,
     response_headers: Vec<Header>,
@@ -52,7 +53,7 @@ impl Context {
     }
 
     /// Takes a stream's pending data (a message on a stream consumes it, whatever it is).
-    fn take(&mut self, stream: StreamId) -> Option<String> {
+    fn take(&mut self, stream: StreamId) -> Option<Arc<str>> {
         self.sse.remove(&stream)
     }
 
@@ -429,7 +430,7 @@ impl Encoder {
         event: &Event,
         known: bool,
         out: &mut Vec<u8>,
-    ) -> serde_json::Result<Option<String>> {
+    ) -> serde_json::Result<Option<Arc<str>>> {
         let t = self.stamp(event.t);
         let mut taken = None;
         let context = &mut self.context;
@@ -706,7 +707,7 @@ impl Decoder {
         }
         let mut event = Event::at(t, kind);
         if matches!(event.kind, EventKind::Message { .. }) {
-            event.source = Some(data.into());
+            event.source = Some(data);
         }
         Ok(event)
     }
@@ -714,10 +715,12 @@ impl Decoder {
     fn sse_event(&self, line: &[u8]) -> Result<Event, DecodeError> {
         let sse: SseIn<'_> = serde_json::from_slice(line).map_err(DecodeError::Json)?;
         let raw = sse.data.get();
-        let data = if raw.starts_with('"') {
-            serde_json::from_str::<String>(raw).map_err(DecodeError::Json)?
+        let data: Arc<str> = if raw.starts_with('"') {
+            serde_json::from_str::<String>(raw)
+                .map_err(DecodeError::Json)?
+                .into()
         } else {
-            raw.to_string()
+            raw.into()
         };
         let kind = EventKind::SseEvent {
             stream: sse.stream,
@@ -1243,6 +1246,6 @@ mod tests {
     fn lines_in_another_key_order_are_read_too() {
         let line = br#"{"kind":"sse_event","data":{"a":1},"t":"2025-01-01T00:00:00Z","stream":1,"start":0,"end":9}"#;
         let event = Decoder::new(2).decode(line).expect("decodes");
-        assert!(matches!(event.kind, EventKind::SseEvent { data, .. } if data == r#"{"a":1}"#));
+        assert!(matches!(event.kind, EventKind::SseEvent { data, .. } if &*data == r#"{"a":1}"#));
     }
 }

@@ -5,6 +5,8 @@
 //! LF, CR or CRLF, including a CRLF split across two chunks; comment lines (keep-alives) are not
 //! events; a block with an `id` and no `data` (a priming event) is reported as an event.
 
+use std::sync::Arc;
+
 /// One complete SSE event.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct SseFrame {
@@ -14,8 +16,8 @@ pub struct SseFrame {
     pub event: Option<String>,
     /// `retry:` field, if present and numeric.
     pub retry: Option<u64>,
-    /// The `data:` lines joined by LF.
-    pub data: String,
+    /// The `data:` lines joined by LF (shared: the events made of it hold this one text).
+    pub data: Arc<str>,
     /// Whether any `data:` line was present.
     pub has_data: bool,
     /// Whether a field held bytes that are not UTF-8 (replaced by U+FFFD in the text above;
@@ -104,6 +106,9 @@ pub struct SseParser {
     block_start: Option<u64>,
     has_field: bool,
     current: SseFrame,
+    /// The event's data joined so far once it has a second `data:` line (the first one alone
+    /// is kept as the frame's text, copied once).
+    joined: Option<String>,
 }
 
 impl Default for SseParser {
@@ -132,6 +137,7 @@ impl SseParser {
             block_start: None,
             has_field: false,
             current: SseFrame::default(),
+            joined: None,
         }
     }
 
@@ -148,6 +154,7 @@ impl SseParser {
         ));
         self.line = LineBuf::default();
         self.current = SseFrame::default();
+        self.joined = None;
         self.has_field = false;
         self.block_start = None;
     }
@@ -259,11 +266,15 @@ impl SseParser {
         if line.is_empty() {
             if self.has_field {
                 let mut frame = std::mem::take(&mut self.current);
+                if let Some(joined) = self.joined.take() {
+                    frame.data = joined.into();
+                }
                 frame.start = self.block_start.unwrap_or(start);
                 frame.end = self.offset;
                 out.push(frame);
             }
             self.current = SseFrame::default();
+            self.joined = None;
             self.has_field = false;
             self.block_start = None;
             return;
@@ -290,14 +301,23 @@ impl SseParser {
         }
         match name {
             b"data" => {
-                if self.current.data.len() + value.len() + 1 > self.max_event_bytes {
+                let so_far = self
+                    .joined
+                    .as_ref()
+                    .map_or(self.current.data.len(), String::len);
+                if so_far + value.len() + 1 > self.max_event_bytes {
                     self.give_up("an SSE event's data");
                     return;
                 }
                 if self.current.has_data {
-                    self.current.data.push('\n');
+                    let joined = self
+                        .joined
+                        .get_or_insert_with(|| String::from(&*self.current.data));
+                    joined.push('\n');
+                    joined.push_str(&value);
+                } else {
+                    self.current.data = Arc::from(&*value);
                 }
-                self.current.data.push_str(&value);
                 self.current.has_data = true;
                 self.has_field = true;
             }
@@ -376,7 +396,7 @@ mod tests {
         let f = &frames[0];
         assert_eq!(f.id.as_deref(), Some("7"));
         assert_eq!(f.event.as_deref(), Some("message"));
-        assert_eq!(f.data, "{\"a\":1}");
+        assert_eq!(&*f.data, "{\"a\":1}");
         assert_eq!(f.start, 8);
         assert_eq!(f.end, body.len() as u64);
     }
@@ -386,7 +406,7 @@ mod tests {
         let body: &[u8] = b"data: x\r\n\r\ndata: y\r\n\r\n";
         for split in 0..body.len() {
             let frames = parse_all(&[&body[..split], &body[split..]]);
-            let data: Vec<&str> = frames.iter().map(|f| f.data.as_str()).collect();
+            let data: Vec<&str> = frames.iter().map(|f| &*f.data).collect();
             assert_eq!(data, ["x", "y"], "split at {split}");
             // A CR that ends a chunk ends the event at once; its LF then leads the next block.
             let first_end = if split == 10 { 10 } else { 11 };
@@ -410,8 +430,8 @@ mod tests {
         assert_eq!(whole.len(), 2);
         assert_eq!(whole[0].retry, Some(1500));
         assert_eq!(whole[0].id.as_deref(), Some("p1"));
-        assert_eq!(whole[0].data, "");
-        assert_eq!(whole[1].data, "a\nb");
+        assert_eq!(&*whole[0].data, "");
+        assert_eq!(&*whole[1].data, "a\nb");
     }
 
     #[test]
@@ -432,8 +452,8 @@ mod tests {
                 parser.feed(piece, &mut out);
             }
             assert_eq!(out.len(), 2, "chunks of {size}");
-            assert_eq!(out[0].data, data, "chunks of {size}");
-            assert_eq!(out[1].data, "short", "chunks of {size}");
+            assert_eq!(&*out[0].data, data, "chunks of {size}");
+            assert_eq!(&*out[1].data, "short", "chunks of {size}");
             assert_eq!(out[1].end, text.len() as u64);
         }
     }
@@ -493,7 +513,7 @@ mod tests {
         assert_eq!(frames.len(), 2, "{frames:?}");
         assert_eq!(frames[0].id.as_deref(), Some("s1/0"));
         assert_eq!(frames[0].event.as_deref(), Some("message"));
-        assert_eq!(frames[0].data, "line one\nline two");
-        assert_eq!(frames[1].data, "");
+        assert_eq!(&*frames[0].data, "line one\nline two");
+        assert_eq!(&*frames[1].data, "");
     }
 }

@@ -218,7 +218,7 @@ pub fn exchanges(events: &[Event]) -> Vec<Exchange> {
                     id: id.clone(),
                     event: event.clone(),
                     retry: *retry,
-                    data: data.clone(),
+                    data: data.to_string(),
                 },
             }),
             EventKind::Message {
