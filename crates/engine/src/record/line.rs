@@ -236,26 +236,28 @@ struct BackRef {
     from_sse: bool,
 }
 
-/// The data as a raw JSON value, when writing it verbatim reads back the same text: an object
-/// or array on one line, with nothing around it.
-fn raw_json(data: &str) -> Option<&RawValue> {
-    if !embeds_verbatim(data) {
-        return None;
-    }
-    serde_json::from_str::<&RawValue>(data)
-        .ok()
-        .filter(|raw| raw.get().len() == data.len())
-}
-
-/// Whether data known to be one JSON value is embedded as it is: an object or array on one
-/// line, with nothing around it (what [`raw_json`] checks before parsing).
-fn embeds_verbatim(data: &str) -> bool {
+/// Whether SSE data is written verbatim (it then reads back as the same text): an object or
+/// array on one line, with nothing around it, that is one JSON value. `parsed`: its writer
+/// already parsed it as a JSON-RPC message, so it is not parsed again.
+fn embeds_verbatim(data: &str, parsed: bool) -> bool {
     let bytes = data.as_bytes();
     let framed = matches!(
         (bytes.first(), bytes.last()),
         (Some(b'{'), Some(b'}')) | (Some(b'['), Some(b']'))
     );
-    framed && memchr::memchr(b'\n', bytes).is_none()
+    if !framed || memchr::memchr(b'\n', bytes).is_some() {
+        return false;
+    }
+    debug_assert!(
+        !parsed || is_one_json_value(data),
+        "not one JSON value: {data}"
+    );
+    parsed || is_one_json_value(data)
+}
+
+/// Whether `data` is exactly one JSON value.
+fn is_one_json_value(data: &str) -> bool {
+    serde_json::from_str::<&RawValue>(data).is_ok_and(|raw| raw.get().len() == data.len())
 }
 
 /// An `sse_event` line as written, up to its data ([`write_sse_line`] writes the rest).
@@ -446,12 +448,7 @@ impl Encoder {
                 end,
             } => {
                 // Data known to be one JSON value is embedded without parsing it again.
-                let verbatim = if known && embeds_verbatim(data) {
-                    debug_assert!(raw_json(data).is_some(), "not one JSON value: {data}");
-                    true
-                } else {
-                    raw_json(data).is_some()
-                };
+                let verbatim = embeds_verbatim(data, known);
                 let head = SseHead {
                     t,
                     kind: "sse_event",
