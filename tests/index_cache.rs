@@ -762,11 +762,9 @@ fn index_file_for(xdg: &Path, file: &Path) -> PathBuf {
         .expect("cache path")
 }
 
-/// FNV-1a 64, as the cache's check line uses it.
-fn fnv64(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
-    })
+/// XXH3 64, as the saved index's check line is made.
+fn check_hash(bytes: &[u8]) -> u64 {
+    xxhash_rust::xxh3::xxh3_64(bytes)
 }
 
 #[test]
@@ -816,7 +814,7 @@ fn a_cache_with_wrong_offsets_or_far_too_large_is_rebuilt_not_blamed_on_the_reco
         .expect("check line")
         + 1;
     moved.extend_from_slice(&body[..check_at]);
-    let check = format!("{{\"check\":\"{:016x}\"}}\n", fnv64(&moved));
+    let check = format!("{{\"check\":\"{:016x}\"}}\n", check_hash(&moved));
     moved.extend_from_slice(check.as_bytes());
     std::fs::write(&cache, &moved).expect("plant");
     let (out, code, _) = index_bounded(&xdg, &rec, WAIT);

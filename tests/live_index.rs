@@ -236,11 +236,9 @@ async fn a_recording_cut_short_or_grown_past_its_sidecar_opens_with_exactly_its_
     assert_end_agrees(&mut cursor, &events, "cut short");
 }
 
-/// FNV-1a 64, as the saved index's check line is made.
-fn fnv64(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
-    })
+/// XXH3 64, as the saved index's check line is made.
+fn check_hash(bytes: &[u8]) -> u64 {
+    xxhash_rust::xxh3::xxh3_64(bytes)
 }
 
 /// Rewrites the sidecar at `file` with `change` applied to its header, its check line made
@@ -255,7 +253,7 @@ fn rewrite_header(file: &Path, change: impl FnOnce(&mut serde_json::Value)) {
     for line in &lines[1..lines.len() - 1] {
         body.extend_from_slice(line);
     }
-    let check = format!("{{\"check\":\"{:016x}\"}}\n", fnv64(&body));
+    let check = format!("{{\"check\":\"{:016x}\"}}\n", check_hash(&body));
     body.extend_from_slice(check.as_bytes());
     std::fs::write(file, body).expect("write the sidecar");
     std::fs::set_permissions(file, std::fs::Permissions::from_mode(0o600)).expect("mode");
