@@ -384,13 +384,16 @@ impl Redactor {
         if key.len() <= SHORT && key.is_ascii() {
             let mut buf = [0u8; SHORT];
             let mut n = 0;
-            for b in key.bytes().filter(|b| *b != b'_' && *b != b'-') {
-                buf[n] = b.to_ascii_lowercase();
-                n += 1;
+            for b in key.bytes() {
+                if b != b'_' && b != b'-' {
+                    buf[n] = b.to_ascii_lowercase();
+                    n += 1;
+                }
             }
-            let normal = std::str::from_utf8(&buf[..n]).unwrap_or_default();
-            return SECRET_JSON_KEYS.contains(&normal)
-                || self.json_keys.iter().any(|k| k == normal);
+            // Compared as bytes: lengths first, so most keys are told apart without reading.
+            let normal = &buf[..n];
+            return SECRET_JSON_KEYS.iter().any(|k| k.as_bytes() == normal)
+                || self.json_keys.iter().any(|k| k.as_bytes() == normal);
         }
         let key = json_key(key);
         SECRET_JSON_KEYS.contains(&key.as_str()) || self.json_keys.contains(&key)

@@ -284,7 +284,6 @@ fn write_sse_line(
     start: u64,
     end: u64,
 ) -> serde_json::Result<()> {
-    use std::io::Write as _;
     serde_json::to_writer(&mut *out, head)?;
     // The head is an object: its closing brace gives way to the remaining fields.
     out.pop();
@@ -294,7 +293,13 @@ fn write_sse_line(
     } else {
         serde_json::to_writer(&mut *out, data)?;
     }
-    write!(out, ",\"start\":{start},\"end\":{end}}}").map_err(serde_json::Error::io)
+    let mut digits = itoa::Buffer::new();
+    out.extend_from_slice(b",\"start\":");
+    out.extend_from_slice(digits.format(start).as_bytes());
+    out.extend_from_slice(b",\"end\":");
+    out.extend_from_slice(digits.format(end).as_bytes());
+    out.push(b'}');
+    Ok(())
 }
 
 /// The report live parsing gives for SSE data (the tap's own code).
