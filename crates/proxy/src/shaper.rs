@@ -424,13 +424,20 @@ impl Shaper {
         if ready_at.is_some() || !matches!(self.queue.front(), Some((None, _))) {
             return Some(first);
         }
-        let mut merged = BytesMut::from(&first[..]);
-        while let Some((None, next)) = self.queue.front() {
-            if merged.len() + next.len() > GATHER_BYTES {
+        // The run of unpaced bytes that fits, measured first: one allocation of its size.
+        let mut total = first.len();
+        let mut count = 0;
+        for (ready_at, next) in &self.queue {
+            if ready_at.is_some() || total + next.len() > GATHER_BYTES {
                 break;
             }
-            merged.extend_from_slice(next);
-            self.queue.pop_front();
+            total += next.len();
+            count += 1;
+        }
+        let mut merged = BytesMut::with_capacity(total);
+        merged.extend_from_slice(&first);
+        for (_, next) in self.queue.drain(..count) {
+            merged.extend_from_slice(&next);
         }
         Some(merged.freeze())
     }

@@ -73,12 +73,12 @@ impl LineBuf {
     /// The whole line, leaving the buffer empty (one piece is handed over as it is).
     fn take(&mut self) -> Vec<u8> {
         let len = std::mem::take(&mut self.len);
-        let mut pieces = std::mem::take(&mut self.pieces);
-        if pieces.len() <= 1 {
-            return pieces.pop().unwrap_or_default();
+        // The list of pieces keeps its room: taking a line allocates nothing.
+        if self.pieces.len() <= 1 {
+            return self.pieces.pop().unwrap_or_default();
         }
         let mut line = Vec::with_capacity(len);
-        for piece in pieces {
+        for piece in self.pieces.drain(..) {
             line.extend_from_slice(&piece);
         }
         line
