@@ -37,15 +37,36 @@ const SECRET_NAME_PARTS: &[&str] = &[
     "credential",
 ];
 
+/// For each byte, the parts of [`SECRET_NAME_PARTS`] that begin with it (bit `j`: part `j`).
+const SECRET_PARTS_BY_START: [u8; 256] = {
+    assert!(SECRET_NAME_PARTS.len() <= 8, "one bit per part");
+    let mut starts = [0u8; 256];
+    let mut j = 0;
+    while j < SECRET_NAME_PARTS.len() {
+        let part = SECRET_NAME_PARTS[j].as_bytes();
+        if !part.is_empty() {
+            starts[part[0] as usize] |= 1 << j;
+        }
+        j += 1;
+    }
+    starts
+};
+
 /// Whether a (lower-case) name contains one of [`SECRET_NAME_PARTS`]. Every header of every
-/// exchange is asked this: one walk over the name, a part compared only where its first letter
-/// is, instead of a substring search per part.
+/// exchange is asked this: one walk over the name, comparing only the parts that begin with
+/// the byte there, instead of a substring search per part.
 fn has_secret_part(name: &str) -> bool {
     let name = name.as_bytes();
-    (0..name.len()).any(|i| {
-        SECRET_NAME_PARTS.iter().any(|part| {
-            part.as_bytes().first() == Some(&name[i]) && name[i..].starts_with(part.as_bytes())
-        })
+    name.iter().enumerate().any(|(i, &byte)| {
+        let mut parts = SECRET_PARTS_BY_START[usize::from(byte)];
+        while parts != 0 {
+            let part = SECRET_NAME_PARTS[parts.trailing_zeros() as usize].as_bytes();
+            if name[i..].starts_with(part) {
+                return true;
+            }
+            parts &= parts - 1;
+        }
+        false
     })
 }
 
