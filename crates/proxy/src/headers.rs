@@ -74,11 +74,7 @@ pub(crate) fn header_list(headers: &HeaderMap) -> Vec<Header> {
         .map(|(name, value)| {
             (
                 name.as_str().to_string(),
-                // Valid UTF-8 (nearly every value) is checked on the fast path and copied once.
-                match std::str::from_utf8(value.as_bytes()) {
-                    Ok(text) => text.to_owned(),
-                    Err(_) => String::from_utf8_lossy(value.as_bytes()).into_owned(),
-                },
+                mcpscope_engine::wire::lossy_text(value.as_bytes()).into_owned(),
             )
         })
         .collect()

@@ -290,12 +290,7 @@ impl SseParser {
             }
             None => (line, &b""[..]),
         };
-        // Checked whole first (the fast check): the lossy walk only for a line that is not
-        // UTF-8.
-        let value = match std::str::from_utf8(value) {
-            Ok(text) => std::borrow::Cow::Borrowed(text),
-            Err(_) => String::from_utf8_lossy(value),
-        };
+        let value = super::lossy_text(value);
         if matches!(value, std::borrow::Cow::Owned(_)) {
             self.current.invalid_utf8 = true;
         }

@@ -32,7 +32,7 @@ pub(crate) fn check(shared: &Shared, req: &Request<Incoming>) -> Result<(), Refu
     let mut hosts = req.headers().get_all(http::header::HOST).iter();
     let host = match (hosts.next(), hosts.next()) {
         (Some(_), Some(_)) => return Err(Refusal::DuplicateHost),
-        (Some(h), None) => String::from_utf8_lossy(h.as_bytes()).into_owned(),
+        (Some(h), None) => mcpscope_engine::wire::lossy_text(h.as_bytes()).into_owned(),
         (None, _) => match req.uri().authority() {
             // HTTP/2 names the host in `:authority`.
             Some(a) => a.to_string(),

@@ -67,7 +67,7 @@ impl Exchange {
         let session = req
             .headers()
             .get(crate::headers::MCP_SESSION_ID)
-            .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
+            .map(|v| mcpscope_engine::wire::lossy_text(v.as_bytes()).into_owned());
         // Named in the event only through the forward proxy; otherwise `proxy_started` names
         // the one upstream.
         let target = req
