@@ -411,13 +411,16 @@ impl Redactor {
                     n += 1;
                 }
             }
-            // Compared as bytes: lengths first, so most keys are told apart without reading.
-            let normal = &buf[..n];
-            return SECRET_JSON_KEYS.iter().any(|k| k.as_bytes() == normal)
-                || self.json_keys.iter().any(|k| k.as_bytes() == normal);
+            return self.is_secret_normal_key(&buf[..n]);
         }
-        let key = json_key(key);
-        SECRET_JSON_KEYS.contains(&key.as_str()) || self.json_keys.contains(&key)
+        self.is_secret_normal_key(json_key(key).as_bytes())
+    }
+
+    /// Whether a key already normalized ([`json_key`]) names a secret. Compared as bytes:
+    /// lengths first, so most keys are told apart without reading them.
+    fn is_secret_normal_key(&self, normal: &[u8]) -> bool {
+        SECRET_JSON_KEYS.iter().any(|k| k.as_bytes() == normal)
+            || self.json_keys.iter().any(|k| k.as_bytes() == normal)
     }
 
     /// A header value as it may be shown: the whole value hidden if the name is a secret's.
