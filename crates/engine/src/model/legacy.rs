@@ -3,8 +3,6 @@
 //! body; every response arrives on the SSE stream, which owns every pending call of the session
 //! (there is no resumption: when it dies, they are orphaned).
 
-use std::collections::HashMap;
-
 use chrono::{DateTime, Utc};
 
 use super::{Model, Notice, Verdict};
@@ -19,9 +17,9 @@ pub(super) struct Legacy {
     /// Session index by the server and the path and query of the endpoint its SSE stream
     /// announced.
     #[serde(with = "super::pairs")]
-    by_endpoint: HashMap<(Option<String>, String), usize>,
+    by_endpoint: super::Map<(Option<String>, String), usize>,
     /// The SSE stream of each legacy session, by session index.
-    streams: HashMap<usize, StreamId>,
+    streams: super::Map<usize, StreamId>,
 }
 
 /// The path and query an `endpoint` event's URL names: an absolute URL's, or a relative one

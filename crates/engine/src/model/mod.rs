@@ -24,7 +24,14 @@ pub mod stream;
 pub mod task;
 pub mod verdict;
 
-use std::collections::{BTreeSet, HashMap, VecDeque};
+/// The model's own maps and sets. Their keys come from the traffic (stream ids, JSON-RPC ids,
+/// session ids, names) and are looked up several times per event: hashed with foldhash, seeded
+/// at random per process, instead of SipHash, which cost several times as much per lookup.
+pub(crate) type Map<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
+/// See [`Map`].
+pub(crate) type Set<T> = std::collections::HashSet<T, foldhash::fast::RandomState>;
+
+use std::collections::{BTreeSet, VecDeque};
 
 use chrono::{DateTime, Utc};
 
@@ -173,16 +180,16 @@ pub struct Model {
     task_due: BTreeSet<(DateTime<Utc>, usize)>,
     /// Task operations by (session, task id).
     #[serde(with = "pairs", default)]
-    tasks: HashMap<(usize, String), usize>,
-    stream_index: HashMap<StreamId, usize>,
+    tasks: Map<(usize, String), usize>,
+    stream_index: Map<StreamId, usize>,
     /// Sessions by (server, session id).
     #[serde(with = "pairs")]
-    session_index: HashMap<(Option<String>, String), usize>,
+    session_index: Map<(Option<String>, String), usize>,
     #[serde(with = "pairs")]
-    event_owner: HashMap<(usize, String), StreamId>,
+    event_owner: Map<(usize, String), StreamId>,
     #[serde(with = "pairs")]
-    calls_by_id: HashMap<(usize, Direction, String), Vec<usize>>,
-    calls_by_key: HashMap<String, Vec<usize>>,
+    calls_by_id: Map<(usize, Direction, String), Vec<usize>>,
+    calls_by_key: Map<String, Vec<usize>>,
     failed_probes: VecDeque<FailedProbe>,
     legacy: legacy::Legacy,
     counts: Counts,

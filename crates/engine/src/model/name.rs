@@ -2,7 +2,6 @@
 //! once per distinct text.
 
 use std::borrow::Borrow;
-use std::collections::HashSet;
 use std::fmt;
 use std::ops::Deref;
 use std::sync::Arc;
@@ -106,7 +105,7 @@ impl<'de> serde::Deserialize<'de> for Name {
 /// The distinct names seen so far, each held once; past [`Names::MAX`] of them (a peer that
 /// invents a method per request) a name is no longer shared, so the set stays bounded.
 #[derive(Clone, Debug, Default)]
-pub struct Names(HashSet<Name>);
+pub struct Names(super::Set<Name>);
 
 impl Names {
     /// Distinct names shared at most.

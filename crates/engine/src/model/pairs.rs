@@ -2,12 +2,15 @@
 //! which JSON objects cannot hold (`#[serde(with = "pairs")]`).
 
 use std::collections::HashMap;
-use std::hash::Hash;
+use std::hash::{BuildHasher, Hash};
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 /// Writes the map as a sequence of pairs.
-pub(crate) fn serialize<K, V, S>(map: &HashMap<K, V>, serializer: S) -> Result<S::Ok, S::Error>
+pub(crate) fn serialize<K, V, H, S>(
+    map: &HashMap<K, V, H>,
+    serializer: S,
+) -> Result<S::Ok, S::Error>
 where
     K: Serialize,
     V: Serialize,
@@ -17,9 +20,10 @@ where
 }
 
 /// Reads a sequence of pairs back into a map.
-pub(crate) fn deserialize<'de, K, V, D>(deserializer: D) -> Result<HashMap<K, V>, D::Error>
+pub(crate) fn deserialize<'de, K, V, H, D>(deserializer: D) -> Result<HashMap<K, V, H>, D::Error>
 where
     K: Deserialize<'de> + Eq + Hash,
+    H: BuildHasher + Default,
     V: Deserialize<'de>,
     D: Deserializer<'de>,
 {

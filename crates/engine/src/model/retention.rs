@@ -13,9 +13,7 @@
 //! longer holds is counted ([`super::Stream::dropped_marks`], [`Evicted::messages`]). Every
 //! view, live or replayed, folds through the same policy, so they agree.
 
-use std::collections::HashSet;
-
-use super::{Call, Model, Verdict};
+use super::{Call, Model, Set, Verdict};
 use crate::event::Direction;
 
 /// How much of the past the model holds.
@@ -243,7 +241,7 @@ impl Model {
         let mut window_start = next.saturating_sub(r.keep_calls);
         // Calls that went wrong are held beyond the window, the newest `keep_wrong()` of them.
         let mut wrong_budget = r.keep_wrong();
-        let mut hold_wrong = HashSet::new();
+        let mut hold_wrong = Set::default();
         for (index, call) in self.calls.indexed().rev() {
             if call.evicted.is_none() && !call.is_live() && call.went_wrong() {
                 if wrong_budget == 0 {
@@ -300,7 +298,7 @@ impl Model {
     }
 
     /// Collapses every answered call before `window_start` (except those held) to a compact row.
-    fn compact_before(&mut self, window_start: usize, hold: &HashSet<usize>) {
+    fn compact_before(&mut self, window_start: usize, hold: &Set<usize>) {
         let candidates: Vec<usize> = self
             .calls
             .indexed()
@@ -382,7 +380,7 @@ impl Model {
             }
         }
         if !gone.is_empty() {
-            let gone_ids: HashSet<_> = gone.iter().map(|&i| self.streams[i].id).collect();
+            let gone_ids: Set<_> = gone.iter().map(|&i| self.streams[i].id).collect();
             for &index in &gone {
                 let stream = &self.streams[index];
                 let session = stream.session;
@@ -393,7 +391,7 @@ impl Model {
                 }
                 self.stream_index.remove(&stream.id);
             }
-            let gone_set: HashSet<usize> = gone.into_iter().collect();
+            let gone_set: Set<usize> = gone.into_iter().collect();
             self.evicted.streams += self.streams.retain(|i, _| !gone_set.contains(&i));
             for session in &mut self.sessions {
                 session.streams.retain(|id| !gone_ids.contains(id));

@@ -53,8 +53,21 @@ pub fn classify(msg: &Value) -> Kind<'_> {
     let Some(obj) = msg.as_object() else {
         return Kind::Invalid("not a JSON object");
     };
-    let params = obj.get("params").unwrap_or(&NULL);
-    match (obj.get("method"), obj.get("id")) {
+    // One pass over the members (a message has a handful) instead of a hashed lookup per
+    // member asked for; the parsed object holds each key once.
+    let (mut params, mut method, mut id, mut result, mut error) = (None, None, None, None, None);
+    for (key, value) in obj {
+        match key.as_str() {
+            "params" => params = Some(value),
+            "method" => method = Some(value),
+            "id" => id = Some(value),
+            "result" => result = Some(value),
+            "error" => error = Some(value),
+            _ => {}
+        }
+    }
+    let params = params.unwrap_or(&NULL);
+    match (method, id) {
         (Some(Value::String(method)), Some(id)) if !id.is_null() => {
             Kind::Request { id, method, params }
         }
@@ -62,9 +75,9 @@ pub fn classify(msg: &Value) -> Kind<'_> {
         (Some(_), _) => Kind::Invalid("method is not a string"),
         (None, id) => {
             let id = id.unwrap_or(&NULL);
-            if let Some(result) = obj.get("result") {
+            if let Some(result) = result {
                 Kind::Result { id, result }
-            } else if let Some(error) = obj.get("error") {
+            } else if let Some(error) = error {
                 Kind::Error { id, error }
             } else {
                 Kind::Invalid("neither method, result nor error")
