@@ -124,8 +124,13 @@ pub(crate) fn is_loopback_host(host: &str) -> bool {
             }
         })
     };
-    let name = name.trim_end_matches('.').to_ascii_lowercase();
-    if name == "localhost" || name.ends_with(".localhost") {
+    let name = name.trim_end_matches('.');
+    let subdomain = name
+        .len()
+        .checked_sub(".localhost".len())
+        .and_then(|at| name.get(at..))
+        .is_some_and(|tail| tail.eq_ignore_ascii_case(".localhost"));
+    if name.eq_ignore_ascii_case("localhost") || subdomain {
         return true;
     }
     name.parse::<std::net::IpAddr>()
@@ -195,6 +200,8 @@ mod tests {
             "127.1.2.3",
             "[::1]:9000",
             "LOCALHOST",
+            "localhost.",
+            "app.LocalHost:9000",
         ] {
             assert!(is_loopback_host(ok), "{ok}");
         }
@@ -204,6 +211,9 @@ mod tests {
             "10.0.0.1:80",
             "[2001:db8::1]:80",
             "127.0.0.1.evil.example",
+            "evillocalhost",
+            "app.localhost.evil.example",
+            "é.localhos",
         ] {
             assert!(!is_loopback_host(bad), "{bad}");
         }

@@ -25,7 +25,11 @@ use mcpscope_timeline::{FileCursor, Speed};
 
 /// Events folded per frame at most (the rest wait in the channel for the next frame).
 const MAX_PER_FRAME: usize = 200_000;
+/// How often the feed is taken in, and how soon a key or a resize is drawn.
 const FRAME: Duration = Duration::from_millis(16);
+/// What the traffic changes is drawn at most this often: under a flood the view draws 20
+/// frames a second instead of 60, leaving the cores it shares with the proxy to the traffic.
+const TRAFFIC_FRAME: Duration = Duration::from_millis(50);
 const TIMER_REDRAW: Duration = Duration::from_secs(1);
 
 /// Where a view's model comes from.
@@ -367,6 +371,9 @@ async fn run_loop(app: &mut App, source: &mut impl Source) -> anyhow::Result<()>
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     let mut sigint = signal(SignalKind::interrupt())?;
     let mut sigterm = signal(SignalKind::terminate())?;
+    // `asked`: a key, a mouse event or a resize waits to be drawn (at the next tick); `dirty`:
+    // the model changed (drawn once TRAFFIC_FRAME has passed since the last frame).
+    let mut asked = true;
     let mut dirty = true;
     let mut last_draw: Option<Instant> = None;
     loop {
@@ -375,12 +382,16 @@ async fn run_loop(app: &mut App, source: &mut impl Source) -> anyhow::Result<()>
                 if source.pump(app) {
                     dirty = true;
                 }
-                if dirty || last_draw.is_none_or(|t| t.elapsed() >= TIMER_REDRAW) {
+                let since = last_draw.map(|t| t.elapsed());
+                let due = since.is_none_or(|d| d >= TIMER_REDRAW)
+                    || (dirty && since.is_none_or(|d| d >= TRAFFIC_FRAME));
+                if asked || due {
                     let now = source.now();
                     let size = term.terminal.size()?;
                     read_armed(app);
                     app.layout(source.model(), now, Rect::from((Position::ORIGIN, size)));
                     term.terminal.draw(|f| view::render(f, app, source.model(), now))?;
+                    asked = false;
                     dirty = false;
                     last_draw = Some(Instant::now());
                 }
@@ -404,7 +415,7 @@ async fn run_loop(app: &mut App, source: &mut impl Source) -> anyhow::Result<()>
                         return Ok(());
                     }
                 }
-                dirty = true;
+                asked = true;
             }
             _ = sigint.recv() => return Ok(()),
             _ = sigterm.recv() => return Ok(()),

@@ -32,14 +32,14 @@ pub(crate) fn check(shared: &Shared, req: &Request<Incoming>) -> Result<(), Refu
     let mut hosts = req.headers().get_all(http::header::HOST).iter();
     let host = match (hosts.next(), hosts.next()) {
         (Some(_), Some(_)) => return Err(Refusal::DuplicateHost),
-        (Some(h), None) => mcpscope_engine::wire::lossy_text(h.as_bytes()).into_owned(),
+        (Some(h), None) => mcpscope_engine::wire::lossy_text(h.as_bytes()),
         (None, _) => match req.uri().authority() {
             // HTTP/2 names the host in `:authority`.
-            Some(a) => a.to_string(),
+            Some(a) => a.as_str().into(),
             None if req.version() == http::Version::HTTP_11 => {
                 return Err(Refusal::MissingHost);
             }
-            None => String::new(),
+            None => "".into(),
         },
     };
     // A forward-proxy exchange names its own server: the Host is that server's, and there is
@@ -47,7 +47,7 @@ pub(crate) fn check(shared: &Shared, req: &Request<Incoming>) -> Result<(), Refu
     let forwarded = req.extensions().get::<super::ForwardTarget>().is_some();
     let guarded = !config.pass_host && !forwarded;
     if guarded && !is_loopback_host(&host) && !names_allowed_host(&config.allow_hosts, &host) {
-        return Err(Refusal::ForeignHost(host));
+        return Err(Refusal::ForeignHost(host.into_owned()));
     }
     let origins = req.headers().get_all(http::header::ORIGIN);
     for origin in origins.iter().filter(|_| guarded) {
