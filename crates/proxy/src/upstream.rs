@@ -3,13 +3,16 @@
 //! Each client connection gets its own upstream connection, driven from the exchange's own task
 //! (the request future and the response body poll it), so a request, its response and every
 //! body chunk stay on one task: no hand-off to a connection task per chunk. It also keeps the
-//! mapping faithful: one client connection, one upstream connection.
+//! mapping faithful: one client connection, one upstream connection. Its one timer bounds the
+//! wait for each response head: a request moves its deadline later, which costs the timer an
+//! atomic update instead of a registration per exchange.
 
 use std::sync::Arc;
 
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
+use std::time::Duration;
 
 use bytes::Bytes;
 use http::{Request, Response, Uri};
@@ -70,6 +73,8 @@ pub struct UpstreamConn {
     sender: SendRequest<Full<Bytes>>,
     driver: Pin<Box<dyn Future<Output = hyper::Result<()>> + Send>>,
     ended: bool,
+    /// The deadline of the response head being waited for, reset by each request.
+    head_deadline: Pin<Box<tokio::time::Sleep>>,
 }
 
 impl UpstreamConn {
@@ -90,6 +95,7 @@ impl UpstreamConn {
             sender,
             driver: Box::pin(conn),
             ended: false,
+            head_deadline: Box::pin(tokio::time::sleep(Duration::ZERO)),
         })
     }
 
@@ -116,27 +122,44 @@ impl UpstreamConn {
         .await
     }
 
-    /// Sends a request and waits for the response head, driving the connection meanwhile. A
-    /// request the connection never sent (it was closing) is handed back for another one.
+    /// Sends a request and waits for the response head, driving the connection meanwhile, for
+    /// `within` at most. A request the connection never sent (it was closing) is handed back
+    /// for another one.
     pub async fn send(
         &mut self,
         request: Request<Full<Bytes>>,
+        within: Duration,
     ) -> Result<Response<Incoming>, SendError> {
         let mut response = Box::pin(self.sender.try_send_request(request));
+        self.head_deadline.as_mut().reset(deadline_in(within));
         let driver = &mut self.driver;
         let ended = &mut self.ended;
+        let deadline = &mut self.head_deadline;
         std::future::poll_fn(|cx| {
             if !*ended && driver.as_mut().poll(cx).is_ready() {
                 *ended = true;
             }
-            response.as_mut().poll(cx)
+            match response.as_mut().poll(cx) {
+                Poll::Ready(result) => Poll::Ready(Some(result)),
+                Poll::Pending if deadline.as_mut().poll(cx).is_ready() => Poll::Ready(None),
+                Poll::Pending => Poll::Pending,
+            }
         })
         .await
+        .ok_or(SendError::TimedOut)?
         .map_err(|mut e| match e.take_message() {
             Some(request) => SendError::NotSent(Box::new(request), e.into_error()),
             None => SendError::Failed(e.into_error()),
         })
     }
+}
+
+/// `within` from now; a wait too long to count (`--response-head-timeout` in centuries) ends in
+/// thirty years.
+fn deadline_in(within: Duration) -> tokio::time::Instant {
+    let now = tokio::time::Instant::now();
+    now.checked_add(within)
+        .unwrap_or_else(|| now + Duration::from_secs(30 * 365 * 86_400))
 }
 
 /// A request that failed.
@@ -145,6 +168,8 @@ pub enum SendError {
     NotSent(Box<Request<Full<Bytes>>>, hyper::Error),
     /// It failed after it was sent.
     Failed(hyper::Error),
+    /// No response head came within the time given.
+    TimedOut,
 }
 
 /// An error and its causes, in one line.

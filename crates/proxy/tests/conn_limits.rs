@@ -284,6 +284,83 @@ async fn an_upstream_that_never_answers_gets_a_504_with_the_request_id() {
     }
 }
 
+/// An upstream that answers the first `answered` requests of each connection, then reads the
+/// next and never answers it (the connection held open).
+async fn tiring_upstream(answered: usize) -> SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    tokio::spawn(async move {
+        while let Ok((mut sock, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                for _ in 0..answered {
+                    let Some((_, body)) = raw::read_head(&mut sock).await else {
+                        return;
+                    };
+                    let id = serde_json::from_slice::<Value>(&body).expect("json")["id"].clone();
+                    let reply = json!({"jsonrpc": "2.0", "id": id, "result": {}}).to_string();
+                    let response = format!(
+                        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{reply}",
+                        reply.len()
+                    );
+                    if sock.write_all(response.as_bytes()).await.is_err() {
+                        return;
+                    }
+                }
+                let _ = raw::read_head(&mut sock).await;
+                tokio::time::sleep(Duration::from_secs(30)).await;
+            });
+        }
+    });
+    addr
+}
+
+/// One request on a kept client connection; its response, read whole.
+async fn post_on(client: &mut TcpStream, id: u64) -> (String, Value) {
+    let body = call(id).to_string();
+    let request = format!(
+        "POST /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\naccept: application/json, text/event-stream\r\ncontent-length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    client.write_all(request.as_bytes()).await.expect("write");
+    let (head, body) = tokio::time::timeout(Duration::from_secs(4), raw::read_head(client))
+        .await
+        .expect("answered in time")
+        .expect("a response");
+    (head, serde_json::from_slice(&body).expect("json"))
+}
+
+#[tokio::test]
+async fn the_response_head_timeout_holds_on_a_kept_connection_and_never_fires_late() {
+    // The upstream connection outlives its requests: the wait for each head is bounded anew,
+    // and a deadline that passed while the connection sat idle does not cut the next request.
+    let upstream = tiring_upstream(2).await;
+    let (proxy, _rx) = proxy_with(
+        upstream,
+        Timeouts {
+            response_head: Duration::from_millis(400),
+            ..timeouts()
+        },
+    )
+    .await;
+    let mut client = TcpStream::connect(proxy.addr).await.expect("connect");
+    let (head, body) = post_on(&mut client, 1).await;
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    assert_eq!(body["id"], 1);
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    let (head, body) = post_on(&mut client, 2).await;
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    assert_eq!(body["id"], 2);
+    let sent = Instant::now();
+    let (head, body) = post_on(&mut client, 3).await;
+    let took = sent.elapsed();
+    assert!(head.starts_with("HTTP/1.1 504"), "{head}");
+    assert_eq!(body["id"], 3);
+    assert!(
+        took >= Duration::from_millis(350) && took < Duration::from_millis(2000),
+        "answered after {took:?}"
+    );
+}
+
 #[tokio::test]
 async fn a_black_hole_upstream_gets_a_504_within_the_connect_timeout() {
     // A listener that never accepts, its accept queue filled: further SYNs are dropped.

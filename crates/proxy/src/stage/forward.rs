@@ -483,11 +483,11 @@ async fn send_upstream(
     if let Some(mut conn) = kept
         && conn.ready().await
     {
-        let sent = tokio::time::timeout(timeouts.response_head, conn.send(request)).await;
-        match sent.map_err(|_| head_timeout())? {
+        match conn.send(request, timeouts.response_head).await {
             Ok(response) => return Ok((response, conn)),
             Err(SendError::NotSent(back, _)) => request = *back,
             Err(SendError::Failed(e)) => return Err(UpstreamFailure::Failed(e)),
+            Err(SendError::TimedOut) => return Err(head_timeout()),
         }
     }
     let connecting = UpstreamConn::connect(&shared.upstream.connector, target);
@@ -500,9 +500,9 @@ async fn send_upstream(
             ))
         })?
         .map_err(|e| UpstreamFailure::Connect(e.0))?;
-    let sent = tokio::time::timeout(timeouts.response_head, conn.send(request)).await;
-    match sent.map_err(|_| head_timeout())? {
+    match conn.send(request, timeouts.response_head).await {
         Ok(response) => Ok((response, conn)),
         Err(SendError::NotSent(_, e) | SendError::Failed(e)) => Err(UpstreamFailure::Failed(e)),
+        Err(SendError::TimedOut) => Err(head_timeout()),
     }
 }
