@@ -43,29 +43,7 @@ async fn proxy_with(
 
 /// An upstream that answers every request with a JSON-RPC result echoing its id (keep-alive).
 async fn answering_upstream() -> SocketAddr {
-    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let addr = listener.local_addr().expect("addr");
-    tokio::spawn(async move {
-        while let Ok((mut sock, _)) = listener.accept().await {
-            tokio::spawn(async move {
-                while let Some((_, body)) = raw::read_head(&mut sock).await {
-                    let id = serde_json::from_slice::<Value>(&body)
-                        .ok()
-                        .and_then(|v| v.get("id").cloned())
-                        .unwrap_or(Value::Null);
-                    let reply = json!({"jsonrpc": "2.0", "id": id, "result": {}}).to_string();
-                    let response = format!(
-                        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{reply}",
-                        reply.len()
-                    );
-                    if sock.write_all(response.as_bytes()).await.is_err() {
-                        return;
-                    }
-                }
-            });
-        }
-    });
-    addr
+    tiring_upstream(usize::MAX).await
 }
 
 /// An upstream that reads requests and never answers (connections held open).
@@ -284,8 +262,8 @@ async fn an_upstream_that_never_answers_gets_a_504_with_the_request_id() {
     }
 }
 
-/// An upstream that answers the first `answered` requests of each connection, then reads the
-/// next and never answers it (the connection held open).
+/// An upstream that answers the first `answered` requests of each connection with a JSON-RPC
+/// result echoing its id, then reads the next and never answers it (the connection held open).
 async fn tiring_upstream(answered: usize) -> SocketAddr {
     let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let addr = listener.local_addr().expect("addr");
@@ -296,7 +274,10 @@ async fn tiring_upstream(answered: usize) -> SocketAddr {
                     let Some((_, body)) = raw::read_head(&mut sock).await else {
                         return;
                     };
-                    let id = serde_json::from_slice::<Value>(&body).expect("json")["id"].clone();
+                    let id = serde_json::from_slice::<Value>(&body)
+                        .ok()
+                        .and_then(|v| v.get("id").cloned())
+                        .unwrap_or(Value::Null);
                     let reply = json!({"jsonrpc": "2.0", "id": id, "result": {}}).to_string();
                     let response = format!(
                         "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{reply}",
