@@ -125,11 +125,10 @@ pub(crate) fn is_loopback_host(host: &str) -> bool {
         })
     };
     let name = name.trim_end_matches('.');
-    let subdomain = name
-        .len()
-        .checked_sub(".localhost".len())
-        .and_then(|at| name.get(at..))
-        .is_some_and(|tail| tail.eq_ignore_ascii_case(".localhost"));
+    const SUBDOMAIN: &[u8] = b".localhost";
+    let bytes = name.as_bytes();
+    let subdomain = bytes.len() >= SUBDOMAIN.len()
+        && bytes[bytes.len() - SUBDOMAIN.len()..].eq_ignore_ascii_case(SUBDOMAIN);
     if name.eq_ignore_ascii_case("localhost") || subdomain {
         return true;
     }

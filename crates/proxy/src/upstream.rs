@@ -131,7 +131,9 @@ impl UpstreamConn {
         within: Duration,
     ) -> Result<Response<Incoming>, SendError> {
         let mut response = Box::pin(self.sender.try_send_request(request));
-        self.head_deadline.as_mut().reset(deadline_in(within));
+        self.head_deadline
+            .as_mut()
+            .reset(tokio::time::Instant::now() + within);
         let driver = &mut self.driver;
         let ended = &mut self.ended;
         let deadline = &mut self.head_deadline;
@@ -152,14 +154,6 @@ impl UpstreamConn {
             None => SendError::Failed(e.into_error()),
         })
     }
-}
-
-/// `within` from now; a wait too long to count (`--response-head-timeout` in centuries) ends in
-/// thirty years.
-fn deadline_in(within: Duration) -> tokio::time::Instant {
-    let now = tokio::time::Instant::now();
-    now.checked_add(within)
-        .unwrap_or_else(|| now + Duration::from_secs(30 * 365 * 86_400))
 }
 
 /// A request that failed.
