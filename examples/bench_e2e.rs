@@ -1314,10 +1314,10 @@ fn main() -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Waits (at most 5 s) until the processes `pids` have used no CPU for 200 ms. A recording
-/// mcpscope's live index goes on folding what a run wrote for a second or two after it, and the
-/// path measured next must not share the cores with that (without the wait, whichever path
-/// followed a recording mcpscope measured ~15 % slower).
+/// Waits (at most 10 s) until the processes `pids` have used no CPU for 300 ms. A recording
+/// mcpscope's live index folds what a run wrote once the traffic pauses (within ~100 ms of the
+/// run's end) for a second or two, and the path measured next must not share the cores with
+/// that (without the wait, whichever path followed a recording mcpscope measured ~15 % slower).
 async fn settle(pids: &[u32]) {
     fn cpu_ticks(pid: u32) -> u64 {
         let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
@@ -1336,10 +1336,10 @@ async fn settle(pids: &[u32]) {
         tick(11) + tick(12)
     }
     let total = || pids.iter().map(|&pid| cpu_ticks(pid)).sum::<u64>();
-    let deadline = Instant::now() + Duration::from_secs(5);
+    let deadline = Instant::now() + Duration::from_secs(10);
     let mut last = total();
     let mut quiet = 0;
-    while quiet < 2 && Instant::now() < deadline {
+    while quiet < 3 && Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(100)).await;
         let now = total();
         quiet = if now == last { quiet + 1 } else { 0 };

@@ -6,7 +6,10 @@
 //! the model at the last index point read and up to two earlier ones.
 //!
 //! It reads the file, not the recorder's events, so what it folds is what a reader reads back,
-//! and the recorder's thread pays nothing for it. It is only a cache: it never covers more than
+//! and the recorder's thread pays nothing for it. It reads when the traffic pauses (the file
+//! stopped growing between two looks), or once it has fallen [`LiveConfig::catch_up_behind`]
+//! bytes or [`LiveConfig::catch_up_after`] behind: a burst of traffic is folded after it, not
+//! while it flows, and under steady traffic the index is never further behind than that. It is only a cache: it never covers more than
 //! the whole lines on disk when it is saved; a recording that grew after its last save (or was
 //! cut mid-line by a crash) is extended by the viewer from there, and one that no longer fits
 //! it (shortened, changed) is read as if it had none.
@@ -37,6 +40,11 @@ pub struct LiveConfig {
     pub save_every: Duration,
     /// How often the file is looked at for new lines.
     pub poll: Duration,
+    /// While the file grows, how far behind (bytes not read yet) the index may fall before it
+    /// reads anyway.
+    pub catch_up_behind: u64,
+    /// While the file grows, how long the index may stay behind before it reads anyway.
+    pub catch_up_after: Duration,
     /// Once the recording is closed, how long the thread may go on reading what it has not
     /// read yet before its last save.
     pub finish_patience: Duration,
@@ -56,6 +64,8 @@ impl Default for LiveConfig {
             },
             save_every: Duration::from_secs(5),
             poll: Duration::from_millis(50),
+            catch_up_behind: 128 << 20,
+            catch_up_after: Duration::from_secs(2),
             finish_patience: Duration::from_millis(300),
         }
     }
@@ -206,14 +216,23 @@ fn follow(path: &Path, retention: Retention, config: LiveConfig, signal: &Signal
         }
     };
     let mut deadline = None;
+    let mut pace = Pace::default();
     loop {
         let finishing = *signal.lock();
         if let Some(patience) = finishing {
             deadline.get_or_insert_with(|| Instant::now() + patience);
         }
-        let progressed = match follower.read_on() {
-            Ok(progressed) => progressed,
+        let due = match follower.length() {
+            Ok(length) => deadline.is_some() || pace.due(length, follower.read.at.offset, &config),
             Err(e) => {
+                follower.report.error = Some(e.to_string());
+                break;
+            }
+        };
+        let progressed = match due.then(|| follower.read_on()) {
+            None => false,
+            Some(Ok(progressed)) => progressed,
+            Some(Err(e)) => {
                 follower.report.error = Some(e);
                 break;
             }
@@ -234,6 +253,42 @@ fn follow(path: &Path, retention: Retention, config: LiveConfig, signal: &Signal
         }
     }
     follower.report
+}
+
+/// When the index reads: in a pause of the traffic, or once it is too far behind; then up to
+/// where the file ended at that moment.
+#[derive(Debug, Default)]
+struct Pace {
+    /// The file's length at the last look.
+    seen: u64,
+    /// Since when the file has had bytes not read yet (none while caught up).
+    behind_since: Option<Instant>,
+    /// Where the reading under way goes to.
+    until: u64,
+}
+
+impl Pace {
+    /// Whether to read now, the file being `length` bytes long and read up to `read`.
+    fn due(&mut self, length: u64, read: u64, config: &LiveConfig) -> bool {
+        if read < self.until {
+            return true;
+        }
+        let grew = length != self.seen;
+        self.seen = length;
+        if length <= read {
+            self.behind_since = None;
+            return false;
+        }
+        let since = *self.behind_since.get_or_insert_with(Instant::now);
+        let too_far =
+            length - read >= config.catch_up_behind || since.elapsed() >= config.catch_up_after;
+        if grew && !too_far {
+            return false;
+        }
+        self.until = length;
+        self.behind_since = None;
+        true
+    }
 }
 
 /// Bytes read from the file at a time (more while one line is longer).
@@ -344,11 +399,16 @@ impl Following {
         outcome
     }
 
+    /// The file's length now.
+    fn length(&self) -> io::Result<u64> {
+        Ok(self.file.metadata()?.len())
+    }
+
     /// Reads the file from where reading stands into the buffer; how many of its bytes are
     /// whole lines (0: none yet).
     fn whole_lines(&mut self) -> io::Result<usize> {
         let offset = self.read.at.offset;
-        let length = self.file.metadata()?.len();
+        let length = self.length()?;
         let want = usize::try_from(length.saturating_sub(offset))
             .unwrap_or(usize::MAX)
             .min(self.chunk);
@@ -450,5 +510,58 @@ impl Following {
                 false
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(behind: u64, after: Duration) -> LiveConfig {
+        LiveConfig {
+            catch_up_behind: behind,
+            catch_up_after: after,
+            ..LiveConfig::default()
+        }
+    }
+
+    #[test]
+    fn a_growing_file_is_read_in_its_pause_up_to_where_it_ended() {
+        let config = config(1 << 20, Duration::from_secs(3600));
+        let mut pace = Pace::default();
+        // Caught up: nothing to read.
+        assert!(!pace.due(0, 0, &config));
+        // Growing at every look: left alone.
+        assert!(!pace.due(100, 0, &config));
+        assert!(!pace.due(250, 0, &config));
+        // The same length twice: a pause; read up to 250.
+        assert!(pace.due(250, 0, &config));
+        // Reading goes on to 250 while the file grows again.
+        assert!(pace.due(400, 120, &config));
+        assert!(pace.due(500, 249, &config));
+        // At 250 the growth since is left for the next pause.
+        assert!(!pace.due(600, 250, &config));
+        assert!(pace.due(600, 250, &config));
+        assert!(!pace.due(600, 600, &config));
+    }
+
+    #[test]
+    fn a_file_that_never_pauses_is_read_once_far_enough_or_long_enough_behind() {
+        let bytes = config(1000, Duration::from_secs(3600));
+        let mut pace = Pace::default();
+        assert!(!pace.due(400, 0, &bytes));
+        assert!(!pace.due(999, 0, &bytes));
+        assert!(pace.due(1000, 0, &bytes));
+        assert!(pace.due(1500, 700, &bytes));
+        assert!(!pace.due(1600, 1000, &bytes));
+
+        let time = config(u64::MAX, Duration::from_millis(30));
+        let mut pace = Pace::default();
+        assert!(!pace.due(10, 0, &time));
+        assert!(!pace.due(20, 0, &time));
+        std::thread::sleep(Duration::from_millis(40));
+        assert!(pace.due(30, 0, &time));
+        // Behind again from the end of that reading: the time counts from there.
+        assert!(!pace.due(40, 30, &time));
     }
 }
