@@ -1,18 +1,18 @@
-//! The live index: a recording's sidecar index ([`savedindex::save_sidecar`]) kept up to date
-//! while the recording is written, so that even its first opening starts from an index instead
-//! of a pass over the whole file. A thread beside the recorder reads the whole lines the
-//! recorder has put on disk, folds them as a replay's background pass does, and every few
-//! seconds (and once the recording is closed) saves what it knows: index points, stream deaths,
-//! the model at the last index point read and up to two earlier ones.
+//! The live index: a recording's sidecar index ([`savedindex::save_sidecar`]) kept up to date while
+//! the recording is written, so that even its first opening starts from an index instead of a pass
+//! over the whole file. A thread beside the recorder reads the whole lines the recorder has put on
+//! disk, folds them as a replay's background pass does, and every few seconds while enough is new
+//! (and once the recording is closed) saves what it knows: index points, stream deaths, the model
+//! at the last index point read and up to two earlier ones.
 //!
-//! It reads the file, not the recorder's events, so what it folds is what a reader reads back,
-//! and the recorder's thread pays nothing for it. It reads when the traffic pauses (the file
-//! stopped growing between two looks), or once it has fallen [`LiveConfig::catch_up_behind`]
-//! bytes or [`LiveConfig::catch_up_after`] behind: a burst of traffic is folded after it, not
-//! while it flows, and under steady traffic the index is never further behind than that. It is only a cache: it never covers more than
-//! the whole lines on disk when it is saved; a recording that grew after its last save (or was
-//! cut mid-line by a crash) is extended by the viewer from there, and one that no longer fits
-//! it (shortened, changed) is read as if it had none.
+//! It reads the file, not the recorder's events, so what it folds is what a reader reads back, and
+//! the recorder's thread pays nothing for it. It reads when the traffic pauses (the file stopped
+//! growing between two looks), or once it has fallen [`LiveConfig::catch_up_behind`] bytes or
+//! [`LiveConfig::catch_up_after`] behind: a burst of traffic is folded after it, not while it
+//! flows, and under steady traffic the index is never further behind than that. It is only a cache:
+//! it never covers more than the whole lines on disk when it is saved; a recording that grew after
+//! its last save (or was cut mid-line by a crash) is extended by the viewer from there, and one
+//! that no longer fits it (shortened, changed) is read as if it had none.
 
 use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom};
@@ -172,6 +172,12 @@ const NICENESS: libc::c_int = 10;
 /// next waits at least `d × SAVE_SPACING` (and at least [`LiveConfig::save_every`]).
 const SAVE_SPACING: u32 = 20;
 
+/// Events folded since the last save below which a save while the recording grows is not worth
+/// its cost: a viewer folds this many from the last save in well under a tenth of a second,
+/// while a save writes the whole model (three of them) again. The last save, at the close,
+/// takes whatever is new.
+const WORTH_SAVING: u64 = 1 << 16;
+
 /// Puts the calling thread in the idle scheduling class (Linux `SCHED_IDLE`: it runs on a core
 /// nothing else wants and gives way at once to a thread of the traffic that wakes, so its
 /// bursts of folding never lengthen an exchange), or, where that is refused, lowers its
@@ -241,7 +247,7 @@ fn follow(path: &Path, retention: Retention, config: LiveConfig, signal: &Signal
             follower.save();
             break;
         }
-        if follower.last_save.elapsed() >= follower.save_interval() && !follower.save() {
+        if follower.save_due() && !follower.save() {
             break;
         }
         if !progressed {
@@ -362,6 +368,13 @@ impl Following {
         self.config
             .save_every
             .max(self.save_took.saturating_mul(SAVE_SPACING))
+    }
+
+    /// Whether a save is due while the recording grows: its interval passed and at least
+    /// [`WORTH_SAVING`] events folded since the last one.
+    fn save_due(&self) -> bool {
+        self.last_save.elapsed() >= self.save_interval()
+            && self.at.at.seq.saturating_sub(self.report.saved) >= WORTH_SAVING
     }
 
     fn every(&self) -> u64 {
