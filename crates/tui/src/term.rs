@@ -1,19 +1,25 @@
 //! The terminal: [`ratatui::try_init`] (raw mode, alternate screen, a panic hook that restores)
-//! plus mouse capture; restored on quit, on error (by drop) and on panic.
+//! plus mouse capture; restored on quit, on error (by drop) and on panic. A frame goes out in one
+//! write: the terminal (or tmux) is woken once per frame, not once per kilobyte of it.
 
-use std::io::{self, Write};
+use std::io::{self, BufWriter, Stdout, Write};
 use std::sync::Once;
 
-use ratatui::DefaultTerminal;
+use ratatui::Terminal;
+use ratatui::backend::CrosstermBackend;
 use ratatui::crossterm::clipboard::CopyToClipboard;
 use ratatui::crossterm::cursor::Show;
 use ratatui::crossterm::event::{DisableMouseCapture, EnableMouseCapture};
 use ratatui::crossterm::execute;
 
+/// What a frame is written into before it goes out whole (a full 200×50 frame with colours is
+/// some tens of kilobytes; a larger one goes out in pieces of this size).
+const FRAME_BUFFER: usize = 256 << 10;
+
 /// The live terminal; restores the screen when dropped.
 pub(crate) struct Term {
-    /// The ratatui terminal.
-    pub terminal: DefaultTerminal,
+    /// The ratatui terminal, over a buffer flushed once per frame.
+    pub terminal: Terminal<CrosstermBackend<BufWriter<Stdout>>>,
 }
 
 static MOUSE_HOOK: Once = Once::new();
@@ -21,7 +27,14 @@ static MOUSE_HOOK: Once = Once::new();
 impl Term {
     /// Enters raw mode, the alternate screen and mouse capture; a panic restores all three.
     pub(crate) fn enter() -> io::Result<Self> {
-        let terminal = match ratatui::try_init() {
+        // ratatui's set-up (raw mode, alternate screen, its panic hook); its terminal writes
+        // through the standard output's own 1 KiB buffer, so ours takes its place.
+        if let Err(e) = ratatui::try_init() {
+            restore();
+            return Err(e);
+        }
+        let backend = CrosstermBackend::new(BufWriter::with_capacity(FRAME_BUFFER, io::stdout()));
+        let terminal = match Terminal::new(backend) {
             Ok(terminal) => terminal,
             Err(e) => {
                 restore();
