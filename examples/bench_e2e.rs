@@ -1815,11 +1815,14 @@ async fn run(
             },
         );
     }
-    if let [.., (_, mcp_rate, mcp_secs)] = sustained[..] {
-        let socat_rate = sustained
+    let sustained_of = |path: &str| {
+        sustained
             .iter()
-            .find(|(name, ..)| *name == "socat")
-            .map(|&(_, rate, _)| rate);
+            .find(|(name, ..)| *name == path)
+            .map(|&(_, rate, secs)| (rate, secs))
+    };
+    if let Some((mcp_rate, mcp_secs)) = sustained_of("mcpscope") {
+        let socat_rate = sustained_of("socat").map(|(rate, _)| rate);
         let _ = writeln!(
             md,
             "\n**Sustained**: one stream of {sustained_n} events, once per path after the runs \
