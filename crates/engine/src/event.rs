@@ -36,6 +36,16 @@ impl PartialEq for Event {
 }
 
 impl Event {
+    /// Roughly the bytes the event holds ([`EventKind::weight`]); a message parsed from SSE
+    /// data ([`Event::source`]) weighs twice its data (a parsed tree outweighs its text),
+    /// without walking the tree.
+    pub fn weight(&self) -> usize {
+        match (&self.kind, &self.source) {
+            (EventKind::Message { .. }, Some(data)) => 256 + 2 * data.len(),
+            (kind, _) => kind.weight(),
+        }
+    }
+
     /// An event observed now.
     pub fn now(kind: EventKind) -> Self {
         Self::at(Self::stamp(), kind)

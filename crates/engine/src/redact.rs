@@ -116,8 +116,18 @@ pub struct Redactor {
     headers: Vec<String>,
     query: Vec<String>,
     json_keys: Vec<String>,
+    /// The first letters of the secret JSON keys (built-in and added), one bit each (ASCII):
+    /// a key that begins with none of them is told apart without normalizing it.
+    json_initials: u128,
     /// Known secret values, longest first, at most `MAX_SECRET_VALUES`.
     values: Vec<String>,
+}
+
+/// One bit for the first letter of each normalized key ([`Redactor::json_initials`]).
+fn initials<'a>(keys: impl Iterator<Item = &'a str>) -> u128 {
+    keys.filter_map(|key| key.as_bytes().first())
+        .filter(|b| b.is_ascii())
+        .fold(0, |bits, b| bits | 1u128 << b)
 }
 
 /// The credentials in a URL's userinfo (`http://user:pass@host/`), percent-decoded.
@@ -177,6 +187,7 @@ impl Redactor {
             headers: Vec::new(),
             query: Vec::new(),
             json_keys: Vec::new(),
+            json_initials: initials(SECRET_JSON_KEYS.iter().copied()),
             values: Vec::new(),
         }
     }
@@ -365,6 +376,7 @@ impl Redactor {
     pub fn with_json_keys<S: AsRef<str>>(mut self, keys: &[S]) -> Self {
         self.json_keys
             .extend(names_as_json_keys(keys.iter().map(AsRef::as_ref)));
+        self.json_initials |= initials(self.json_keys.iter().map(String::as_str));
         self
     }
 
@@ -400,6 +412,14 @@ impl Redactor {
 
     /// Whether a JSON key's value is a secret.
     pub fn is_secret_json_key(&self, key: &str) -> bool {
+        // A key whose first letter (past `_` and `-`) begins no secret key is none: most keys
+        // are told apart here. A key beginning otherwise than in ASCII is normalized.
+        if let Some(&first) = key.as_bytes().iter().find(|b| **b != b'_' && **b != b'-')
+            && first.is_ascii()
+            && self.json_initials & (1u128 << first.to_ascii_lowercase()) == 0
+        {
+            return false;
+        }
         // Most keys are short ASCII: normalized on the stack, without an allocation per key.
         const SHORT: usize = 48;
         if key.len() <= SHORT && key.is_ascii() {
@@ -1103,6 +1123,43 @@ mod tests {
             r.clone().with_query(&["tenant"]).path("/a?tenant=acme"),
             "/a?tenant=[redacted]"
         );
+    }
+
+    #[test]
+    fn a_key_is_told_by_its_normalized_name_whatever_its_first_letter() {
+        let plain = Redactor::new();
+        for secret in [
+            "password",
+            "_Password",
+            "--api-key",
+            "Client_Secret",
+            "ACCESS-TOKEN",
+            "token",
+        ] {
+            assert!(plain.is_secret_json_key(secret), "{secret}");
+        }
+        for other in [
+            "jsonrpc",
+            "method",
+            "params",
+            "progressToken",
+            "_",
+            "",
+            "tokens",
+            "Ä",
+        ] {
+            assert!(!plain.is_secret_json_key(other), "{other}");
+        }
+        let added = Redactor::new().with_json_keys(&["x-session", "Ärger", "__"]);
+        for secret in ["xsession", "X_Session", "ärger", "_ÄRGER", "-", "_"] {
+            assert!(added.is_secret_json_key(secret), "{secret}");
+        }
+        assert!(!added.is_secret_json_key("yession"));
+        let mut value = serde_json::json!({"jsonrpc": "2.0", "params": {"_Password": "p", "X-Session": "s", "method": "m"}});
+        assert!(added.json(&mut value));
+        assert_eq!(value["params"]["_Password"], REDACTED);
+        assert_eq!(value["params"]["X-Session"], REDACTED);
+        assert_eq!(value["params"]["method"], "m");
     }
 
     #[test]

@@ -31,7 +31,7 @@ const MAX_BURST: usize = 4096;
 /// Empty takes in a row (each [`COALESCE`] apart) before the hub parks until the next event.
 const IDLE_POLLS: u32 = 8;
 
-/// Bytes of events (by [`Backlog::weight`]) the hub gathers for the view before handing them
+/// Bytes of events (by [`Event::weight`]) the hub gathers for the view before handing them
 /// over in the middle of a burst; a burst's end hands over whatever has gathered.
 const VIEW_BATCH_BYTES: usize = 1 << 20;
 
@@ -228,7 +228,7 @@ impl Pump {
             report_failure(rec, written, &mut self.failed);
         }
         self.viewers.publish(seq, &event);
-        self.for_view_bytes += Backlog::weight(&event.kind);
+        self.for_view_bytes += event.weight();
         self.for_view.push(event);
         if self.for_view_bytes > VIEW_BATCH_BYTES {
             self.hand_to_view();
@@ -585,7 +585,7 @@ pub struct ViewPace {
 impl ViewPace {
     /// Counts an event the view has taken from its feed.
     pub fn release(&self, event: &Event) {
-        self.backlog.release(Backlog::weight(&event.kind));
+        self.backlog.release(event.weight());
     }
 
     fn on(&self) -> bool {

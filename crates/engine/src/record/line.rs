@@ -65,17 +65,39 @@ impl Context {
 
 /// An event's time as written: absolute (the first event, or a time finer than microseconds),
 /// or microseconds since the previous event.
-#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Serialize)]
 #[serde(untagged)]
 enum Stamp {
     Delta(i64),
-    Absolute(
-        #[serde(
-            serialize_with = "exact_time",
-            deserialize_with = "rfc3339_micros::deserialize"
-        )]
-        DateTime<Utc>,
-    ),
+    Absolute(#[serde(serialize_with = "exact_time")] DateTime<Utc>),
+}
+
+/// A number is a delta, a string an RFC 3339 time. Read by a visitor of its own: serde's
+/// untagged enums buffer the value to try each variant, on every line of a recording.
+impl<'de> Deserialize<'de> for Stamp {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visit;
+        impl serde::de::Visitor<'_> for Visit {
+            type Value = Stamp;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("microseconds since the previous event, or an RFC 3339 time")
+            }
+            fn visit_i64<E: serde::de::Error>(self, micros: i64) -> Result<Stamp, E> {
+                Ok(Stamp::Delta(micros))
+            }
+            fn visit_u64<E: serde::de::Error>(self, micros: u64) -> Result<Stamp, E> {
+                i64::try_from(micros)
+                    .map(Stamp::Delta)
+                    .map_err(|_| E::custom("a time delta past i64"))
+            }
+            fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<Stamp, E> {
+                DateTime::parse_from_rfc3339(text)
+                    .map(|t| Stamp::Absolute(t.with_timezone(&Utc)))
+                    .map_err(E::custom)
+            }
+        }
+        d.deserialize_any(Visit)
+    }
 }
 
 /// RFC 3339 with microseconds, or with as many digits as the time has when it is finer.
@@ -261,17 +283,12 @@ fn is_one_json_value(data: &str) -> bool {
 }
 
 /// An `sse_event` line as written, up to its data ([`write_sse_line`] writes the rest).
-#[derive(Serialize)]
 struct SseHead<'a> {
     t: Stamp,
-    kind: &'static str,
     stream: StreamId,
-    #[serde(skip_serializing_if = "Option::is_none")]
     id: &'a Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     event: &'a Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    retry: &'a Option<u64>,
+    retry: Option<u64>,
 }
 
 /// Writes an `sse_event` line: its head, then its data, embedded as it is when `verbatim` (one
@@ -284,21 +301,68 @@ fn write_sse_line(
     start: u64,
     end: u64,
 ) -> serde_json::Result<()> {
-    serde_json::to_writer(&mut *out, head)?;
-    // The head is an object: its closing brace gives way to the remaining fields.
-    out.pop();
+    // Written field by field (the line's layout is fixed): what serde writes for the head,
+    // without going through it for each of the millions of events a flood brings.
+    let mut digits = itoa::Buffer::new();
+    write_stamp(out, head.t)?;
+    out.extend_from_slice(b",\"kind\":\"sse_event\",\"stream\":");
+    out.extend_from_slice(digits.format(head.stream).as_bytes());
+    if let Some(id) = head.id {
+        out.extend_from_slice(b",\"id\":");
+        serde_json::to_writer(&mut *out, id)?;
+    }
+    if let Some(event) = head.event {
+        out.extend_from_slice(b",\"event\":");
+        serde_json::to_writer(&mut *out, event)?;
+    }
+    if let Some(retry) = head.retry {
+        out.extend_from_slice(b",\"retry\":");
+        out.extend_from_slice(digits.format(retry).as_bytes());
+    }
     out.extend_from_slice(b",\"data\":");
     if verbatim {
         out.extend_from_slice(data.as_bytes());
     } else {
         serde_json::to_writer(&mut *out, data)?;
     }
-    let mut digits = itoa::Buffer::new();
     out.extend_from_slice(b",\"start\":");
     out.extend_from_slice(digits.format(start).as_bytes());
     out.extend_from_slice(b",\"end\":");
     out.extend_from_slice(digits.format(end).as_bytes());
     out.push(b'}');
+    Ok(())
+}
+
+/// Writes `{"t":…` of a line: a delta's digits, an absolute time as serde writes it.
+fn write_stamp(out: &mut Vec<u8>, t: Stamp) -> serde_json::Result<()> {
+    out.extend_from_slice(b"{\"t\":");
+    match t {
+        Stamp::Delta(micros) => {
+            out.extend_from_slice(itoa::Buffer::new().format(micros).as_bytes())
+        }
+        Stamp::Absolute(_) => serde_json::to_writer(&mut *out, &t)?,
+    }
+    Ok(())
+}
+
+/// Writes a [`BackRef`] line (`from_sse` true) field by field, as serde writes the struct.
+fn write_back_ref(
+    out: &mut Vec<u8>,
+    t: Stamp,
+    kind: RefKind,
+    stream: StreamId,
+    dir: Direction,
+) -> serde_json::Result<()> {
+    write_stamp(out, t)?;
+    out.extend_from_slice(match kind {
+        RefKind::Message => b",\"kind\":\"message\",\"stream\":".as_slice(),
+        RefKind::InvalidMessage => b",\"kind\":\"invalid_message\",\"stream\":".as_slice(),
+    });
+    out.extend_from_slice(itoa::Buffer::new().format(stream).as_bytes());
+    out.extend_from_slice(match dir {
+        Direction::ClientToServer => b",\"dir\":\"client_to_server\",\"from_sse\":true}".as_slice(),
+        Direction::ServerToClient => b",\"dir\":\"server_to_client\",\"from_sse\":true}".as_slice(),
+    });
     Ok(())
 }
 
@@ -456,11 +520,10 @@ impl Encoder {
                 let verbatim = embeds_verbatim(data, known);
                 let head = SseHead {
                     t,
-                    kind: "sse_event",
                     stream: *stream,
                     id,
                     event: name,
-                    retry,
+                    retry: *retry,
                 };
                 write_sse_line(out, &head, data, verbatim, *start, *end)?;
             }
@@ -515,14 +578,7 @@ impl Encoder {
                         EventKind::Message { .. } => RefKind::Message,
                         _ => RefKind::InvalidMessage,
                     };
-                    let line = BackRef {
-                        t,
-                        kind,
-                        stream: *stream,
-                        dir: *dir,
-                        from_sse,
-                    };
-                    serde_json::to_writer(&mut *out, &line)?;
+                    write_back_ref(out, t, kind, *stream, *dir)?;
                 } else {
                     let kind = &event.kind;
                     serde_json::to_writer(&mut *out, &PlainOut { t, kind })?;
@@ -787,6 +843,118 @@ mod tests {
             data: data.into(),
             start: 10,
             end: 20,
+        }
+    }
+
+    #[test]
+    fn a_stamp_reads_as_a_delta_or_a_time_and_nothing_else() {
+        let read = |text: &str| serde_json::from_str::<Stamp>(text);
+        assert!(matches!(read("7"), Ok(Stamp::Delta(7))));
+        assert!(matches!(read("-3"), Ok(Stamp::Delta(-3))));
+        assert!(matches!(
+            read("9223372036854775807"),
+            Ok(Stamp::Delta(i64::MAX))
+        ));
+        let t = "2026-01-02T03:04:05.123456Z"
+            .parse::<DateTime<Utc>>()
+            .expect("time");
+        assert!(
+            matches!(read("\"2026-01-02T03:04:05.123456Z\""), Ok(Stamp::Absolute(x)) if x == t)
+        );
+        assert!(
+            matches!(read("\"2026-01-02T04:04:05.123456+01:00\""), Ok(Stamp::Absolute(x)) if x == t)
+        );
+        for bad in [
+            "1.5",
+            "18446744073709551615",
+            "\"yesterday\"",
+            "null",
+            "[]",
+            "{}",
+        ] {
+            assert!(read(bad).is_err(), "{bad}");
+        }
+    }
+
+    /// The heads written field by field are byte for byte what serde writes for them.
+    #[test]
+    fn hand_written_heads_are_what_serde_writes() {
+        #[derive(Serialize)]
+        struct SerdeSseHead<'a> {
+            t: Stamp,
+            kind: &'static str,
+            stream: StreamId,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            id: &'a Option<String>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            event: &'a Option<String>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            retry: &'a Option<u64>,
+        }
+        let absolute = "2026-01-02T03:04:05.123456789Z"
+            .parse::<DateTime<Utc>>()
+            .expect("time");
+        let stamps = [
+            Stamp::Delta(0),
+            Stamp::Delta(-17),
+            Stamp::Delta(i64::MAX),
+            Stamp::Absolute(absolute),
+            Stamp::Absolute(chrono::Timelike::with_nanosecond(&absolute, 123_000).expect("micros")),
+        ];
+        let texts = [
+            None,
+            Some(String::new()),
+            Some("a \"quoted\"\n\u{1}é".to_string()),
+        ];
+        for t in stamps {
+            for id in &texts {
+                for event in &texts {
+                    for retry in [None, Some(0), Some(u64::MAX)] {
+                        let mut ours = Vec::new();
+                        let head = SseHead {
+                            t,
+                            stream: 42,
+                            id,
+                            event,
+                            retry,
+                        };
+                        write_sse_line(&mut ours, &head, "{}", true, 3, 9).expect("writes");
+                        let mut theirs = serde_json::to_vec(&SerdeSseHead {
+                            t,
+                            kind: "sse_event",
+                            stream: 42,
+                            id,
+                            event,
+                            retry: &retry,
+                        })
+                        .expect("serde");
+                        theirs.pop();
+                        theirs.extend_from_slice(b",\"data\":{},\"start\":3,\"end\":9}");
+                        assert_eq!(
+                            String::from_utf8_lossy(&ours),
+                            String::from_utf8_lossy(&theirs)
+                        );
+                    }
+                }
+            }
+            for kind in [RefKind::Message, RefKind::InvalidMessage] {
+                for dir in [Direction::ClientToServer, Direction::ServerToClient] {
+                    let mut ours = Vec::new();
+                    write_back_ref(&mut ours, t, kind, u64::MAX, dir).expect("writes");
+                    let theirs = serde_json::to_vec(&BackRef {
+                        t,
+                        kind,
+                        stream: u64::MAX,
+                        dir,
+                        from_sse: true,
+                    })
+                    .expect("serde");
+                    assert_eq!(
+                        String::from_utf8_lossy(&ours),
+                        String::from_utf8_lossy(&theirs)
+                    );
+                }
+            }
         }
     }
 
