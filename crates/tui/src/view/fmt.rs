@@ -6,9 +6,25 @@ use ratatui::style::Style;
 use crate::theme::Theme;
 use mcpscope_engine::model::{Call, Fate, Model, Verdict};
 
-/// `14:02:11.512` in the view's time zone.
+/// `14:02:11.512` in the view's time zone (chrono's `%H:%M:%S%.3f`, written directly: a
+/// frame writes hundreds of them, and a format string is parsed anew on each use).
 pub(crate) fn clock(t: DateTime<Utc>, tz: FixedOffset) -> String {
-    t.with_timezone(&tz).format("%H:%M:%S%.3f").to_string()
+    use chrono::Timelike as _;
+    let local = t.with_timezone(&tz);
+    // A leap second is second 59 with a nanosecond count past one second: shown as 60.
+    let nanos = local.nanosecond();
+    let (second, nanos) = if nanos >= 1_000_000_000 {
+        (local.second() + 1, nanos - 1_000_000_000)
+    } else {
+        (local.second(), nanos)
+    };
+    format!(
+        "{:02}:{:02}:{:02}.{:03}",
+        local.hour(),
+        local.minute(),
+        second,
+        nanos / 1_000_000
+    )
 }
 
 /// `850ms`, `12.3s`, `4m05s`, `1h02m`.
@@ -93,5 +109,35 @@ pub(crate) fn stream_state(model: &Model, call: &Call, tz: FixedOffset) -> (Stri
             ),
             fate.is_death() && call.verdict.is_open(),
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_clock_reads_as_chronos_own_format() {
+        let zones = [0, 3600, -5 * 3600 - 1800, 14 * 3600];
+        let times = [
+            "2026-12-06T06:39:52.123456789Z",
+            "2026-12-06T23:59:59.999999999Z",
+            "2026-12-06T00:00:00Z",
+            "1999-01-01T12:34:56.001Z",
+        ];
+        for secs in zones {
+            let tz = FixedOffset::east_opt(secs).expect("zone");
+            for text in times {
+                let t = text.parse::<DateTime<Utc>>().expect("time");
+                let chrono = t.with_timezone(&tz).format("%H:%M:%S%.3f").to_string();
+                assert_eq!(clock(t, tz), chrono, "{text} at {secs}");
+            }
+            let leap = chrono::NaiveDate::from_ymd_opt(2016, 12, 31)
+                .and_then(|d| d.and_hms_nano_opt(23, 59, 59, 1_250_000_000))
+                .expect("leap second")
+                .and_utc();
+            let chrono = leap.with_timezone(&tz).format("%H:%M:%S%.3f").to_string();
+            assert_eq!(clock(leap, tz), chrono, "leap second at {secs}");
+        }
     }
 }
