@@ -1,7 +1,10 @@
 //! Between the proxy and the views: every event goes to the recorder first, then to the view
 //! and to the viewers attached over the session's socket (see [`crate::publish`]).
-//! Runs on its own thread so neither file I/O nor a slow view ever holds up forwarding; the
-//! channels are unbounded, so nothing is dropped.
+//! Two threads of its own, so neither parsing, file I/O nor a slow view ever holds up
+//! forwarding: the parse stage turns the proxy's facts into redacted events (messages parsed
+//! there), the hub records them and hands them on, each stage working on a burst while the
+//! other works on the one before. The channels are unbounded, so nothing is dropped; the
+//! backlog counts a fact until the hub has taken its events.
 
 use std::io::Write as _;
 use std::path::PathBuf;
@@ -85,40 +88,41 @@ struct Done {
     tally: Receiver<Tally>,
 }
 
-/// The hub's loop: takes events in bursts until every sender is gone or it is told to stop
-/// (then it takes what was sent before and stops).
-struct Pump {
-    recorder: Option<Recorder>,
-    redactor: Redactor,
-    backlog: Backlog,
-    view: UnboundedSender<Event>,
-    view_pace: ViewPace,
-    /// Events for the view not handed over yet, and their weight: the view gets a burst in one
-    /// go (one wake-up of its thread), not an event at a time.
-    for_view: Vec<Event>,
-    for_view_bytes: usize,
-    viewers: Fanout,
-    failed: bool,
-    seen: u64,
+/// What the parse stage hands the hub: a redacted event ready to record, whether it is known
+/// to be what its stream's last SSE data parses to (or SSE data a message was parsed from:
+/// [`Recorder::write_known`]), and the weight its fact took in the backlog (released when the
+/// hub takes it: the queue between the stages is counted in the backlog too).
+struct Ready {
+    event: Event,
+    known: bool,
+    weight: usize,
 }
 
-impl Pump {
-    /// Parked while nothing comes; once an event arrives, takes what has gathered every
+/// What the parse stage sends the hub: the events of a burst, or that it has ended as it
+/// should (the hub then knows that every fact sent before was handed over).
+enum Stage {
+    Batch(Vec<Ready>),
+    End,
+}
+
+/// The first stage, on a thread of its own: takes facts in bursts until every sender is gone
+/// or it is told to stop, and turns each into its events (messages parsed here), redacted in
+/// order, for the hub. Parsing a message is the larger part of an event's cost: on its own
+/// thread, it runs beside the recording and the hand-over of the events before it.
+struct Parse {
+    redactor: Redactor,
+    out: UnboundedSender<Stage>,
+    batch: Vec<Ready>,
+}
+
+impl Parse {
+    /// Parked while nothing comes; once a fact arrives, takes what has gathered every
     /// [`COALESCE`] without being woken for it (a sender's `send` then wakes no thread: the
     /// proxy pays no wake-up per exchange), and parks again after [`IDLE_POLLS`] empty takes.
-    async fn run(
-        &mut self,
-        mut rx: UnboundedReceiver<Fact>,
-        mut joins: UnboundedReceiver<Join>,
-        mut stop: oneshot::Receiver<()>,
-    ) {
+    async fn run(&mut self, mut rx: UnboundedReceiver<Fact>, mut stop: oneshot::Receiver<()>) {
         loop {
             let first = tokio::select! {
                 biased;
-                Some(join) = joins.recv() => {
-                    self.join(join);
-                    continue;
-                }
                 first = rx.recv() => first,
                 _ = &mut stop => {
                     self.last(&mut rx);
@@ -131,16 +135,12 @@ impl Pump {
             self.take(first);
             let mut empty = 0;
             while empty < IDLE_POLLS {
-                // Let the rest of the burst arrive, take it whole, then flush once: a quiet
-                // moment still leaves every line on disk, and a busy one costs one write.
+                // Let the rest of the burst arrive, take it whole, then hand it over at once.
                 std::thread::sleep(COALESCE);
                 let (taken, open) = self.take_gathered(&mut rx);
                 self.flush();
                 if !open {
                     return;
-                }
-                while let Ok(join) = joins.try_recv() {
-                    self.join(join);
                 }
                 // A closed switch (the hub dropped unfinished) stops it too, as when parked.
                 if !matches!(stop.try_recv(), Err(oneshot::error::TryRecvError::Empty)) {
@@ -152,14 +152,14 @@ impl Pump {
         }
     }
 
-    /// Takes every event queued now, flushing every [`MAX_BURST`]; how many, and whether a
+    /// Takes every fact queued now, handing over every [`MAX_BURST`]; how many, and whether a
     /// sender is still there.
     fn take_gathered(&mut self, rx: &mut UnboundedReceiver<Fact>) -> (usize, bool) {
         let mut taken = 0;
         loop {
             match rx.try_recv() {
-                Ok(event) => {
-                    self.take(event);
+                Ok(fact) => {
+                    self.take(fact);
                     taken += 1;
                     if taken % MAX_BURST == 0 {
                         self.flush();
@@ -171,27 +171,21 @@ impl Pump {
         }
     }
 
-    /// A viewer joins: every event before its first live one is in the file first.
-    fn join(&mut self, join: Join) {
-        self.flush();
-        self.viewers.join(join, self.seen);
-    }
-
     /// Told to stop: everything sent before is queued; take it, then end.
     fn last(&mut self, rx: &mut UnboundedReceiver<Fact>) {
-        while let Ok(event) = rx.try_recv() {
-            self.take(event);
+        while let Ok(fact) = rx.try_recv() {
+            self.take(fact);
         }
         self.flush();
     }
 
-    /// Takes one fact: the events it stands for (a message parsed here).
+    /// Takes one fact: the events it stands for (a message parsed here), redacted.
     fn take(&mut self, fact: Fact) {
-        self.backlog.release(fact.weight());
+        let mut weight = fact.weight();
         match fact {
             Fact::SseMessage(mut event) => {
                 let Some(mut message) = crate::sink::sse_message(&event.kind) else {
-                    return self.take_event(event);
+                    return self.take_event(event, weight);
                 };
                 // Redacted together: a message left as its data parses is recorded as a
                 // reference to the data, without writing it out again to compare.
@@ -205,16 +199,132 @@ impl Pump {
                 if parsed && let EventKind::SseEvent { data, .. } = &event.kind {
                     message.source = Some(data.clone());
                 }
-                self.pass(event, parsed);
-                self.pass(message, derived);
+                self.push(event, parsed, weight);
+                self.push(message, derived, 0);
             }
-            fact => fact.into_events(|event| self.take_event(event)),
+            fact => fact.into_events(|event| {
+                self.take_event(event, std::mem::take(&mut weight));
+            }),
         }
     }
 
-    fn take_event(&mut self, mut event: Event) {
+    fn take_event(&mut self, mut event: Event, weight: usize) {
         self.redactor.observe(&mut event.kind);
-        self.pass(event, false);
+        self.push(event, false, weight);
+    }
+
+    fn push(&mut self, event: Event, known: bool, weight: usize) {
+        self.batch.push(Ready {
+            event,
+            known,
+            weight,
+        });
+    }
+
+    /// Hands the events taken so far to the hub (one send for the burst).
+    fn flush(&mut self) {
+        if !self.batch.is_empty() {
+            // A hub that has gone (it panicked) takes nothing more; its end is reported there.
+            let _ = self.out.send(Stage::Batch(std::mem::take(&mut self.batch)));
+        }
+    }
+}
+
+/// The second stage, the hub's loop: takes the parse stage's events in bursts, records them,
+/// and hands them to the viewers and the view, until the parse stage has ended.
+struct Pump {
+    recorder: Option<Recorder>,
+    backlog: Backlog,
+    view: UnboundedSender<Event>,
+    view_pace: ViewPace,
+    /// Events for the view not handed over yet, and their weight: the view gets a burst in one
+    /// go (one wake-up of its thread), not an event at a time.
+    for_view: Vec<Event>,
+    for_view_bytes: usize,
+    viewers: Fanout,
+    failed: bool,
+    seen: u64,
+}
+
+impl Pump {
+    /// Parked while nothing comes; once a burst arrives, takes what has gathered every
+    /// [`COALESCE`], and parks again after [`IDLE_POLLS`] empty takes. Returns whether the
+    /// parse stage ended as it should (every fact sent before its end was handed over).
+    async fn run(
+        &mut self,
+        mut rx: UnboundedReceiver<Stage>,
+        mut joins: UnboundedReceiver<Join>,
+    ) -> bool {
+        loop {
+            let first = tokio::select! {
+                biased;
+                Some(join) = joins.recv() => {
+                    self.join(join);
+                    continue;
+                }
+                first = rx.recv() => first,
+            };
+            match first {
+                Some(Stage::Batch(batch)) => self.take(batch),
+                Some(Stage::End) => {
+                    self.flush();
+                    return true;
+                }
+                None => {
+                    self.flush();
+                    return false;
+                }
+            }
+            let mut empty = 0;
+            while empty < IDLE_POLLS {
+                // Let the rest of the burst arrive, take it whole, then flush once: a quiet
+                // moment still leaves every line on disk, and a busy one costs one write.
+                std::thread::sleep(COALESCE);
+                let (taken, end) = self.take_gathered(&mut rx);
+                self.flush();
+                if let Some(ended) = end {
+                    return ended;
+                }
+                while let Ok(join) = joins.try_recv() {
+                    self.join(join);
+                }
+                empty = if taken == 0 { empty + 1 } else { 0 };
+            }
+        }
+    }
+
+    /// Takes every burst queued now; how many events, and whether (and how) the parse stage
+    /// has ended.
+    fn take_gathered(&mut self, rx: &mut UnboundedReceiver<Stage>) -> (usize, Option<bool>) {
+        let mut taken = 0;
+        loop {
+            match rx.try_recv() {
+                Ok(Stage::Batch(batch)) => {
+                    taken += batch.len();
+                    self.take(batch);
+                }
+                Ok(Stage::End) => return (taken, Some(true)),
+                Err(TryRecvError::Empty) => return (taken, None),
+                Err(TryRecvError::Disconnected) => return (taken, Some(false)),
+            }
+        }
+    }
+
+    /// A viewer joins: every event before its first live one is in the file first.
+    fn join(&mut self, join: Join) {
+        self.flush();
+        self.viewers.join(join, self.seen);
+    }
+
+    /// Takes a burst of events, flushing every [`MAX_BURST`].
+    fn take(&mut self, batch: Vec<Ready>) {
+        for ready in batch {
+            self.backlog.release(ready.weight);
+            self.pass(ready.event, ready.known);
+            if self.seen.is_multiple_of(MAX_BURST as u64) {
+                self.flush();
+            }
+        }
     }
 
     /// Records a redacted event and passes it to the viewers and the view; `known`: it is a
@@ -300,6 +410,7 @@ impl Hub {
         let released = backlog.clone();
         let view_pace = ViewPace::default();
         let paced = view_pace.clone();
+        let (staged, stages) = unbounded_channel::<Stage>();
         let runtime = tokio::runtime::Builder::new_current_thread()
             .build()
             .map_err(ProxyError::HubThread)?;
@@ -308,7 +419,6 @@ impl Hub {
             .spawn(move || {
                 let mut pump = Pump {
                     recorder,
-                    redactor,
                     backlog: released,
                     view,
                     view_pace: paced,
@@ -318,11 +428,30 @@ impl Hub {
                     failed: false,
                     seen: 0,
                 };
-                runtime.block_on(pump.run(rx, joins, stopped));
+                let whole = runtime.block_on(pump.run(stages, joins));
                 // The viewers' queues close with the session.
                 pump.viewers = Fanout::default();
-                // The waiting side may have given up already: nothing is lost either way.
-                let _ = done.send(pump.tally());
+                // Without the parse stage's end, facts may be missing: no tally, and the
+                // waiting side reports the hub stopped without finishing.
+                if whole {
+                    // The waiting side may have given up already: nothing is lost either way.
+                    let _ = done.send(pump.tally());
+                }
+            })
+            .map_err(ProxyError::HubThread)?;
+        let parse_runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .map_err(ProxyError::HubThread)?;
+        std::thread::Builder::new()
+            .name("mcpscope-parse".into())
+            .spawn(move || {
+                let mut parse = Parse {
+                    redactor,
+                    out: staged,
+                    batch: Vec::new(),
+                };
+                parse_runtime.block_on(parse.run(rx, stopped));
+                let _ = parse.out.send(Stage::End);
             })
             .map_err(ProxyError::HubThread)?;
         Ok(Self {
