@@ -25,13 +25,16 @@ use crate::error::ProxyError;
 use crate::publish::fanout::{Fanout, Join};
 use crate::sink::{Backlog, Fact};
 
-/// How long the hub lets a burst of events gather before taking it (bounds the view's lag).
+/// How long the parse stage lets a burst of facts gather before taking it (bounds the view's
+/// lag: the hub takes each burst as it comes).
 const COALESCE: std::time::Duration = std::time::Duration::from_millis(2);
 
-/// The most events taken between two flushes.
+/// The most facts the parse stage takes before handing them over, and the most events the hub
+/// takes between two flushes.
 const MAX_BURST: usize = 4096;
 
-/// Empty takes in a row (each [`COALESCE`] apart) before the hub parks until the next event.
+/// Empty takes in a row (each [`COALESCE`] apart) before the parse stage parks until the next
+/// fact.
 const IDLE_POLLS: u32 = 8;
 
 /// Bytes of events (by [`Event::weight`]) the hub gathers for the view before handing them
@@ -247,65 +250,47 @@ struct Pump {
 }
 
 impl Pump {
-    /// Parked while nothing comes; once a burst arrives, takes what has gathered every
-    /// [`COALESCE`], and parks again after [`IDLE_POLLS`] empty takes. Returns whether the
-    /// parse stage ended as it should (every fact sent before its end was handed over).
+    /// Parked while nothing comes; takes each burst as it arrives (the parse stage gathered
+    /// it: one wake-up a burst), with whatever else is queued then, and flushes once. Returns
+    /// whether the parse stage ended as it should (every fact sent before its end was handed
+    /// over).
     async fn run(
         &mut self,
         mut rx: UnboundedReceiver<Stage>,
         mut joins: UnboundedReceiver<Join>,
     ) -> bool {
         loop {
-            let first = tokio::select! {
+            let next = tokio::select! {
                 biased;
                 Some(join) = joins.recv() => {
                     self.join(join);
                     continue;
                 }
-                first = rx.recv() => first,
+                next = rx.recv() => next,
             };
-            match first {
-                Some(Stage::Batch(batch)) => self.take(batch),
-                Some(Stage::End) => {
-                    self.flush();
-                    return true;
+            let end = match next {
+                Some(Stage::Batch(batch)) => {
+                    self.take(batch);
+                    self.take_queued(&mut rx)
                 }
-                None => {
-                    self.flush();
-                    return false;
-                }
-            }
-            let mut empty = 0;
-            while empty < IDLE_POLLS {
-                // Let the rest of the burst arrive, take it whole, then flush once: a quiet
-                // moment still leaves every line on disk, and a busy one costs one write.
-                std::thread::sleep(COALESCE);
-                let (taken, end) = self.take_gathered(&mut rx);
-                self.flush();
-                if let Some(ended) = end {
-                    return ended;
-                }
-                while let Ok(join) = joins.try_recv() {
-                    self.join(join);
-                }
-                empty = if taken == 0 { empty + 1 } else { 0 };
+                Some(Stage::End) => Some(true),
+                None => Some(false),
+            };
+            self.flush();
+            if let Some(whole) = end {
+                return whole;
             }
         }
     }
 
-    /// Takes every burst queued now; how many events, and whether (and how) the parse stage
-    /// has ended.
-    fn take_gathered(&mut self, rx: &mut UnboundedReceiver<Stage>) -> (usize, Option<bool>) {
-        let mut taken = 0;
+    /// Takes every burst queued now; whether (and how) the parse stage has ended.
+    fn take_queued(&mut self, rx: &mut UnboundedReceiver<Stage>) -> Option<bool> {
         loop {
             match rx.try_recv() {
-                Ok(Stage::Batch(batch)) => {
-                    taken += batch.len();
-                    self.take(batch);
-                }
-                Ok(Stage::End) => return (taken, Some(true)),
-                Err(TryRecvError::Empty) => return (taken, None),
-                Err(TryRecvError::Disconnected) => return (taken, Some(false)),
+                Ok(Stage::Batch(batch)) => self.take(batch),
+                Ok(Stage::End) => return Some(true),
+                Err(TryRecvError::Empty) => return None,
+                Err(TryRecvError::Disconnected) => return Some(false),
             }
         }
     }
