@@ -24,7 +24,7 @@ pub enum ProxyError {
     #[error("cannot set up TLS toward the upstream: {0}")]
     Tls(#[from] rustls::Error),
     /// The hub's thread (recorder and view feed) could not be started.
-    #[error("cannot start the event hub thread: {0}")]
+    #[error("cannot start the event hub's threads: {0}")]
     HubThread(std::io::Error),
     /// A lock guarding shared state was poisoned by a panic elsewhere.
     #[error("the {0} lock was poisoned by a panic")]

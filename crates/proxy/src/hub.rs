@@ -83,8 +83,9 @@ pub struct Hub {
     thread: Option<Done>,
 }
 
-/// The hub thread, the switch that ends it once the events sent so far are taken, and the
-/// signal it sends when it has recorded its last event.
+/// The hub thread, the switch that ends the parse stage (and through it the hub) once the
+/// facts sent so far are taken, and the signal the hub sends when it has recorded its last
+/// event.
 struct Done {
     thread: JoinHandle<()>,
     stop: oneshot::Sender<()>,
@@ -383,7 +384,7 @@ impl Pump {
 
 impl Hub {
     /// Starts the hub with an optional recorder; `redactor` hides secrets in every event
-    /// before it is recorded or reaches the view. Fails when its thread cannot be started.
+    /// before it is recorded or reaches the view. Fails when its threads cannot be started.
     pub fn start(recorder: Option<Recorder>, redactor: Redactor) -> Result<Self, ProxyError> {
         let (input, rx) = unbounded_channel::<Fact>();
         let (view, output) = unbounded_channel::<Event>();
@@ -516,7 +517,8 @@ impl Hub {
             }
             Err(RecvTimeoutError::Timeout) => None,
             Err(RecvTimeoutError::Disconnected) => {
-                let problem = "the event hub thread stopped without finishing (it panicked)";
+                let problem =
+                    "the event hub stopped without finishing (one of its threads panicked)";
                 tracing::error!("{problem}");
                 let _ = writeln!(std::io::stderr(), "mcpscope: {problem}");
                 None
