@@ -315,28 +315,37 @@ pub async fn run_proxy_with(
     ));
     let view = View::chosen(args.headless, args.json);
     let mut status = None;
+    // The notices printed headless: the task runs on while the proxy shuts down, so the
+    // exchanges ended at shutdown and everything still queued are printed before the run ends.
+    let mut notices = None;
     if let Some(command) = command {
         let mut child = crate::forward::spawn(&command, running.proxy.addr, forward.as_deref())?;
-        let shown = async {
-            if let (View::Headless(style), true) = (view, args.headless || args.json) {
-                // Stdout is the command's.
-                let pace = Some(taken(running.hub.pace_view()));
+        let shown = if let (View::Headless(style), true) = (view, args.headless || args.json) {
+            // Stdout is the command's.
+            let pace = Some(taken(running.hub.pace_view()));
+            tokio::spawn(async move {
                 headless::run_to(feed, style, pace, &mut std::io::stderr()).await;
-            } else {
-                // The terminal is the command's: the session is watched with `mcpscope attach`.
-                crate::forward::drain(feed).await;
-            }
-            std::future::pending::<()>().await
+            })
+        } else {
+            // The terminal is the command's: the session is watched with `mcpscope attach`.
+            tokio::spawn(crate::forward::drain(feed))
         };
+        notices = Some(shown);
         tokio::select! {
             ended = child.wait() => status = Some(ended.context("cannot wait for the command")?),
-            _ = shown => {}
             signal = shutdown.wait() => tracing::info!("{signal}: shutting down"),
         }
     } else if let View::Headless(style) = view {
+        let pace = Some(taken(running.hub.pace_view()));
+        let mut shown = tokio::spawn(async move {
+            headless::run(feed, style, pace).await;
+        });
         tokio::select! {
-            _ = headless::run(feed, style, Some(taken(running.hub.pace_view()))) => {}
-            signal = shutdown.wait() => tracing::info!("{signal}: shutting down"),
+            _ = &mut shown => {}
+            signal = shutdown.wait() => {
+                tracing::info!("{signal}: shutting down");
+                notices = Some(shown);
+            }
         }
     } else {
         // Said before the screen is taken over (and left in the terminal's scrollback).
@@ -372,6 +381,7 @@ pub async fn run_proxy_with(
     drop(running.proxy);
     let recording = running.hub.recording.clone();
     let tally = running.hub.finish_within(FINISH_PATIENCE);
+    let hub_finished = tally.is_some();
     if let Some(path) = recording {
         match tally {
             Some(t) => crate::say!(
@@ -385,6 +395,14 @@ pub async fn run_proxy_with(
                 path.display(),
                 FINISH_PATIENCE
             ),
+        }
+    }
+    if let Some(notices) = notices {
+        if hub_finished {
+            // The hub has ended: the feed closes once the view has taken what is queued.
+            let _ = tokio::time::timeout(FINISH_PATIENCE, notices).await;
+        } else {
+            notices.abort();
         }
     }
     if let Some(telemetry) = telemetry {

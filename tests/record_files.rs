@@ -367,6 +367,109 @@ async fn sigterm_ends_every_open_exchange_and_completes_the_recording() {
     server.shutdown().await;
 }
 
+/// With `--json`, what the shutdown itself ends is printed before the run exits: the call
+/// pending on its SSE stream is reported orphaned (its stream cancelled at shutdown), as the
+/// recording says.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn json_notices_of_the_shutdown_are_printed_before_exit() {
+    use mcpscope_testserver as testserver;
+    use mcpscope_testserver::client::McpClient;
+    use serde_json::json;
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server = testserver::start(testserver::Options::default())
+        .await
+        .expect("test server");
+    let mut child = mcpscope(
+        dir.path(),
+        &[
+            "--json",
+            "--upstream",
+            &server.url(),
+            "--record",
+            "run.jsonl",
+        ],
+    )
+    .stdout(Stdio::piped())
+    .spawn()
+    .expect("spawn");
+    let stdout = child.stdout.take().expect("stdout");
+    let printed = std::thread::spawn(move || {
+        BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+            .collect::<Vec<String>>()
+    });
+    let (_, said) = wait_for_recording(&mut child);
+    let listen = said
+        .split("listening on ")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no listen address in {said}"))
+        .trim_start_matches("http://")
+        .to_string();
+    let url = format!("http://{listen}/mcp");
+    let mut client = McpClient::new(&url).expect("client");
+    client.handshake().await.expect("handshake");
+    // A call the server answers only after a minute, on an SSE stream (progress asked for).
+    let call = tokio::spawn(async move {
+        client
+            .call("slow", json!({"steps": 1, "interval_ms": 60_000}), true)
+            .await
+    });
+    let started = Instant::now();
+    loop {
+        let text = std::fs::read_to_string(dir.path().join("run.jsonl")).unwrap_or_default();
+        if text.contains("\"slow\"") && text.contains("\"stream_opened\"") {
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "no call: {text}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+
+    stop(child);
+    let lines = printed.join().expect("stdout reader");
+    let notices: Vec<serde_json::Value> = lines
+        .iter()
+        .map(|l| serde_json::from_str(l).expect("one JSON object per line"))
+        .collect();
+    let slow = notices
+        .iter()
+        .find(|n| n["kind"] == "call_started" && n["tool"] == "slow")
+        .unwrap_or_else(|| panic!("{lines:#?}"));
+    // Its stream, cancelled by the shutdown on the client's leg, with the call pending.
+    let ended = notices
+        .iter()
+        .find(|n| n["kind"] == "stream_ended" && n["stream"] == slow["stream"])
+        .unwrap_or_else(|| panic!("{lines:#?}"));
+    assert_eq!(
+        (&ended["how"], &ended["leg"], &ended["pending"]),
+        (&json!("cancelled"), &json!("client"), &json!(1)),
+        "{lines:#?}"
+    );
+    // And what became of the call (the test server names event ids: resumable).
+    let fate: Vec<&serde_json::Value> = notices
+        .iter()
+        .filter(|n| n["request_id"] == slow["request_id"] && n["stream"] == slow["stream"])
+        .filter(|n| n["kind"] == "call_resumable" || n["kind"] == "call_orphaned")
+        .collect();
+    assert_eq!(fate.len(), 1, "{lines:#?}");
+    // The recording says the same.
+    let recorded = std::fs::read_to_string(dir.path().join("run.jsonl")).expect("recording");
+    assert!(
+        recorded
+            .lines()
+            .any(|l| l.contains("\"detail\":\"shutdown\"")),
+        "{recorded}"
+    );
+    call.abort();
+    server.shutdown().await;
+}
+
 #[test]
 fn a_closed_stderr_ends_nothing_the_proxy_answers_and_records() {
     let dir = tempfile::tempdir().expect("tempdir");
