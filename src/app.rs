@@ -315,31 +315,44 @@ pub async fn run_proxy_with(
     ));
     let view = View::chosen(args.headless, args.json);
     let mut status = None;
-    // The notices printed headless: the task runs on while the proxy shuts down, so the
-    // exchanges ended at shutdown and everything still queued are printed before the run ends.
-    let mut notices = None;
+    // The notices printed headless, folded on this thread (the runtime's workers are the
+    // proxy's). After a signal it runs on while the proxy shuts down, so what is still queued
+    // and what the shutdown ends (streams cancelled, calls orphaned) are printed too.
+    let mut notices: Option<std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>> = None;
     if let Some(command) = command {
         let mut child = crate::forward::spawn(&command, running.proxy.addr, forward.as_deref())?;
-        let shown = if let (View::Headless(style), true) = (view, args.headless || args.json) {
-            // Stdout is the command's.
-            let pace = Some(taken(running.hub.pace_view()));
-            tokio::spawn(async move {
-                headless::run_to(feed, style, pace, &mut std::io::stderr()).await;
-            })
-        } else {
-            // The terminal is the command's: the session is watched with `mcpscope attach`.
-            tokio::spawn(crate::forward::drain(feed))
-        };
-        notices = Some(shown);
+        let mut shown: std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>> =
+            if let (View::Headless(style), true) = (view, args.headless || args.json) {
+                // Stdout is the command's.
+                let pace = Some(taken(running.hub.pace_view()));
+                Box::pin(async move {
+                    headless::run_to(feed, style, pace, &mut std::io::stderr()).await;
+                })
+            } else {
+                // The terminal is the command's: the session is watched with `mcpscope attach`.
+                Box::pin(crate::forward::drain(feed))
+            };
+        let mut shown_all = false;
         tokio::select! {
             ended = child.wait() => status = Some(ended.context("cannot wait for the command")?),
+            _ = &mut shown => shown_all = true,
             signal = shutdown.wait() => tracing::info!("{signal}: shutting down"),
+        }
+        if shown_all {
+            // The feed closed before the command ended (the hub is gone): wait for the command.
+            tokio::select! {
+                ended = child.wait() => status = Some(ended.context("cannot wait for the command")?),
+                signal = shutdown.wait() => tracing::info!("{signal}: shutting down"),
+            }
+        } else {
+            notices = Some(shown);
         }
     } else if let View::Headless(style) = view {
         let pace = Some(taken(running.hub.pace_view()));
-        let mut shown = tokio::spawn(async move {
-            headless::run(feed, style, pace).await;
-        });
+        let mut shown: std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>> =
+            Box::pin(async move {
+                headless::run(feed, style, pace).await;
+            });
         tokio::select! {
             _ = &mut shown => {}
             signal = shutdown.wait() => {
@@ -380,8 +393,19 @@ pub async fn run_proxy_with(
     tracing::info!("{ended} open exchanges ended at shutdown");
     drop(running.proxy);
     let recording = running.hub.recording.clone();
-    let tally = running.hub.finish_within(FINISH_PATIENCE);
-    let hub_finished = tally.is_some();
+    // The hub finishes on a blocking thread while this one prints what it hands the view.
+    let hub = running.hub;
+    let finishing = tokio::task::spawn_blocking(move || hub.finish_within(FINISH_PATIENCE));
+    let tally = match notices {
+        Some(notices) => {
+            // The feed closes once the hub has ended and the view has taken what is queued.
+            let shown = tokio::time::timeout(FINISH_PATIENCE, notices);
+            tokio::join!(finishing, shown).0
+        }
+        None => finishing.await,
+    }
+    .ok()
+    .flatten();
     if let Some(path) = recording {
         match tally {
             Some(t) => crate::say!(
@@ -395,14 +419,6 @@ pub async fn run_proxy_with(
                 path.display(),
                 FINISH_PATIENCE
             ),
-        }
-    }
-    if let Some(notices) = notices {
-        if hub_finished {
-            // The hub has ended: the feed closes once the view has taken what is queued.
-            let _ = tokio::time::timeout(FINISH_PATIENCE, notices).await;
-        } else {
-            notices.abort();
         }
     }
     if let Some(telemetry) = telemetry {
