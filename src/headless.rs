@@ -57,11 +57,20 @@ pub fn format(notice: &Notice, style: Style, model: &Model) -> String {
 /// The most events taken from the feed between two writes.
 const BATCH: usize = 256;
 
-/// Appends the lines of `notices` to `text`.
-fn print_into(text: &mut String, notices: &[Notice], style: Style, model: &Model) {
+/// Appends the lines of `notices` to `text`, each as [`format`] writes it (a JSON object
+/// written straight into `text`, not into a string of its own first).
+fn print_into(text: &mut Vec<u8>, notices: &[Notice], style: Style, model: &Model) {
     for notice in notices {
-        text.push_str(&format(notice, style, model));
-        text.push('\n');
+        let start = text.len();
+        let written = match style {
+            Style::Json => serde_json::to_writer(&mut *text, notice).is_ok(),
+            Style::Lines => false,
+        };
+        if !written {
+            text.truncate(start);
+            text.extend_from_slice(format(notice, style, model).as_bytes());
+        }
+        text.push(b'\n');
     }
 }
 
@@ -86,7 +95,7 @@ pub async fn run_to(
     let mut schemas = Watch::new();
     let mut tick = tokio::time::interval(Duration::from_millis(250));
     let mut batch = Vec::with_capacity(BATCH);
-    let mut text = String::new();
+    let mut text = Vec::new();
     loop {
         tokio::select! {
             taken_now = feed.recv_many(&mut batch, BATCH) => {
@@ -109,11 +118,41 @@ pub async fn run_to(
         if text.is_empty() {
             continue;
         }
-        if out.write_all(text.as_bytes()).is_err() {
+        if out.write_all(&text).is_err() {
             return model;
         }
         text.clear();
         let _ = out.flush();
     }
     model
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The lines written straight into the output are the lines [`format`] writes, in both
+    /// styles, over every notice the shipped recordings fold to.
+    #[test]
+    fn printed_lines_are_the_formatted_notices() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("recordings");
+        let mut checked = 0;
+        for entry in std::fs::read_dir(&dir).expect("recordings") {
+            let path = entry.expect("entry").path();
+            let recording = mcpscope_engine::record::read_file(&path).expect("recording");
+            let (model, notices) = Model::from_events(&recording.events);
+            assert!(!notices.is_empty(), "{}", path.display());
+            for style in [Style::Json, Style::Lines] {
+                let mut text = Vec::new();
+                print_into(&mut text, &notices, style, &model);
+                let expected: String = notices
+                    .iter()
+                    .map(|n| format(n, style, &model) + "\n")
+                    .collect();
+                assert_eq!(String::from_utf8(text).expect("utf-8"), expected);
+                checked += notices.len();
+            }
+        }
+        assert!(checked > 20, "{checked}");
+    }
 }

@@ -20,10 +20,11 @@ pub struct Event {
     /// What was observed.
     #[serde(flatten)]
     pub kind: EventKind,
-    /// For a `message` that is exactly what an SSE event's data parses to: that data. A
-    /// consumer that keeps the message as text takes it from here when it is the very text the
-    /// message writes out as ([`crate::model::Body::of`] checks), instead of writing the
-    /// message out again. Not part of the fact: never recorded, sent or compared.
+    /// For a `message` that is exactly what an SSE event's data (or a whole body, its ends
+    /// trimmed) parses to: that text. A consumer that keeps the message as text takes it from
+    /// here when it is the very text the message writes out as ([`crate::model::Body::of`]
+    /// checks), instead of writing the message out again. Not part of the fact: never
+    /// recorded, sent or compared.
     #[serde(skip)]
     pub source: Option<std::sync::Arc<str>>,
 }
@@ -36,9 +37,9 @@ impl PartialEq for Event {
 }
 
 impl Event {
-    /// Roughly the bytes the event holds ([`EventKind::weight`]); a message parsed from SSE
-    /// data ([`Event::source`]) weighs twice its data (a parsed tree outweighs its text),
-    /// without walking the tree.
+    /// Roughly the bytes the event holds ([`EventKind::weight`]); a message with its text
+    /// ([`Event::source`]) weighs twice that text (a parsed tree outweighs it), without walking
+    /// the tree.
     pub fn weight(&self) -> usize {
         match (&self.kind, &self.source) {
             (EventKind::Message { .. }, Some(data)) => 256 + 2 * data.len(),

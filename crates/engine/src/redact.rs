@@ -345,6 +345,24 @@ impl Redactor {
         !changed
     }
 
+    /// Redacts a message (a whole body parsed) as [`Redactor::observe`] does; returns whether
+    /// it is unchanged, so that the text it was parsed from still stands for it.
+    pub fn observe_message(&mut self, message: &mut EventKind) -> bool {
+        let EventKind::Message { body, .. } = message else {
+            self.observe(message);
+            return false;
+        };
+        if !self.enabled {
+            return true;
+        }
+        let changed = self.json(body);
+        if !self.values.is_empty() {
+            self.scrub_event(message);
+            return false;
+        }
+        !changed
+    }
+
     /// No redaction at all (`--no-redact`).
     pub fn disabled() -> Self {
         Self {

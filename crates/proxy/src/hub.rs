@@ -20,6 +20,7 @@ use tokio::sync::oneshot;
 use mcpscope_engine::event::{Event, EventKind};
 use mcpscope_engine::record::Recorder;
 use mcpscope_engine::redact::Redactor;
+use mcpscope_engine::wire::observe;
 
 use crate::error::ProxyError;
 use crate::publish::fanout::{Fanout, Join};
@@ -205,6 +206,25 @@ impl Parse {
                 }
                 self.push(event, parsed, weight);
                 self.push(message, derived, 0);
+            }
+            Fact::Message {
+                t,
+                stream,
+                dir,
+                bytes,
+                mirrored: None,
+            } => {
+                let mut message = Event::at(t, observe::message(stream, dir, &bytes));
+                // A body redaction left as it parses is the message's text, trimmed (the view
+                // keeps that text when it is the very text the message writes out as).
+                let unchanged = self.redactor.observe_message(&mut message.kind);
+                if unchanged
+                    && matches!(&message.kind, EventKind::Message { body, .. } if body.is_object())
+                    && let Ok(text) = std::str::from_utf8(&bytes)
+                {
+                    message.source = Some(Arc::from(text.trim_ascii()));
+                }
+                self.push(message, false, weight);
             }
             fact => fact.into_events(|event| {
                 self.take_event(event, std::mem::take(&mut weight));
@@ -598,6 +618,38 @@ mod tests {
                 .map(|t| t.seen),
             Some(120)
         );
+    }
+
+    /// A body's message carries the body's text (its ends trimmed) while redaction leaves it as
+    /// it parses; a body redaction changed, or a batch, carries none.
+    #[test]
+    fn a_body_message_carries_its_text_unless_redaction_changed_it() {
+        let mut hub = Hub::start(None, Redactor::new()).unwrap();
+        let mut output = hub.take_output().unwrap();
+        let bodies = [
+            " {\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\"}}\n",
+            "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"password\":\"hunter2\"}}",
+            "[{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"ping\"}]",
+        ];
+        for body in bodies {
+            hub.input
+                .send(Fact::Message {
+                    t: Event::stamp(),
+                    stream: 1,
+                    dir: mcpscope_engine::event::Direction::ClientToServer,
+                    bytes: bytes::Bytes::from(body),
+                    mirrored: None,
+                })
+                .unwrap();
+        }
+        let events = drain(&mut output, std::time::Duration::from_millis(300));
+        let sources: Vec<Option<&str>> = events.iter().map(|e| e.source.as_deref()).collect();
+        assert_eq!(sources, [Some(bodies[0].trim()), None, None]);
+        let EventKind::Message { body, .. } = &events[1].kind else {
+            panic!("{:?}", events[1]);
+        };
+        assert_ne!(body["params"]["password"], "hunter2");
+        hub.finish_within(std::time::Duration::from_secs(10));
     }
 
     #[test]

@@ -350,9 +350,16 @@ impl Model {
 
     /// The origin of the one upstream `proxy_started` named, for exchanges that do not name
     /// their own server.
-    fn upstream_origin(&self) -> Option<String> {
+    fn upstream_origin(&mut self) -> Option<String> {
         let proxy = self.proxy.as_ref()?;
-        crate::wire::oauth::Origin::text_of(&proxy.upstream)
+        match &self.upstream_origin {
+            Some((upstream, origin)) if *upstream == proxy.upstream => origin.clone(),
+            _ => {
+                let origin = crate::wire::oauth::Origin::text_of(&proxy.upstream);
+                self.upstream_origin = Some((proxy.upstream.clone(), origin.clone()));
+                origin
+            }
+        }
     }
 
     /// A server's session by its id (two servers' sessions of the same id are two sessions).
@@ -805,7 +812,8 @@ impl Model {
         };
         let batch = body.is_array();
         for msg in messages(body) {
-            // The SSE data a single message was parsed from is its text when it writes as it.
+            // The text a single message was parsed from (SSE data, a body) is its text when it
+            // writes as it.
             let shared = match source {
                 Some(text) if !batch => Body::of(msg, text),
                 _ => Body::new(msg),

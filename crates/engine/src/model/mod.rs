@@ -206,6 +206,10 @@ pub struct Model {
     /// starts sharing anew).
     #[serde(skip)]
     names: Names,
+    /// The origin of [`Model::proxy`]'s upstream, read once per upstream (every exchange of
+    /// the proxy names it); a model read back reads it anew.
+    #[serde(skip)]
+    upstream_origin: Option<(String, Option<String>)>,
 }
 
 impl Model {
