@@ -15,13 +15,21 @@ use crate::theme::Theme;
 use mcpscope_engine::event::Direction;
 use mcpscope_engine::model::{Fate, Model, Stream};
 
-/// Streams shown at once under one session.
-const WINDOW: usize = 300;
+/// Streams shown at once under one session, at least: a pane's worth of them on each side of
+/// the selection ([`window`]) however short the pane.
+const MIN_WINDOW: usize = 30;
+
+/// The streams a session shows at once in a pane `height` rows high, centred on the selection:
+/// three panes' worth, so that a move of a row or a page stays inside it (and the next frame
+/// centres it again), while a frame builds only rows that can be reached from the screen.
+fn window(height: u16) -> usize {
+    (3 * usize::from(height)).max(MIN_WINDOW)
+}
 
 /// Draws the tree into `area` from its own state, which the widget scrolls to keep the selection
 /// in view and which then knows the rows on screen (for the arrow keys and clicks).
 pub(crate) fn render(frame: &mut Frame, app: &App, model: &Model, area: Rect) {
-    let items = items(app, model, &app.theme);
+    let items = items(app, model, &app.theme, window(area.height));
     let Ok(mut state) = app.tree.state.try_borrow_mut() else {
         return;
     };
@@ -88,7 +96,7 @@ fn draw(
     }
 }
 
-fn items(app: &App, model: &Model, theme: &Theme) -> Vec<TreeItem<'static, Node>> {
+fn items(app: &App, model: &Model, theme: &Theme, window: usize) -> Vec<TreeItem<'static, Node>> {
     let selected_stream = app
         .tree
         .selected()
@@ -98,7 +106,7 @@ fn items(app: &App, model: &Model, theme: &Theme) -> Vec<TreeItem<'static, Node>
     if !grouping::grouped(model) {
         return (0..model.sessions.len())
             .filter(shown)
-            .filter_map(|si| session_item(app, model, theme, si, &[], selected_stream))
+            .filter_map(|si| session_item(app, model, theme, si, &[], selected_stream, window))
             .collect();
     }
     // Grouped: a node per server in the order the servers were first seen, the sessions whose
@@ -121,7 +129,9 @@ fn items(app: &App, model: &Model, theme: &Theme) -> Vec<TreeItem<'static, Node>
         let children: Vec<_> = if app.tree.is_open(&[node]) {
             sessions
                 .iter()
-                .filter_map(|&si| session_item(app, model, theme, si, &[node], selected_stream))
+                .filter_map(|&si| {
+                    session_item(app, model, theme, si, &[node], selected_stream, window)
+                })
                 .collect()
         } else {
             vec![TreeItem::new_leaf(Node::More(0, 4), "…")]
@@ -149,6 +159,7 @@ fn session_item(
     si: usize,
     parent: &[Node],
     selected_stream: Option<Node>,
+    window: usize,
 ) -> Option<TreeItem<'static, Node>> {
     let session = &model.sessions[si];
     let mut text = vec![Span::styled(session.label(), theme.header())];
@@ -171,7 +182,7 @@ fn session_item(
     let mut path = parent.to_vec();
     path.push(Node::Session(si));
     let children = if app.tree.is_open(&path) {
-        stream_items(app, model, theme, &path, selected_stream)
+        stream_items(app, model, theme, &path, selected_stream, window)
     } else {
         vec![TreeItem::new_leaf(Node::More(si, 0), "…")]
     };
@@ -184,6 +195,7 @@ fn stream_items(
     theme: &Theme,
     session_path: &[Node],
     selected: Option<Node>,
+    window: usize,
 ) -> Vec<TreeItem<'static, Node>> {
     let Some(&Node::Session(si)) = session_path.last() else {
         return Vec::new();
@@ -195,9 +207,9 @@ fn stream_items(
     }
     .unwrap_or(ids.len().saturating_sub(1));
     let start = center
-        .saturating_sub(WINDOW / 2)
-        .min(ids.len().saturating_sub(WINDOW));
-    let end = (start + WINDOW).min(ids.len());
+        .saturating_sub(window / 2)
+        .min(ids.len().saturating_sub(window));
+    let end = (start + window).min(ids.len());
     let mut out = Vec::new();
     if start > 0 {
         out.push(TreeItem::new_leaf(
@@ -289,4 +301,49 @@ pub(crate) fn stream_line(
         ));
     }
     Line::from(spans)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::{Offset, Utc};
+    use mcpscope_engine::event::{EndHow, Leg};
+    use mcpscope_engine::fixtures::Script;
+    use serde_json::json;
+
+    /// A session of 500 streams in a pane 20 rows high builds three panes' worth of them, and
+    /// counts the rest.
+    #[test]
+    fn a_long_session_builds_three_panes_of_streams() {
+        let mut script = Script::new();
+        script.handshake(0, 1, "s1");
+        for i in 0..499u64 {
+            let ms = 100 + 10 * i as i64;
+            script
+                .call(ms, i + 2, "s1", i as i64 + 1, "poke")
+                .sse(
+                    ms + 5,
+                    i + 2,
+                    None,
+                    json!({"jsonrpc":"2.0","id":i + 1,"result":{}}),
+                    (0, 40),
+                )
+                .end(ms + 6, i + 2, EndHow::Eof, Leg::Upstream);
+        }
+        let (model, _) = script.fold();
+        let mut app = App::new(crate::Info::default(), Theme::dark(), Utc.fix());
+        app.sync(&model);
+        let items = items(&app, &model, &app.theme, window(20));
+        let session = items
+            .iter()
+            .find(|i| *i.identifier() == Node::Session(1))
+            .expect("the session");
+        let children = session.children();
+        // The first stream is selected (its call is): 60 streams from it, then the count of
+        // the 440 later ones.
+        assert_eq!(children.len(), 61);
+        assert_eq!(*children[0].identifier(), Node::Stream(1));
+        assert_eq!(*children[60].identifier(), Node::More(1, 3));
+        assert_eq!(window(3), MIN_WINDOW);
+    }
 }

@@ -1,0 +1,71 @@
+//! A session with many streams: the tree builds only the streams around the selection (a few
+//! panes' worth), and moving the selection walks the streams one at a time across the edges of
+//! that window, the selected stream always on screen.
+
+use chrono::{DateTime, Offset, Utc};
+use mcpscope_engine::event::{EndHow, Leg};
+use mcpscope_engine::fixtures::Script;
+use mcpscope_engine::model::Model;
+use mcpscope_tui::screen::text;
+use mcpscope_tui::{App, Info, Pane, Theme, render_to_buffer};
+use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use serde_json::json;
+
+/// `n` answered calls in one session, each on its own stream (streams 2 to n + 1).
+fn session_of(n: u64) -> (Model, DateTime<Utc>) {
+    let mut script = Script::new();
+    script.handshake(0, 1, "s1");
+    for i in 0..n {
+        let stream = i + 2;
+        let ms = 100 + 10 * i as i64;
+        let id = i as i64 + 1;
+        script
+            .call(ms, stream, "s1", id, "poke")
+            .sse(
+                ms + 5,
+                stream,
+                None,
+                json!({"jsonrpc":"2.0","id":id,"result":{"content":[]}}),
+                (0, 40),
+            )
+            .end(ms + 6, stream, EndHow::Eof, Leg::Upstream);
+    }
+    let mut model = Model::new();
+    for event in &script.events {
+        model.apply(event);
+    }
+    (model, script.now())
+}
+
+#[test]
+fn the_tree_walks_a_long_session_one_stream_at_a_time_across_its_window() {
+    let (model, now) = session_of(600);
+    let (width, height) = (200, 50);
+    let mut app = App::new(Info::default(), Theme::dark(), Utc.fix());
+    app.sync(&model);
+    app.focus = Pane::Tree;
+    let screen = text(&render_to_buffer(&mut app, &model, now, width, height));
+    // The first call's stream is selected: nothing before it is left out.
+    assert!(!screen.contains("earlier streams"), "{screen}");
+
+    let down = KeyEvent::new(KeyCode::Down, KeyModifiers::NONE);
+    let mut seen = Vec::new();
+    for _ in 0..400 {
+        app.handle_key(down, &model);
+        app.sync(&model);
+        let screen = text(&render_to_buffer(&mut app, &model, now, width, height));
+        if let Some(stream) = app.selected_stream(&model) {
+            assert!(
+                screen.contains(&format!("POST#{stream} ")),
+                "the selected stream is on screen\n{screen}"
+            );
+            seen.push(stream);
+        }
+    }
+    // Down walks the streams one by one, none skipped at the window's edge.
+    let streams = seen;
+    assert!(streams.len() > 300, "{streams:?}");
+    for pair in streams.windows(2) {
+        assert_eq!(pair[0] + 1, pair[1], "{streams:?}");
+    }
+}
