@@ -7,7 +7,7 @@ use mcpscope_engine::event::{EndHow, Leg};
 use mcpscope_engine::fixtures::Script;
 use mcpscope_engine::model::Model;
 use mcpscope_tui::screen::text;
-use mcpscope_tui::{App, Info, Pane, Theme, render_to_buffer};
+use mcpscope_tui::{App, Info, Node, Pane, Selected, Theme, render_to_buffer};
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use serde_json::json;
 
@@ -68,4 +68,62 @@ fn the_tree_walks_a_long_session_one_stream_at_a_time_across_its_window() {
     for pair in streams.windows(2) {
         assert_eq!(pair[0] + 1, pair[1], "{streams:?}");
     }
+}
+
+/// A stream of 2,000 progress notifications, opened in the tree: its messages are built a
+/// window at a time too, and walking them moves one message per key, the selection on screen.
+#[test]
+fn an_open_stream_walks_its_many_messages_one_at_a_time() {
+    let mut script = Script::new();
+    script.handshake(0, 1, "s1");
+    script.call(100, 2, "s1", 1, "slow");
+    for n in 0..2_000i64 {
+        script.sse(
+            101 + n,
+            2,
+            None,
+            json!({"jsonrpc":"2.0","method":"notifications/progress",
+                   "params":{"progressToken":"t","progress":n,"message":format!("step {n}")}}),
+            (0, 40),
+        );
+    }
+    let (model, _) = script.fold();
+    let now = script.now();
+    let (width, height) = (200, 50);
+    let mut app = App::new(Info::default(), Theme::dark(), Utc.fix());
+    app.sync(&model);
+    app.focus = Pane::Tree;
+    let key = |code| KeyEvent::new(code, KeyModifiers::NONE);
+    let mut screen = String::new();
+    // Down to the call's stream (its call is selected, so it is already), and open it.
+    for _ in 0..10 {
+        render_to_buffer(&mut app, &model, now, width, height);
+        if app.tree.selected().last() == Some(&Node::Stream(2)) {
+            break;
+        }
+        app.handle_key(key(KeyCode::Down), &model);
+    }
+    assert_eq!(app.tree.selected().last(), Some(&Node::Stream(2)));
+    app.handle_key(key(KeyCode::Right), &model);
+    let mut walked = Vec::new();
+    for _ in 0..300 {
+        app.handle_key(key(KeyCode::Down), &model);
+        app.sync(&model);
+        screen = text(&render_to_buffer(&mut app, &model, now, width, height));
+        if let Selected::Message(m) = app.selected {
+            walked.push(m);
+        }
+    }
+    assert!(walked.len() > 250, "{walked:?}\n{screen}");
+    for pair in walked.windows(2) {
+        assert_eq!(pair[0] + 1, pair[1], "{walked:?}");
+    }
+    // The detail pane shows the message selected last.
+    let last = model.messages.get(walked[walked.len() - 1]).expect("held");
+    let progress = &last.body.value()["params"]["progress"];
+    assert!(progress.as_u64().is_some_and(|p| p > 250), "{progress}");
+    assert!(
+        screen.contains(&format!("\"progress\": {progress}")),
+        "progress {progress} selected and shown\n{screen}"
+    );
 }

@@ -224,22 +224,7 @@ fn stream_items(
         let mut path = session_path.to_vec();
         path.push(Node::Stream(id));
         let children = if app.tree.is_open(&path) {
-            stream
-                .messages
-                .iter()
-                .filter_map(|&m| {
-                    let rec = model.messages.get(m)?;
-                    let style = match rec.dir {
-                        Direction::ClientToServer => theme.text(),
-                        Direction::ServerToClient => theme.mark(),
-                    };
-                    let line = Line::from(vec![
-                        Span::styled(format!("{} ", clock(rec.at, app.tz)), theme.dim()),
-                        Span::styled(rec.summary(), style),
-                    ]);
-                    Some(TreeItem::new_leaf(Node::Message(m), line))
-                })
-                .collect()
+            message_items(app, model, theme, stream, window)
         } else if stream.messages.is_empty() {
             Vec::new()
         } else {
@@ -257,6 +242,57 @@ fn stream_items(
         out.push(TreeItem::new_leaf(
             Node::More(si, 3),
             Span::styled(format!("… {} later streams", ids.len() - end), theme.dim()),
+        ));
+    }
+    out
+}
+
+/// An open stream's messages: a window of them as [`stream_items`] makes one of streams,
+/// centred on the selected message (from the first when none of its messages is selected), the
+/// others counted (a stream may carry hundreds of thousands of progress notifications).
+fn message_items(
+    app: &App,
+    model: &Model,
+    theme: &Theme,
+    stream: &Stream,
+    window: usize,
+) -> Vec<TreeItem<'static, Node>> {
+    let ids = &stream.messages;
+    let selected = app.tree.selected().into_iter().find_map(|n| match n {
+        Node::Message(m) => Some(m),
+        _ => None,
+    });
+    let center = selected
+        .and_then(|m| ids.iter().position(|&id| id == m))
+        .unwrap_or(0);
+    let start = center
+        .saturating_sub(window / 2)
+        .min(ids.len().saturating_sub(window));
+    let end = (start + window).min(ids.len());
+    let key = stream.id as usize;
+    let mut out = Vec::new();
+    if start > 0 {
+        out.push(TreeItem::new_leaf(
+            Node::More(key, 5),
+            Span::styled(format!("… {start} earlier messages"), theme.dim()),
+        ));
+    }
+    out.extend(ids[start..end].iter().filter_map(|&m| {
+        let rec = model.messages.get(m)?;
+        let style = match rec.dir {
+            Direction::ClientToServer => theme.text(),
+            Direction::ServerToClient => theme.mark(),
+        };
+        let line = Line::from(vec![
+            Span::styled(format!("{} ", clock(rec.at, app.tz)), theme.dim()),
+            Span::styled(rec.summary(), style),
+        ]);
+        Some(TreeItem::new_leaf(Node::Message(m), line))
+    }));
+    if end < ids.len() {
+        out.push(TreeItem::new_leaf(
+            Node::More(key, 6),
+            Span::styled(format!("… {} later messages", ids.len() - end), theme.dim()),
         ));
     }
     out
@@ -345,5 +381,37 @@ mod tests {
         assert_eq!(*children[0].identifier(), Node::Stream(1));
         assert_eq!(*children[60].identifier(), Node::More(1, 3));
         assert_eq!(window(3), MIN_WINDOW);
+    }
+
+    /// An open stream of 1,000 messages in a pane 20 rows high builds three panes' worth of
+    /// them, from the first, and counts the rest.
+    #[test]
+    fn an_open_stream_builds_three_panes_of_messages() {
+        let mut script = Script::new();
+        script.handshake(0, 1, "s1");
+        script.call(100, 2, "s1", 1, "slow");
+        for n in 0..1_000i64 {
+            let progress = json!({"jsonrpc":"2.0","method":"notifications/progress",
+                                  "params":{"progressToken":"t","progress":n}});
+            script.sse(101 + n, 2, None, progress, (0, 40));
+        }
+        let (model, _) = script.fold();
+        let mut app = App::new(crate::Info::default(), Theme::dark(), Utc.fix());
+        app.sync(&model);
+        app.tree
+            .state
+            .borrow_mut()
+            .open(vec![Node::Session(1), Node::Stream(2)]);
+        let items = items(&app, &model, &app.theme, window(20));
+        let stream = items
+            .iter()
+            .find(|i| *i.identifier() == Node::Session(1))
+            .and_then(|s| s.child(1))
+            .expect("the call's stream");
+        assert_eq!(*stream.identifier(), Node::Stream(2));
+        let children = stream.children();
+        assert_eq!(children.len(), 61);
+        assert!(matches!(children[0].identifier(), Node::Message(_)));
+        assert_eq!(*children[60].identifier(), Node::More(2, 6));
     }
 }
