@@ -3,38 +3,22 @@
 //! that window, the selected stream always on screen.
 
 use chrono::{DateTime, Offset, Utc};
-use mcpscope_engine::event::{EndHow, Leg};
-use mcpscope_engine::fixtures::Script;
+use mcpscope_engine::fixtures::{Script, many_calls};
 use mcpscope_engine::model::Model;
 use mcpscope_tui::screen::text;
 use mcpscope_tui::{App, Info, Node, Pane, Selected, Theme, render_to_buffer};
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use serde_json::json;
 
-/// `n` answered calls in one session, each on its own stream (streams 2 to n + 1).
-fn session_of(n: u64) -> (Model, DateTime<Utc>) {
-    let mut script = Script::new();
-    script.handshake(0, 1, "s1");
-    for i in 0..n {
-        let stream = i + 2;
-        let ms = 100 + 10 * i as i64;
-        let id = i as i64 + 1;
-        script
-            .call(ms, stream, "s1", id, "poke")
-            .sse(
-                ms + 5,
-                stream,
-                None,
-                json!({"jsonrpc":"2.0","id":id,"result":{"content":[]}}),
-                (0, 40),
-            )
-            .end(ms + 6, stream, EndHow::Eof, Leg::Upstream);
-    }
+/// `n` calls in one session, each on its own stream (streams 2 to n + 1), folded.
+fn session_of(n: usize) -> (Model, DateTime<Utc>) {
+    let events = many_calls(n);
     let mut model = Model::new();
-    for event in &script.events {
+    for event in &events {
         model.apply(event);
     }
-    (model, script.now())
+    let now = events.last().map_or_else(Utc::now, |e| e.t);
+    (model, now)
 }
 
 #[test]

@@ -343,7 +343,6 @@ pub(crate) fn stream_line(
 mod tests {
     use super::*;
     use chrono::{Offset, Utc};
-    use mcpscope_engine::event::{EndHow, Leg};
     use mcpscope_engine::fixtures::Script;
     use serde_json::json;
 
@@ -351,22 +350,10 @@ mod tests {
     /// counts the rest.
     #[test]
     fn a_long_session_builds_three_panes_of_streams() {
-        let mut script = Script::new();
-        script.handshake(0, 1, "s1");
-        for i in 0..499u64 {
-            let ms = 100 + 10 * i as i64;
-            script
-                .call(ms, i + 2, "s1", i as i64 + 1, "poke")
-                .sse(
-                    ms + 5,
-                    i + 2,
-                    None,
-                    json!({"jsonrpc":"2.0","id":i + 1,"result":{}}),
-                    (0, 40),
-                )
-                .end(ms + 6, i + 2, EndHow::Eof, Leg::Upstream);
+        let mut model = Model::new();
+        for event in &mcpscope_engine::fixtures::many_calls(499) {
+            model.apply(event);
         }
-        let (model, _) = script.fold();
         let mut app = App::new(crate::Info::default(), Theme::dark(), Utc.fix());
         app.sync(&model);
         let items = items(&app, &model, &app.theme, window(20));
