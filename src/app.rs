@@ -188,6 +188,9 @@ pub async fn run_proxy(args: ProxyArgs) -> anyhow::Result<()> {
     run_proxy_with(args, None).await.map(|_| ())
 }
 
+/// A view that prints the feed's notices (or only drains the feed) until it closes.
+type Shown = std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>;
+
 /// The proxy, and with `command` (`mcpscope run`) that command started through it (forward
 /// mode) with the terminal its own: the run ends when the command does, with its status.
 pub async fn run_proxy_with(
@@ -316,12 +319,13 @@ pub async fn run_proxy_with(
     let view = View::chosen(args.headless, args.json);
     let mut status = None;
     // The notices printed headless, folded on this thread (the runtime's workers are the
-    // proxy's). After a signal it runs on while the proxy shuts down, so what is still queued
-    // and what the shutdown ends (streams cancelled, calls orphaned) are printed too.
-    let mut notices: Option<std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>> = None;
+    // proxy's). After a signal (or the command's end) it runs on while the proxy shuts down, so
+    // what is still queued and what the shutdown ends (streams cancelled, calls orphaned) are
+    // printed too.
+    let mut notices: Option<Shown> = None;
     if let Some(command) = command {
         let mut child = crate::forward::spawn(&command, running.proxy.addr, forward.as_deref())?;
-        let mut shown: std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>> =
+        let mut shown: Shown =
             if let (View::Headless(style), true) = (view, args.headless || args.json) {
                 // Stdout is the command's.
                 let pace = Some(taken(running.hub.pace_view()));
@@ -349,10 +353,9 @@ pub async fn run_proxy_with(
         }
     } else if let View::Headless(style) = view {
         let pace = Some(taken(running.hub.pace_view()));
-        let mut shown: std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>> =
-            Box::pin(async move {
-                headless::run(feed, style, pace).await;
-            });
+        let mut shown: Shown = Box::pin(async move {
+            headless::run(feed, style, pace).await;
+        });
         tokio::select! {
             _ = &mut shown => {}
             signal = shutdown.wait() => {
