@@ -493,7 +493,10 @@ impl App {
             Pane::Tree => {
                 let changed = match to {
                     Jump::First => self.tree.state_mut().select_first(),
-                    Jump::Last => self.tree.state_mut().select_last(),
+                    Jump::Last => {
+                        let moved = self.tree.state_mut().select_last();
+                        self.tree.past_the_last_count(model) || moved
+                    }
                 };
                 if changed {
                     self.selection_from_tree(model);

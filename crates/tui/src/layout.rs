@@ -15,6 +15,9 @@ impl App {
     /// (the calls table's page, the detail's lines and scroll). The tree settles as it draws.
     pub fn layout(&mut self, model: &Model, now: DateTime<Utc>, area: Rect) {
         self.sync(model);
+        if self.tree.step_past_edge() {
+            self.selection_from_tree(model);
+        }
         let message = message_lines(self.flash.as_deref(), area.width);
         self.areas = areas(self.zoom, self.focus, message, area);
         if self.areas.calls != Rect::ZERO {

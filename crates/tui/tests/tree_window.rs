@@ -54,6 +54,40 @@ fn the_tree_walks_a_long_session_one_stream_at_a_time_across_its_window() {
     }
 }
 
+/// Keys faster than frames: the selection runs past the window's edge onto the count of the
+/// streams left out. The next frame selects the stream that count begins with, and the walk
+/// goes on from there, one stream a key.
+#[test]
+fn keys_faster_than_frames_walk_on_past_the_window_edge() {
+    let (model, now) = session_of(600);
+    let (width, height) = (200, 50);
+    let mut app = App::new(Info::default(), Theme::dark(), Utc.fix());
+    app.sync(&model);
+    app.focus = Pane::Tree;
+    let key = |code| KeyEvent::new(code, KeyModifiers::NONE);
+    render_to_buffer(&mut app, &model, now, width, height);
+    app.handle_key(key(KeyCode::End), &model);
+    render_to_buffer(&mut app, &model, now, width, height);
+    assert_eq!(app.selected_stream(&model), Some(601));
+    // Up, with no frame drawn in between, until the count of earlier streams is selected.
+    let mut presses = 0;
+    while !matches!(app.tree.selected().last(), Some(Node::More(..))) {
+        app.handle_key(key(KeyCode::Up), &model);
+        presses += 1;
+        assert!(presses < 200, "{:?}", app.tree.selected());
+    }
+    let screen = text(&render_to_buffer(&mut app, &model, now, width, height));
+    // `presses - 1` streams walked (601 down to the window's first), the count is the next.
+    let beyond = 601 - presses as u64;
+    assert_eq!(app.selected_stream(&model), Some(beyond), "{screen}");
+    assert!(screen.contains(&format!("POST#{beyond} ")), "{screen}");
+    for n in 1..=100 {
+        app.handle_key(key(KeyCode::Up), &model);
+        render_to_buffer(&mut app, &model, now, width, height);
+        assert_eq!(app.selected_stream(&model), Some(beyond - n));
+    }
+}
+
 /// A stream of 2,000 progress notifications, opened in the tree: its messages are built a
 /// window at a time too, and walking them moves one message per key, the selection on screen.
 #[test]

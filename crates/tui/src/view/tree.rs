@@ -11,6 +11,7 @@ use tui_tree_widget::{Tree, TreeItem, TreeState};
 use super::fmt::clock;
 use crate::app::{App, Node, Pane};
 use crate::grouping;
+use crate::node::{EARLIER_MESSAGES, EARLIER_STREAMS, LATER_MESSAGES, LATER_STREAMS};
 use crate::theme::Theme;
 use mcpscope_engine::event::Direction;
 use mcpscope_engine::model::{Fate, Model, Stream};
@@ -206,14 +207,11 @@ fn stream_items(
         _ => None,
     }
     .unwrap_or(ids.len().saturating_sub(1));
-    let start = center
-        .saturating_sub(window / 2)
-        .min(ids.len().saturating_sub(window));
-    let end = (start + window).min(ids.len());
+    let (start, end) = around(center, ids.len(), window);
     let mut out = Vec::new();
     if start > 0 {
         out.push(TreeItem::new_leaf(
-            Node::More(si, 1),
+            Node::More(ids[start - 1] as usize, EARLIER_STREAMS),
             Span::styled(format!("… {start} earlier streams"), theme.dim()),
         ));
     }
@@ -240,11 +238,20 @@ fn stream_items(
     }
     if end < ids.len() {
         out.push(TreeItem::new_leaf(
-            Node::More(si, 3),
+            Node::More(ids[end] as usize, LATER_STREAMS),
             Span::styled(format!("… {} later streams", ids.len() - end), theme.dim()),
         ));
     }
     out
+}
+
+/// The rows `start..end` of `len` a window of `window` rows shows centred on row `center`
+/// (moved in where it would pass either end).
+fn around(center: usize, len: usize, window: usize) -> (usize, usize) {
+    let start = center
+        .saturating_sub(window / 2)
+        .min(len.saturating_sub(window));
+    (start, (start + window).min(len))
 }
 
 /// An open stream's messages: a window of them as [`stream_items`] makes one of streams,
@@ -265,15 +272,11 @@ fn message_items(
     let center = selected
         .and_then(|m| ids.iter().position(|&id| id == m))
         .unwrap_or(0);
-    let start = center
-        .saturating_sub(window / 2)
-        .min(ids.len().saturating_sub(window));
-    let end = (start + window).min(ids.len());
-    let key = stream.id as usize;
+    let (start, end) = around(center, ids.len(), window);
     let mut out = Vec::new();
     if start > 0 {
         out.push(TreeItem::new_leaf(
-            Node::More(key, 5),
+            Node::More(ids[start - 1], EARLIER_MESSAGES),
             Span::styled(format!("… {start} earlier messages"), theme.dim()),
         ));
     }
@@ -291,7 +294,7 @@ fn message_items(
     }));
     if end < ids.len() {
         out.push(TreeItem::new_leaf(
-            Node::More(key, 6),
+            Node::More(ids[end], LATER_MESSAGES),
             Span::styled(format!("… {} later messages", ids.len() - end), theme.dim()),
         ));
     }
@@ -366,7 +369,7 @@ mod tests {
         // the 440 later ones.
         assert_eq!(children.len(), 61);
         assert_eq!(*children[0].identifier(), Node::Stream(1));
-        assert_eq!(*children[60].identifier(), Node::More(1, 3));
+        assert_eq!(*children[60].identifier(), Node::More(61, LATER_STREAMS));
         assert_eq!(window(3), MIN_WINDOW);
     }
 
@@ -399,6 +402,13 @@ mod tests {
         let children = stream.children();
         assert_eq!(children.len(), 61);
         assert!(matches!(children[0].identifier(), Node::Message(_)));
-        assert_eq!(*children[60].identifier(), Node::More(2, 6));
+        // The count names the message right after the window.
+        let Node::Message(last) = *children[59].identifier() else {
+            panic!("{:?}", children[59].identifier());
+        };
+        assert_eq!(
+            *children[60].identifier(),
+            Node::More(last + 1, LATER_MESSAGES)
+        );
     }
 }
