@@ -56,12 +56,15 @@ impl Event {
     pub fn stamp() -> DateTime<Utc> {
         // Recordings keep microseconds; live events use the same precision so that a replay
         // folds to exactly the live state.
-        use chrono::Timelike as _;
-        let now = Utc::now();
-        // Whole microseconds: the nanoseconds below one dropped (what `duration_trunc` does,
-        // without its general rounding arithmetic on every event).
-        now.with_nanosecond(now.nanosecond() / 1_000 * 1_000)
-            .unwrap_or(now)
+        let since = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default();
+        unix_micros(since.as_secs(), since.subsec_micros()).unwrap_or_else(|| {
+            use chrono::Timelike as _;
+            let now = Utc::now();
+            now.with_nanosecond(now.nanosecond() / 1_000 * 1_000)
+                .unwrap_or(now)
+        })
     }
 
     /// An event at a given time.
@@ -72,6 +75,29 @@ impl Event {
             source: None,
         }
     }
+}
+
+/// The UTC time `secs` seconds and `micros` microseconds after the Unix epoch (what
+/// `DateTime::from_timestamp` makes). Every fact is stamped: the calendar date, the costly
+/// part, is worked out once a day per thread and reused.
+fn unix_micros(secs: u64, micros: u32) -> Option<DateTime<Utc>> {
+    use chrono::{NaiveDate, NaiveDateTime, NaiveTime};
+    use std::cell::Cell;
+    thread_local! {
+        static TODAY: Cell<Option<(u64, NaiveDate)>> = const { Cell::new(None) };
+    }
+    const DAY: u64 = 86_400;
+    let (day, in_day) = (secs / DAY, (secs % DAY) as u32);
+    let date = match TODAY.with(Cell::get) {
+        Some((known, date)) if known == day => date,
+        _ => {
+            let date = DateTime::from_timestamp(i64::try_from(day * DAY).ok()?, 0)?.date_naive();
+            TODAY.with(|today| today.set(Some((day, date))));
+            date
+        }
+    };
+    let time = NaiveTime::from_num_seconds_from_midnight_opt(in_day, micros * 1_000)?;
+    Some(NaiveDateTime::new(date, time).and_utc())
 }
 
 /// Who sent a message.
@@ -428,6 +454,36 @@ pub mod rfc3339_micros {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_stamp_is_the_time_chrono_makes_to_the_microsecond() {
+        // Across day boundaries, at the epoch and far ahead, with the day cached and not.
+        for secs in [
+            0,
+            1,
+            86_399,
+            86_400,
+            86_401,
+            1_765_065_599,
+            1_765_065_600,
+            4_102_444_800,
+        ] {
+            for micros in [0, 1, 999_999] {
+                let want = DateTime::from_timestamp(secs as i64, micros * 1_000).expect("in range");
+                assert_eq!(unix_micros(secs, micros), Some(want), "{secs}.{micros}");
+                assert_eq!(
+                    unix_micros(secs, micros),
+                    Some(want),
+                    "{secs}.{micros} again"
+                );
+            }
+        }
+        let before = Utc::now();
+        let stamp = Event::stamp();
+        let after = Utc::now();
+        assert_eq!(stamp.timestamp_subsec_nanos() % 1_000, 0);
+        assert!(before - chrono::Duration::microseconds(1) <= stamp && stamp <= after);
+    }
 
     #[test]
     fn event_round_trips_through_json() {

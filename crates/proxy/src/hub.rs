@@ -248,8 +248,12 @@ impl Parse {
     /// Hands the events taken so far to the hub (one send for the burst).
     fn flush(&mut self) {
         if !self.batch.is_empty() {
+            // The next burst is likely as large: its vector is made at this one's size, not
+            // grown (and copied) from empty by doubling. At most [`MAX_BURST`] facts' events.
+            let next = Vec::with_capacity(self.batch.len());
+            let batch = std::mem::replace(&mut self.batch, next);
             // A hub that has gone (it panicked) takes nothing more; its end is reported there.
-            let _ = self.out.send(Stage::Batch(std::mem::take(&mut self.batch)));
+            let _ = self.out.send(Stage::Batch(batch));
         }
     }
 }

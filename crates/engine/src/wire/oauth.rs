@@ -13,11 +13,14 @@ pub const PRM_PATH: &str = "/.well-known/oauth-protected-resource";
 /// (any `/.well-known/…` document), `token request`, `client registration`, `authorization`;
 /// `None` for every other path (MCP traffic).
 pub fn endpoint_label(path: &str) -> Option<&'static str> {
-    let path = path.split(['?', '#']).next().unwrap_or("");
+    // Read as bytes: it runs on every request's path.
+    let end = memchr::memchr2(b'?', b'#', path.as_bytes()).unwrap_or(path.len());
+    let path = &path[..end];
     if path.starts_with("/.well-known/") {
         return Some("oauth metadata");
     }
-    let last = path.trim_end_matches('/').rsplit('/').next().unwrap_or("");
+    let path = path.trim_end_matches('/');
+    let last = path.rfind('/').map_or(path, |slash| &path[slash + 1..]);
     match last {
         "token" => Some("token request"),
         "register" => Some("client registration"),
