@@ -3,7 +3,6 @@
 use chrono::{DateTime, Utc};
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Rect};
-use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Cell, Row, Table};
 
@@ -289,9 +288,8 @@ pub(crate) fn render(frame: &mut Frame, app: &App, model: &Model, now: DateTime<
             (_, width) => width,
         })
         .collect();
-    let table = Table::new(rows, widths)
-        .header(header)
-        .style(Style::default().patch(theme.text()));
+    // Plain text takes the screen's base style (`view::render`).
+    let table = Table::new(rows, widths).header(header);
     frame.render_widget(table, inner);
 }
 

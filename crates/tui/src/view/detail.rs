@@ -39,9 +39,9 @@ pub(crate) fn render(frame: &mut Frame, app: &App, model: &Model, now: DateTime<
     let block = Block::bordered()
         .title(Span::styled(title, theme.title()))
         .border_style(theme.pane_border(focused));
+    // Plain text takes the screen's base style (`view::render`).
     let para = Paragraph::new(lines)
         .block(block)
-        .style(theme.text())
         .scroll((app.detail.scroll, 0));
     frame.render_widget(para, area);
 }

@@ -14,8 +14,9 @@ pub(crate) mod waterfall;
 
 use chrono::{DateTime, Utc};
 use ratatui::Frame;
+use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
-use ratatui::widgets::Block;
+use ratatui::style::Style;
 
 use super::app::App;
 use super::geometry::{areas, message_lines};
@@ -39,7 +40,7 @@ pub fn render(frame: &mut Frame, app: &App, model: &Model, now: DateTime<Utc>) {
             area,
         )
     };
-    frame.render_widget(Block::default().style(app.theme.text()), area);
+    base_style(frame.buffer_mut(), area, app.theme.text());
     if panes.calls != Rect::ZERO {
         calls::render(frame, app, model, now, panes.calls);
     }
@@ -72,5 +73,26 @@ pub fn centered(area: Rect, width: u16, height: u16) -> Rect {
         y: area.y + (area.height - height) / 2,
         width,
         height,
+    }
+}
+
+/// Gives every cell of `area` the screen's plain-text style, a row of cells at a time. The
+/// panes drawn over it take their plain text's look from it and set no style of their own over
+/// their whole area: a widget's style is laid cell by cell through the buffer's index, several
+/// times dearer, and each pane's was the same style again.
+fn base_style(buf: &mut Buffer, area: Rect, style: Style) {
+    let area = buf.area.intersection(area);
+    let width = usize::from(buf.area.width);
+    let (left, right) = (
+        usize::from(area.x - buf.area.x),
+        usize::from(area.right() - buf.area.x),
+    );
+    for y in area.top()..area.bottom() {
+        let row = usize::from(y - buf.area.y) * width;
+        if let Some(cells) = buf.content.get_mut(row + left..row + right) {
+            for cell in cells {
+                cell.set_style(style);
+            }
+        }
     }
 }

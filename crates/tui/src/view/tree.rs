@@ -86,9 +86,9 @@ fn draw(
         .border_style(theme.pane_border(focus == Pane::Tree));
     match Tree::new(items) {
         Ok(tree) => {
+            // Plain text takes the screen's base style (`view::render`).
             let tree = tree
                 .block(block)
-                .style(theme.text())
                 .highlight_style(theme.selection())
                 .highlight_symbol("");
             StatefulWidget::render(tree, area, buf, state);

@@ -88,7 +88,8 @@ pub(crate) fn render(frame: &mut Frame, app: &App, model: &Model, now: DateTime<
             Line::from(spans)
         })
         .collect();
-    let para = Paragraph::new(lines).block(block).style(theme.text());
+    // Plain text takes the screen's base style (`view::render`).
+    let para = Paragraph::new(lines).block(block);
     frame.render_widget(para, area);
 }
 
