@@ -61,6 +61,55 @@ fn high_contrast_uses_no_red_or_green() {
     assert_ne!(theme.orphaned(), theme.pending());
 }
 
+/// The panes take their plain text's colour from the screen's base style, laid under them
+/// before they draw: no cell of any screen is left in the terminal's own colour, whichever
+/// pane, overlay or size.
+#[test]
+fn every_cell_of_every_screen_has_a_colour_of_the_theme() {
+    use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+    use ratatui::style::Color;
+    let model = Model::from_events(&scenario()).0;
+    let keys = [
+        None,
+        Some(KeyCode::Down),
+        Some(KeyCode::Tab),
+        Some(KeyCode::Down),
+        Some(KeyCode::Enter),
+        Some(KeyCode::Tab),
+        Some(KeyCode::Char('w')),
+        Some(KeyCode::Char('z')),
+        Some(KeyCode::Char('S')),
+        Some(KeyCode::Char('?')),
+    ];
+    for (name, _) in BUILTIN {
+        let theme = Theme::load(name).expect("builtin loads");
+        let mut app = App::new(Info::default(), theme, Utc.fix());
+        app.sync(&model);
+        let mut screens = std::collections::HashSet::new();
+        for key in keys {
+            if let Some(code) = key {
+                app.handle_key(KeyEvent::new(code, KeyModifiers::NONE), &model);
+            }
+            for (width, height) in [(140, 40), (90, 25)] {
+                let buf = render_to_buffer(&mut app, &model, scenario_now(), width, height);
+                let text: String = buf.content.iter().map(|c| c.symbol()).collect();
+                screens.insert(text);
+                for y in 0..height {
+                    for x in 0..width {
+                        assert_ne!(
+                            buf[(x, y)].fg,
+                            Color::Reset,
+                            "{name}, after {key:?}, {width}x{height}: cell ({x}, {y}) has no colour"
+                        );
+                    }
+                }
+            }
+        }
+        // The keys did change what was drawn: these are different screens.
+        assert!(screens.len() >= 10, "{name}: {} screens", screens.len());
+    }
+}
+
 #[test]
 fn t_cycles_themes() {
     let model = Model::new();
