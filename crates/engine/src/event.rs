@@ -56,10 +56,12 @@ impl Event {
     pub fn stamp() -> DateTime<Utc> {
         // Recordings keep microseconds; live events use the same precision so that a replay
         // folds to exactly the live state.
-        let since = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap_or_default();
-        unix_micros(since.as_secs(), since.subsec_micros()).unwrap_or_else(|| {
+        let since = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
+        // A clock before 1970 (or past the calendar) takes chrono's own way.
+        let stamp = since
+            .ok()
+            .and_then(|since| unix_micros(since.as_secs(), since.subsec_micros()));
+        stamp.unwrap_or_else(|| {
             use chrono::Timelike as _;
             let now = Utc::now();
             now.with_nanosecond(now.nanosecond() / 1_000 * 1_000)
