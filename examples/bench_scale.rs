@@ -24,8 +24,8 @@ use anyhow::{anyhow, bail};
 use chrono::{Offset, Utc};
 
 use mcpscope_engine::model::Model;
-use mcpscope_engine::record::Recorder;
 use mcpscope_engine::model::Retention;
+use mcpscope_engine::record::Recorder;
 use mcpscope_timeline::FileCursor;
 use mcpscope_timeline::indexer::IndexConfig;
 use mcpscope_tui::{App, Info, Theme, render_to_buffer};
@@ -380,8 +380,14 @@ fn main() -> anyhow::Result<()> {
         size as f64 / 1048576.0
     );
     let _ = writeln!(md, "| step | median |\n|---|---:|");
-    let _ = writeln!(md, "| `FileCursor::open_cached` (first event read) | {o:.1} ms |");
-    let _ = writeln!(md, "| index pass over the whole file (parse, fold, checkpoints) | {i:.2} s |");
+    let _ = writeln!(
+        md,
+        "| `FileCursor::open_cached` (first event read) | {o:.1} ms |"
+    );
+    let _ = writeln!(
+        md,
+        "| index pass over the whole file (parse, fold, checkpoints) | {i:.2} s |"
+    );
     let _ = writeln!(md, "| `seek(len)` (from the last checkpoint) | {s:.1} ms |");
     let _ = writeln!(
         md,
