@@ -2,10 +2,9 @@
 
 use std::process::ExitCode;
 
-/// Events are allocated on the proxy's threads and freed on the hub's and the view's: mimalloc
-/// handles that cross-thread churn far better than the system allocator.
+/// mimalloc, asked for plain blocks where they are aligned enough (see [`mcpscope::alloc`]).
 #[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static GLOBAL: mcpscope::alloc::Allocator = mcpscope::alloc::Allocator;
 
 use clap::Parser;
 use mcpscope::app::{self, UsageError};
