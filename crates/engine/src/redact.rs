@@ -119,6 +119,9 @@ pub struct Redactor {
     /// The first letters of the secret JSON keys (built-in and added), one bit each (ASCII):
     /// a key that begins with none of them is told apart without normalizing it.
     json_initials: u128,
+    /// The last letters of the same keys, one bit each (ASCII): a key whose first letter
+    /// passes is told apart by its last one.
+    json_finals: u128,
     /// Known secret values, longest first, at most `MAX_SECRET_VALUES`.
     values: Vec<String>,
 }
@@ -128,6 +131,19 @@ fn initials<'a>(keys: impl Iterator<Item = &'a str>) -> u128 {
     keys.filter_map(|key| key.as_bytes().first())
         .filter(|b| b.is_ascii())
         .fold(0, |bits, b| bits | 1u128 << b)
+}
+
+/// One bit for the last letter of each normalized key ([`Redactor::json_finals`]).
+fn finals<'a>(keys: impl Iterator<Item = &'a str>) -> u128 {
+    keys.filter_map(|key| key.as_bytes().last())
+        .filter(|b| b.is_ascii())
+        .fold(0, |bits, b| bits | 1u128 << b)
+}
+
+/// Whether a key's letter (its first or last past `_` and `-`) rules it out: ASCII, and no
+/// secret key's letter at that end (`letters`). A key of other letters is not ruled out here.
+fn ruled_out(letter: Option<&u8>, letters: u128) -> bool {
+    letter.is_some_and(|b| b.is_ascii() && letters & (1u128 << b.to_ascii_lowercase()) == 0)
 }
 
 /// The credentials in a URL's userinfo (`http://user:pass@host/`), percent-decoded.
@@ -188,6 +204,7 @@ impl Redactor {
             query: Vec::new(),
             json_keys: Vec::new(),
             json_initials: initials(SECRET_JSON_KEYS.iter().copied()),
+            json_finals: finals(SECRET_JSON_KEYS.iter().copied()),
             values: Vec::new(),
         }
     }
@@ -395,6 +412,7 @@ impl Redactor {
         self.json_keys
             .extend(names_as_json_keys(keys.iter().map(AsRef::as_ref)));
         self.json_initials |= initials(self.json_keys.iter().map(String::as_str));
+        self.json_finals |= finals(self.json_keys.iter().map(String::as_str));
         self
     }
 
@@ -430,11 +448,12 @@ impl Redactor {
 
     /// Whether a JSON key's value is a secret.
     pub fn is_secret_json_key(&self, key: &str) -> bool {
-        // A key whose first letter (past `_` and `-`) begins no secret key is none: most keys
-        // are told apart here. A key beginning otherwise than in ASCII is normalized.
-        if let Some(&first) = key.as_bytes().iter().find(|b| **b != b'_' && **b != b'-')
-            && first.is_ascii()
-            && self.json_initials & (1u128 << first.to_ascii_lowercase()) == 0
+        // A key whose first letter (past `_` and `-`) begins no secret key is none, nor one whose
+        // last letter ends none: most keys are told apart here. A key beginning or ending
+        // otherwise than in ASCII is normalized.
+        let letters = || key.as_bytes().iter().filter(|b| **b != b'_' && **b != b'-');
+        if ruled_out(letters().next(), self.json_initials)
+            || ruled_out(letters().next_back(), self.json_finals)
         {
             return false;
         }
@@ -1178,6 +1197,77 @@ mod tests {
         assert_eq!(value["params"]["_Password"], REDACTED);
         assert_eq!(value["params"]["X-Session"], REDACTED);
         assert_eq!(value["params"]["method"], "m");
+    }
+
+    /// The letters checked first (the first and the last) never change a verdict: over keys
+    /// made of every secret key and ordinary ones, cased, padded with `_` and `-`, cut and
+    /// ended in other scripts, the check says what comparing the whole normalized key says.
+    #[test]
+    fn a_keys_first_and_last_letters_decide_only_what_its_whole_name_would() {
+        let redactors = [
+            Redactor::new(),
+            Redactor::new().with_json_keys(&["x-session", "Ärger", "__", "sessionÄ", "a"]),
+        ];
+        let mut stems: Vec<String> = SECRET_JSON_KEYS.iter().map(|k| k.to_string()).collect();
+        stems.extend(
+            [
+                "jsonrpc",
+                "method",
+                "params",
+                "progressToken",
+                "progress",
+                "message",
+                "id",
+                "result",
+                "content",
+                "type",
+                "text",
+                "isError",
+                "tokens",
+                "xsession",
+                "ärger",
+                "sessionä",
+                "sessionÄ",
+                "a",
+                "",
+                "Ä",
+                "keyÄ",
+                "Äkey",
+            ]
+            .map(String::from),
+        );
+        // The byte offset of the middle letter.
+        let middle = |form: &str| {
+            let half = form.chars().count() / 2;
+            form.char_indices().nth(half).map_or(form.len(), |(i, _)| i)
+        };
+        let mut checked = 0;
+        for stem in &stems {
+            let cut = stem.char_indices().map(|(i, _)| &stem[..i]).skip(1);
+            let tail = stem.char_indices().map(|(i, _)| &stem[i..]).skip(1);
+            let forms: Vec<String> = [stem.clone(), stem.to_uppercase()]
+                .into_iter()
+                .chain(cut.chain(tail).map(String::from))
+                .flat_map(|form| {
+                    [
+                        form.clone(),
+                        format!("_{form}"),
+                        format!("{form}_"),
+                        format!("-{form}-"),
+                        format!("{}_{}", &form[..middle(&form)], &form[middle(&form)..]),
+                        format!("{form}é"),
+                    ]
+                })
+                .collect();
+            for form in forms {
+                for redactor in &redactors {
+                    let whole = redactor.is_secret_normal_key(json_key(&form).as_bytes());
+                    assert_eq!(redactor.is_secret_json_key(&form), whole, "{form:?}");
+                    checked += 1;
+                }
+            }
+        }
+        assert!(checked > 2_000, "{checked}");
     }
 
     #[test]
