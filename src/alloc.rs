@@ -5,11 +5,12 @@
 //! handles that cross-thread churn far better than the system allocator. The `mimalloc` crate's
 //! own `GlobalAlloc` asks for every block through mimalloc's aligned entry points, whatever the
 //! alignment; those take a slower path for blocks over 1 KiB, and for smaller ones whenever the
-//! thread's page has no free block at hand, and there, unless the size class is a power of two,
-//! they over-allocate by the alignment. A plain `mi_malloc` block is already aligned to
-//! [`PLAIN_ALIGN`] when larger than 8 bytes (mimalloc's size classes are whole multiples of two
-//! words) and to 8 otherwise, so a layout asking no more than that takes the plain entry
-//! points, as Rust's own system allocator does with `malloc`.
+//! thread's page has no free block at hand, and there, unless the size class is a power of
+//! two, they over-allocate by the alignment. A
+//! plain `mi_malloc` block is already aligned to [`PLAIN_ALIGN`] when larger than 8 bytes
+//! (mimalloc's size classes are whole multiples of two words) and to 8 otherwise, so a layout
+//! asking no more than that takes the plain entry points, as Rust's own system allocator does
+//! with `malloc`.
 
 use std::alloc::{GlobalAlloc, Layout};
 use std::ffi::c_void;
