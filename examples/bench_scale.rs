@@ -31,7 +31,7 @@ use mcpscope_timeline::indexer::IndexConfig;
 use mcpscope_tui::{App, Info, Theme, render_to_buffer};
 
 /// Counts live heap bytes (and their peak) so the model's own memory is measured exactly, over
-/// the allocator of the `mcpscope` binary (its timings are the product's).
+/// mimalloc, the allocator of the `mcpscope` binary (its timings are the product's).
 /// The harness is single-threaded, so plain loads and stores (no read-modify-write atomics)
 /// keep the counting cheap enough not to distort the timings.
 struct Counting;
@@ -58,18 +58,18 @@ fn shrink(by: usize) {
 
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        let p = unsafe { mcpscope::alloc::Allocator.alloc(layout) };
+        let p = unsafe { mimalloc::MiMalloc.alloc(layout) };
         if !p.is_null() {
             grow(layout.size());
         }
         p
     }
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        unsafe { mcpscope::alloc::Allocator.dealloc(ptr, layout) };
+        unsafe { mimalloc::MiMalloc.dealloc(ptr, layout) };
         shrink(layout.size());
     }
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        let p = unsafe { mcpscope::alloc::Allocator.realloc(ptr, layout, new_size) };
+        let p = unsafe { mimalloc::MiMalloc.realloc(ptr, layout, new_size) };
         if !p.is_null() {
             if new_size >= layout.size() {
                 grow(new_size - layout.size());

@@ -1,8 +1,6 @@
 //! The `mcpscope` command's wiring: arguments, the proxy with its hub and a view, the demo and
 //! replays. The engine, proxy, TUI and test kit live in their own crates under `crates/`.
 
-pub mod alloc;
-
 /// Writes a line to stderr as `eprintln!` does, but never panics when stderr is gone (a closed
 /// pipe, a terminal that went away): a diagnostic must not end the session.
 #[macro_export]

@@ -2,9 +2,10 @@
 
 use std::process::ExitCode;
 
-/// mimalloc, asked for plain blocks where they are aligned enough (see [`mcpscope::alloc`]).
+/// Events are allocated on the proxy's threads and freed on the hub's and the view's: mimalloc
+/// handles that cross-thread churn far better than the system allocator.
 #[global_allocator]
-static GLOBAL: mcpscope::alloc::Allocator = mcpscope::alloc::Allocator;
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 use clap::Parser;
 use mcpscope::app::{self, UsageError};
