@@ -126,16 +126,10 @@ pub struct Redactor {
     values: Vec<String>,
 }
 
-/// One bit for the first letter of each normalized key ([`Redactor::json_initials`]).
-fn initials<'a>(keys: impl Iterator<Item = &'a str>) -> u128 {
-    keys.filter_map(|key| key.as_bytes().first())
-        .filter(|b| b.is_ascii())
-        .fold(0, |bits, b| bits | 1u128 << b)
-}
-
-/// One bit for the last letter of each normalized key ([`Redactor::json_finals`]).
-fn finals<'a>(keys: impl Iterator<Item = &'a str>) -> u128 {
-    keys.filter_map(|key| key.as_bytes().last())
+/// One bit for the letter at one end (`end`: its first or its last) of each normalized key
+/// ([`Redactor::json_initials`], [`Redactor::json_finals`]).
+fn letter_bits<'a>(keys: impl Iterator<Item = &'a str>, end: fn(&[u8]) -> Option<&u8>) -> u128 {
+    keys.filter_map(|key| end(key.as_bytes()))
         .filter(|b| b.is_ascii())
         .fold(0, |bits, b| bits | 1u128 << b)
 }
@@ -203,8 +197,8 @@ impl Redactor {
             headers: Vec::new(),
             query: Vec::new(),
             json_keys: Vec::new(),
-            json_initials: initials(SECRET_JSON_KEYS.iter().copied()),
-            json_finals: finals(SECRET_JSON_KEYS.iter().copied()),
+            json_initials: letter_bits(SECRET_JSON_KEYS.iter().copied(), <[u8]>::first),
+            json_finals: letter_bits(SECRET_JSON_KEYS.iter().copied(), <[u8]>::last),
             values: Vec::new(),
         }
     }
@@ -411,8 +405,8 @@ impl Redactor {
     pub fn with_json_keys<S: AsRef<str>>(mut self, keys: &[S]) -> Self {
         self.json_keys
             .extend(names_as_json_keys(keys.iter().map(AsRef::as_ref)));
-        self.json_initials |= initials(self.json_keys.iter().map(String::as_str));
-        self.json_finals |= finals(self.json_keys.iter().map(String::as_str));
+        self.json_initials |= letter_bits(self.json_keys.iter().map(String::as_str), <[u8]>::first);
+        self.json_finals |= letter_bits(self.json_keys.iter().map(String::as_str), <[u8]>::last);
         self
     }
 
