@@ -675,9 +675,17 @@ async fn a_late_viewer_that_does_not_keep_up_holds_a_bounded_feed_and_misses_not
             .await
             .expect("the proxy answers");
     }
-    let recorded = std::fs::metadata(setup.dir.path().join("run.jsonl"))
-        .expect("the recording")
-        .len();
+    // The hub writes the recording behind the traffic: wait (bounded) for the last calls' lines.
+    let size = || {
+        std::fs::metadata(setup.dir.path().join("run.jsonl"))
+            .expect("the recording")
+            .len()
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while size() <= 140 << 20 && std::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let recorded = size();
     assert!(recorded > 140 << 20, "{recorded} bytes recorded");
 
     // A late viewer whose stdout nobody reads yet: its view stops taking events once the pipe
