@@ -8,6 +8,7 @@ use std::fs::File;
 use std::io::BufReader;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Instant;
 
 use chrono::{DateTime, Utc};
 
@@ -17,6 +18,9 @@ use super::savedindex::IndexCache;
 use mcpscope_engine::event::Event;
 use mcpscope_engine::model::{Model, Retention};
 use mcpscope_engine::record::{Events, IndexPoint, ReadError};
+
+/// Events a bounded seek folds between looks at its deadline.
+const DEADLINE_EVERY: u64 = 1024;
 
 /// A recording file and a position in it: the model after the first `position()` events.
 #[derive(Debug)]
@@ -40,6 +44,9 @@ pub struct FileCursor {
     /// A model of the cursor's own, at the index point just before the last jump's target, so
     /// that stepping back from there folds at most one index spacing.
     near: Option<(Checkpoint, IndexPoint)>,
+    /// The target of a jump [`FileCursor::seek_until`] stopped short of (it keeps `near` once
+    /// it gets there).
+    jumping_to: Option<u64>,
     /// A read error the cursor met (the index pass reports its own).
     error: Option<String>,
 }
@@ -85,6 +92,7 @@ impl FileCursor {
             next,
             reader: Some(reader),
             near: None,
+            jumping_to: None,
             error: None,
         })
     }
@@ -109,6 +117,7 @@ impl FileCursor {
             Indexer::start_cached(&self.path, retention, self.config, self.cache.clone());
         self.retention = retention;
         self.near = None;
+        self.jumping_to = None;
         let start = Checkpoint {
             seq: 0,
             model: Arc::new(Model::with_retention(retention)),
@@ -194,20 +203,33 @@ impl FileCursor {
     /// the nearest checkpoint at or before it, or from here when that is nearer. A target past
     /// the indexed part is read to in order (the viewer waits for the index instead).
     pub fn seek(&mut self, index: u64) {
+        self.seek_until(index, None);
+    }
+
+    /// [`FileCursor::seek`], stopping once `deadline` has passed (checked every
+    /// [`DEADLINE_EVERY`] events): whether the cursor got there. Called again with the same
+    /// index, it goes on from where it stopped; the cursor's model is whole at every stop.
+    pub fn seek_until(&mut self, index: u64, deadline: Option<Instant>) -> bool {
         let target = self.total().map_or(index, |n| index.min(n));
         if target == self.pos {
-            return;
+            self.jumping_to = None;
+            return true;
         }
         let every = self.config.every.max(1);
         let from = self.pos;
         if let Some((checkpoint, point)) = self.start_for(target) {
             self.restore(&checkpoint, point);
         }
-        let jumped = self.pos != from;
+        // A jump (now, or by the call that began this seek) keeps a model near its target.
+        if self.pos != from {
+            self.jumping_to = Some(target);
+        }
+        let jumped = self.jumping_to == Some(target);
         let near_at = target.saturating_sub(1) / every * every;
         let keep_near = jumped
             && near_at > self.pos
             && self.near.as_ref().is_none_or(|(c, _)| c.seq != near_at);
+        let mut folded = 0u64;
         while self.pos < target {
             if keep_near
                 && self.pos == near_at
@@ -224,7 +246,16 @@ impl FileCursor {
             if !self.apply_next() {
                 break;
             }
+            folded += 1;
+            if folded.is_multiple_of(DEADLINE_EVERY)
+                && self.pos < target
+                && deadline.is_some_and(|d| Instant::now() >= d)
+            {
+                return false;
+            }
         }
+        self.jumping_to = None;
+        true
     }
 
     /// One event forward.
@@ -240,9 +271,17 @@ impl FileCursor {
     /// Seeks to just after the last event at or before `t`; a time before the recording goes
     /// to its start (the first event applied).
     pub fn seek_time(&mut self, t: DateTime<Utc>) {
+        self.seek_time_until(t, None);
+    }
+
+    /// [`FileCursor::seek_time`], stopping once `deadline` has passed on the way to the index
+    /// point before `t` (see [`FileCursor::seek_until`]): whether the cursor got there.
+    pub fn seek_time_until(&mut self, t: DateTime<Utc>, deadline: Option<Instant>) -> bool {
         let start = self.indexer.state().point_before_time(t);
-        if self.pos < start || self.time().is_none_or(|now| now > t) {
-            self.seek(start);
+        if (self.pos < start || self.time().is_none_or(|now| now > t))
+            && !self.seek_until(start, deadline)
+        {
+            return false;
         }
         while self.peek().is_some_and(|e| e.t <= t) {
             self.apply_next();
@@ -250,6 +289,7 @@ impl FileCursor {
         if self.pos == 0 {
             self.seek(1);
         }
+        true
     }
 
     /// Applies every event up to `clock` (playback, reading the file in order); returns whether
@@ -264,24 +304,32 @@ impl FileCursor {
 
     /// Jumps to just after the next stream death indexed so far; the new position, or None.
     pub fn next_death(&mut self) -> Option<u64> {
-        let death = {
-            let s = self.indexer.state();
-            let at = s.deaths.partition_point(|&i| i < self.pos);
-            s.deaths.get(at).copied()
-        }?;
-        self.seek(death + 1);
+        let to = self.next_death_at()?;
+        self.seek(to);
         Some(self.pos)
     }
 
     /// Jumps to just after the previous stream death; None if there is none before the cursor.
     pub fn prev_death(&mut self) -> Option<u64> {
-        let death = {
-            let s = self.indexer.state();
-            let at = s.deaths.partition_point(|&i| i + 1 < self.pos);
-            s.deaths.get(at.checked_sub(1)?).copied()
-        }?;
-        self.seek(death + 1);
+        let to = self.prev_death_at()?;
+        self.seek(to);
         Some(self.pos)
+    }
+
+    /// Where [`FileCursor::next_death`] would go: just after the next stream death indexed so
+    /// far.
+    pub fn next_death_at(&self) -> Option<u64> {
+        let s = self.indexer.state();
+        let at = s.deaths.partition_point(|&i| i < self.pos);
+        s.deaths.get(at).map(|death| death + 1)
+    }
+
+    /// Where [`FileCursor::prev_death`] would go: just after the stream death before the
+    /// cursor.
+    pub fn prev_death_at(&self) -> Option<u64> {
+        let s = self.indexer.state();
+        let at = s.deaths.partition_point(|&i| i + 1 < self.pos);
+        s.deaths.get(at.checked_sub(1)?).map(|death| death + 1)
     }
 
     /// The best place to fold from toward `target`: a checkpoint (the pass's or the cursor's

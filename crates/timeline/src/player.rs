@@ -3,7 +3,7 @@
 //! reached waits for it and is carried out once it gets there. What a view shows of it is
 //! [`Status`]; the view's keys become [`Command`]s.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
 use mcpscope_engine::model::{Model, Retention};
@@ -13,6 +13,11 @@ use crate::timeline::Timeline;
 
 /// Events per tick at `max` speed.
 const MAX_SPEED_STEP: usize = 5_000;
+
+/// How long one tick folds toward a seek's target: a seek that takes longer (millions of
+/// events from the nearest checkpoint) goes on over the next ticks, the view drawn and the keys
+/// read between them.
+const FOLD_SLICE: Duration = Duration::from_millis(40);
 
 /// What a player is told to do.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -90,6 +95,22 @@ impl Wait {
     }
 }
 
+/// A seek on its way: folded a slice at a time until the cursor gets there.
+#[derive(Debug, Clone, PartialEq)]
+enum Fold {
+    To(usize),
+    Time(DateTime<Utc>),
+}
+
+impl Fold {
+    fn describe(&self) -> String {
+        match self {
+            Fold::To(index) => format!("seeking to event {index}… (a key stops it)"),
+            Fold::Time(t) => format!("seeking to {}… (a key stops it)", t.format("%H:%M:%S%.3f")),
+        }
+    }
+}
+
 /// A recording with a time cursor, played in real time (or faster) as it is ticked.
 pub struct Player {
     cursor: Box<dyn Timeline>,
@@ -100,6 +121,9 @@ pub struct Player {
     dirty: bool,
     /// A seek past what is indexed, carried out once the index gets there.
     waiting: Option<Wait>,
+    /// A seek on its way (each tick folds toward it for at most `slice`).
+    folding: Option<Fold>,
+    slice: Duration,
     /// The cursor's note as last shown.
     note: Option<String>,
 }
@@ -121,8 +145,22 @@ impl Player {
             last_tick: Instant::now(),
             dirty: true,
             waiting: None,
+            folding: None,
+            slice: FOLD_SLICE,
             note: None,
         }
+    }
+
+    /// The same player, each tick folding toward a seek's target for at most `slice` (with
+    /// zero, one step of the cursor a tick: 1,024 events for a file's).
+    pub fn with_fold_slice(mut self, slice: Duration) -> Self {
+        self.slice = slice;
+        self
+    }
+
+    /// Whether a seek is on its way (the view should tick again at once).
+    pub fn busy(&self) -> bool {
+        self.folding.is_some()
     }
 
     /// The same player, its model holding the past by `retention`.
@@ -151,9 +189,15 @@ impl Player {
 
     /// What a view says of the replay now.
     pub fn status(&self) -> Status {
-        let note = match (&self.note, &self.waiting) {
-            (Some(note), Some(wait)) => Some(format!("{note} · {}", wait.describe())),
-            (note, _) => note.clone(),
+        let doing = match (&self.folding, &self.waiting) {
+            (Some(fold), _) => Some(fold.describe()),
+            (None, Some(wait)) => Some(wait.describe().to_string()),
+            (None, None) => None,
+        };
+        let note = match (&self.note, doing) {
+            (Some(note), Some(doing)) => Some(format!("{note} · {doing}")),
+            (Some(note), None) => Some(note.clone()),
+            (None, doing) => doing,
         };
         Status {
             position: self.cursor.position(),
@@ -172,6 +216,10 @@ impl Player {
         let mut tick = Tick::default();
         let dt = self.last_tick.elapsed();
         self.last_tick = Instant::now();
+        if let Some(fold) = self.folding.clone() {
+            self.go(fold);
+            self.dirty = true;
+        }
         if let Some(wait) = self.waiting.clone()
             && self.settle(&wait, &mut tick.flash)
         {
@@ -183,7 +231,7 @@ impl Player {
             self.note = note;
             self.dirty = true;
         }
-        if self.playing {
+        if self.playing && self.folding.is_none() {
             match self.speed {
                 Speed::Max => {
                     let to = self.cursor.position() + MAX_SPEED_STEP;
@@ -219,6 +267,10 @@ impl Player {
     /// Carries out `command`; returns what to tell the user, if anything.
     pub fn command(&mut self, command: Command) -> Option<String> {
         self.dirty = true;
+        if !matches!(command, Command::Faster | Command::Slower) {
+            // A seek on its way stops where it got to.
+            self.folding = None;
+        }
         if !matches!(
             command,
             Command::PlayPause | Command::Faster | Command::Slower
@@ -242,15 +294,15 @@ impl Player {
                 None
             }
             Command::StepForward => {
-                self.cursor.step_forward();
+                self.go(Fold::To(self.cursor.position() + 1));
                 None
             }
             Command::StepBack => {
-                self.cursor.step_back();
+                self.go(Fold::To(self.cursor.position().saturating_sub(1)));
                 None
             }
             Command::Start => {
-                self.cursor.seek(1);
+                self.go(Fold::To(1));
                 None
             }
             Command::End => Some(Wait::End),
@@ -275,11 +327,13 @@ impl Player {
         match wait {
             Wait::End if complete => {
                 let len = self.cursor.known_len();
-                self.cursor.seek(len);
+                self.go(Fold::To(len));
             }
-            Wait::Time(t) if self.cursor.time_reachable(*t) => self.cursor.seek_time(*t),
+            Wait::Time(t) if self.cursor.time_reachable(*t) => self.go(Fold::Time(*t)),
             Wait::NextDeath => {
-                if self.cursor.next_death().is_none() {
+                if let Some(to) = self.cursor.next_death_at() {
+                    self.go(Fold::To(to));
+                } else if self.cursor.next_death().is_none() {
                     if !complete {
                         return false;
                     }
@@ -288,7 +342,9 @@ impl Player {
             }
             Wait::PrevDeath => {
                 let position = self.cursor.position();
-                if self.cursor.prev_death().is_none() {
+                if let Some(to) = self.cursor.prev_death_at() {
+                    self.go(Fold::To(to));
+                } else if self.cursor.prev_death().is_none() {
                     if !complete && !self.cursor.reachable(position) {
                         return false;
                     }
@@ -298,5 +354,15 @@ impl Player {
             _ => return false,
         }
         true
+    }
+
+    /// Folds toward `fold` for at most a slice; what is left goes on at the next ticks.
+    fn go(&mut self, fold: Fold) {
+        let deadline = Instant::now() + self.slice;
+        let there = match fold {
+            Fold::To(index) => self.cursor.seek_until(index, deadline),
+            Fold::Time(t) => self.cursor.seek_time_until(t, deadline),
+        };
+        self.folding = (!there).then_some(fold);
     }
 }

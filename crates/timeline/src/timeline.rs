@@ -1,6 +1,8 @@
 //! What the replay viewer asks of a cursor, whether the recording is in memory
 //! ([`ReplayCursor`]) or read from its file as needed ([`FileCursor`]).
 
+use std::time::Instant;
+
 use chrono::{DateTime, Utc};
 
 use super::cursor::ReplayCursor;
@@ -33,6 +35,12 @@ pub trait Timeline {
     fn advance(&mut self, now: DateTime<Utc>);
     /// Moves the cursor so that exactly `index` events are applied (clamped to the length).
     fn seek(&mut self, index: usize);
+    /// [`Timeline::seek`], stopping once `deadline` has passed: whether the cursor got there.
+    /// Called again with the same index, it goes on; the model is whole at every stop.
+    fn seek_until(&mut self, index: usize, _deadline: Instant) -> bool {
+        self.seek(index);
+        true
+    }
     /// One event forward.
     fn step_forward(&mut self) {
         self.seek(self.position() + 1);
@@ -43,12 +51,27 @@ pub trait Timeline {
     }
     /// Seeks to just after the last event at or before `t` (at least the first event).
     fn seek_time(&mut self, t: DateTime<Utc>);
+    /// [`Timeline::seek_time`], stopping once `deadline` has passed (as
+    /// [`Timeline::seek_until`]).
+    fn seek_time_until(&mut self, t: DateTime<Utc>, _deadline: Instant) -> bool {
+        self.seek_time(t);
+        true
+    }
     /// Applies every event up to `clock`; returns whether any was applied.
     fn play_to(&mut self, clock: DateTime<Utc>) -> bool;
     /// Jumps to just after the next stream death known; the new position, or None.
     fn next_death(&mut self) -> Option<usize>;
     /// Jumps to just after the previous stream death; the new position, or None.
     fn prev_death(&mut self) -> Option<usize>;
+    /// Where [`Timeline::next_death`] goes, when a death already known tells it (None: ask
+    /// [`Timeline::next_death`], which may have to look further).
+    fn next_death_at(&self) -> Option<usize> {
+        None
+    }
+    /// Where [`Timeline::prev_death`] goes, when a death already known tells it.
+    fn prev_death_at(&self) -> Option<usize> {
+        None
+    }
 }
 
 impl Timeline for ReplayCursor {
@@ -139,8 +162,14 @@ impl Timeline for FileCursor {
     fn seek(&mut self, index: usize) {
         FileCursor::seek(self, index as u64);
     }
+    fn seek_until(&mut self, index: usize, deadline: Instant) -> bool {
+        FileCursor::seek_until(self, index as u64, Some(deadline))
+    }
     fn seek_time(&mut self, t: DateTime<Utc>) {
         FileCursor::seek_time(self, t);
+    }
+    fn seek_time_until(&mut self, t: DateTime<Utc>, deadline: Instant) -> bool {
+        FileCursor::seek_time_until(self, t, Some(deadline))
     }
     fn play_to(&mut self, clock: DateTime<Utc>) -> bool {
         FileCursor::play_to(self, clock)
@@ -150,6 +179,12 @@ impl Timeline for FileCursor {
     }
     fn prev_death(&mut self) -> Option<usize> {
         FileCursor::prev_death(self).map(to_usize)
+    }
+    fn next_death_at(&self) -> Option<usize> {
+        FileCursor::next_death_at(self).map(to_usize)
+    }
+    fn prev_death_at(&self) -> Option<usize> {
+        FileCursor::prev_death_at(self).map(to_usize)
     }
 }
 

@@ -3,7 +3,7 @@
 //! at every cursor tried, with the retention policy active.
 
 use std::path::PathBuf;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use mcpscope_engine::model::Retention;
 use mcpscope_timeline::FileCursor;
@@ -183,5 +183,168 @@ fn not_a_recording_fails_at_open() {
     std::fs::write(&path, "hello\n").expect("write");
     let error = FileCursor::open(&path, Retention::default()).expect_err("not a recording");
     assert!(error.to_string().contains(":1: not JSON Lines"), "{error}");
+    std::fs::remove_file(&path).ok();
+}
+
+/// A cursor with few checkpoints, far apart (every 4,096 events in a recording of ~10,000):
+/// seeks fold thousands of events.
+fn sparse(path: &std::path::Path) -> FileCursor {
+    let config = IndexConfig {
+        checkpoint_budget: 1,
+        ..dense()
+    };
+    let cursor = FileCursor::open_with(path, tight(), config).expect("open");
+    assert!(cursor.indexer().wait(Duration::from_secs(60)), "indexed");
+    cursor
+}
+
+#[test]
+fn a_seek_past_its_deadline_stops_with_a_whole_model_and_goes_on_to_where_a_seek_lands() {
+    let path = temp("bounded.jsonl");
+    let events = write_recording(&path, 1_500);
+    let len = events.len();
+    let mut cursor = sparse(&path);
+    let mut stops = 0;
+    assert!(len > 9_000, "{len} events");
+    for target in [4_095, 8_191, 3 * len / 4 + 17, 1, len - 1, len] {
+        // A deadline already passed: each call folds one step (1,024 events) at most.
+        loop {
+            let before = cursor.position();
+            let there = cursor.seek_until(target as u64, Some(Instant::now()));
+            let at = cursor.position() as usize;
+            assert_eq!(
+                digest(cursor.model_at()),
+                digest(&fold_to(&events, at, tight())),
+                "stopped at {at} on the way to {target}"
+            );
+            if there {
+                break;
+            }
+            stops += 1;
+            assert!(at < target, "{at} short of {target}");
+            assert_ne!(before, at as u64, "each call gets further");
+        }
+        assert_eq!(cursor.position(), target as u64);
+    }
+    assert!(stops >= 6, "the seeks stopped {stops} times");
+
+    // Stepping back from a seek that arrived in steps folds from the cursor's own copy, as
+    // after a seek in one go.
+    cursor.seek(len as u64 / 2 + 300);
+    while !cursor.seek_until(len as u64 / 2, Some(Instant::now())) {}
+    cursor.step_back();
+    assert_eq!(
+        digest(cursor.model_at()),
+        digest(&fold_to(&events, len / 2 - 1, tight()))
+    );
+
+    // A seek left on its way, then another: the second lands where a seek does.
+    cursor.seek(1);
+    assert!(!cursor.seek_until(7_000, Some(Instant::now())));
+    cursor.seek(len as u64 / 3);
+    assert_eq!(
+        digest(cursor.model_at()),
+        digest(&fold_to(&events, len / 3, tight()))
+    );
+
+    // By time: in steps, then after the last event at or before the time.
+    let t = events[2 * len / 3].t;
+    cursor.seek(1);
+    let mut calls = 0;
+    while !cursor.seek_time_until(t, Some(Instant::now())) {
+        calls += 1;
+    }
+    assert!(calls >= 1, "the time seek went in one call");
+    let n = events.partition_point(|e| e.t <= t).max(1);
+    assert_eq!(cursor.position(), n as u64);
+    assert_eq!(
+        digest(cursor.model_at()),
+        digest(&fold_to(&events, n, tight()))
+    );
+    std::fs::remove_file(&path).ok();
+}
+
+#[test]
+fn the_player_seeks_a_slice_a_tick_says_so_and_a_key_stops_it_where_it_got() {
+    use mcpscope_timeline::Speed;
+    use mcpscope_timeline::player::{Command, Player};
+    let path = temp("player.jsonl");
+    let events = write_recording(&path, 1_500);
+    let len = events.len();
+    let cursor = sparse(&path);
+    let mut player = Player::new(Box::new(cursor), Speed::X1).with_fold_slice(Duration::ZERO);
+
+    // `:` to a time: on its way after the command, the status bar says so; each tick gets
+    // further; it lands where a seek does.
+    assert!(len > 9_000, "{len} events");
+    let t = events[4_000].t;
+    player.command(Command::SeekTime(t));
+    assert!(player.busy());
+    let note = player.status().note.unwrap_or_default();
+    assert!(note.contains("seeking to "), "{note}");
+    let mut ticks = 0;
+    while player.busy() {
+        let before = player.status().position;
+        assert!(player.tick().changed);
+        assert!(player.status().position > before);
+        ticks += 1;
+        assert!(ticks < len, "the seek never ends");
+    }
+    assert!(ticks >= 2, "{ticks} ticks");
+    let status = player.status();
+    let n = events.partition_point(|e| e.t <= t);
+    assert_eq!(status.position, n);
+    assert!(status.note.is_none(), "{:?}", status.note);
+    assert_eq!(
+        digest(player.model()),
+        digest(&fold_to(&events, n, tight()))
+    );
+
+    // `]` from there: the last checkpoint is near the end, one tick.
+    player.command(Command::End);
+    assert!(!player.busy());
+    assert_eq!(player.status().position, len);
+
+    // `:` to a time, stopped by a step: the cursor stays where it got, one event on.
+    player.command(Command::Start);
+    while player.busy() {
+        player.tick();
+    }
+    let t = events[8_000].t;
+    player.command(Command::SeekTime(t));
+    assert!(player.busy());
+    let got = player.status().position;
+    assert!(got < 8_000, "{got}");
+    player.command(Command::StepForward);
+    assert!(!player.busy());
+    assert_eq!(player.status().position, got + 1);
+    assert_eq!(
+        digest(player.model()),
+        digest(&fold_to(&events, got + 1, tight()))
+    );
+
+    // `n` goes to the next death through the same steps.
+    player.command(Command::Start);
+    while player.busy() {
+        player.tick();
+    }
+    let mut memory = mcpscope_timeline::ReplayCursor::new(events.clone());
+    let mut deaths = Vec::new();
+    while let Some(at) = memory.next_death() {
+        deaths.push(at);
+    }
+    let far = deaths
+        .iter()
+        .copied()
+        .find(|&d| d > len / 2)
+        .expect("a death in the second half");
+    let before_far = deaths.iter().copied().filter(|&d| d < far).count();
+    for _ in 0..=before_far {
+        player.command(Command::NextDeath);
+        while player.busy() {
+            player.tick();
+        }
+    }
+    assert_eq!(player.status().position, far);
     std::fs::remove_file(&path).ok();
 }

@@ -30,6 +30,9 @@ const FRAME: Duration = Duration::from_millis(16);
 /// What the traffic changes is drawn at most this often: under a flood the view draws 20
 /// frames a second instead of 60, leaving the cores it shares with the proxy to the traffic.
 const TRAFFIC_FRAME: Duration = Duration::from_millis(50);
+/// While a replay's seek is on its way, its progress is drawn at most this often: the cores go
+/// to the seek.
+const BUSY_FRAME: Duration = Duration::from_millis(250);
 const TIMER_REDRAW: Duration = Duration::from_secs(1);
 
 /// Where a view's model comes from.
@@ -42,6 +45,11 @@ pub trait Source {
     fn now(&self) -> DateTime<Utc>;
     /// Carries out an effect that concerns the source (pause, replay cursor).
     fn effect(&mut self, effect: &Effect, app: &mut App);
+    /// Whether it has work on its way (a replay's seek): pumped again at once, not a frame
+    /// later.
+    fn busy(&self) -> bool {
+        false
+    }
 }
 
 /// The live feed from the proxy.
@@ -176,6 +184,10 @@ impl Source for ReplaySource {
         if let Some(flash) = self.player.command(cmd.clone()) {
             app.flash = Some(flash);
         }
+    }
+
+    fn busy(&self) -> bool {
+        self.player.busy()
     }
 }
 
@@ -383,8 +395,9 @@ async fn run_loop(app: &mut App, source: &mut impl Source) -> anyhow::Result<()>
                     dirty = true;
                 }
                 let since = last_draw.map(|t| t.elapsed());
+                let gap = if source.busy() { BUSY_FRAME } else { TRAFFIC_FRAME };
                 let due = since.is_none_or(|d| d >= TIMER_REDRAW)
-                    || (dirty && since.is_none_or(|d| d >= TRAFFIC_FRAME));
+                    || (dirty && since.is_none_or(|d| d >= gap));
                 if asked || due {
                     let now = source.now();
                     let size = term.terminal.size()?;
@@ -394,6 +407,9 @@ async fn run_loop(app: &mut App, source: &mut impl Source) -> anyhow::Result<()>
                     asked = false;
                     dirty = false;
                     last_draw = Some(Instant::now());
+                }
+                if source.busy() {
+                    tick.reset_immediately();
                 }
             }
             ev = input.next() => {
