@@ -1,7 +1,8 @@
 //! The stdio transport (`mcpscope stdio`): runs a server process and stands in its place.
 //! The client's stdin goes to the child's stdin and the child's stdout to our stdout, byte for
-//! byte, each chunk written on as soon as it is read (observing it comes after); the child's
-//! stderr goes to our stderr. Every line is observed ([`LineObserver`]) and reported to the
+//! byte, each chunk written on as soon as it is read (the server's output observed after it is
+//! written, the client's before: its answer is never observed first); the child's stderr goes
+//! to our stderr. Every line is observed ([`LineObserver`]) and reported to the
 //! [`EventSink`] like the HTTP taps report bodies: the process is one stream (`process_started`),
 //! stdin its request direction, stdout its response direction, and its end a `process_exited`.
 //! Signals sent to us are passed to the child's process group, the child dies with us (even when
@@ -325,8 +326,9 @@ async fn wait_for_hub(sink: &EventSink) {
     }
 }
 
-/// Client → server: our stdin to the child's stdin, then observed. Its end (the client closed
-/// it, or the child stopped reading) is reported and passed on by closing the child's stdin.
+/// Client → server: our stdin observed, then written to the child's stdin. Its end (the client
+/// closed it, or the child stopped reading) is reported and passed on by closing the child's
+/// stdin.
 async fn pump_stdin(
     mut from: impl AsyncRead + Unpin,
     mut to: impl AsyncWrite + Unpin,
@@ -343,14 +345,16 @@ async fn pump_stdin(
             Err(e) => break (EndHow::Error, Leg::Client, Some(e.to_string())),
         };
         let chunk = &buf[..n];
+        // Observed before it is passed on: the server cannot answer a request (and its answer
+        // be observed) before the request is.
+        for event in observer.feed(chunk) {
+            sink.emit(event);
+        }
         let written = match to.write_all(chunk).await {
             Ok(()) => to.flush().await,
             Err(e) => Err(e),
         };
         bytes += n as u64;
-        for event in observer.feed(chunk) {
-            sink.emit(event);
-        }
         if let Err(e) = written {
             break (
                 EndHow::Error,
@@ -442,4 +446,60 @@ async fn pump_stderr(mut from: impl AsyncRead + Unpin, sink: EventSink) {
         lines.feed(&buf[..n], emit);
     }
     lines.finish(emit);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::pin::Pin;
+    use std::sync::Mutex;
+    use std::task::{Context, Poll};
+
+    use mcpscope_engine::event::Event;
+    use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
+
+    /// The child's stdin, standing in for it: at each write it notes which requests the sink
+    /// has been given so far (what a server answering at once could be answering).
+    struct Child {
+        observed: Arc<Mutex<UnboundedReceiver<Event>>>,
+        seen_at_write: Vec<usize>,
+    }
+
+    impl AsyncWrite for Child {
+        fn poll_write(
+            mut self: Pin<&mut Self>,
+            _: &mut Context<'_>,
+            buf: &[u8],
+        ) -> Poll<std::io::Result<usize>> {
+            let mut messages = 0;
+            if let Ok(mut rx) = self.observed.lock() {
+                while let Ok(event) = rx.try_recv() {
+                    messages += usize::from(matches!(event.kind, EventKind::Message { .. }));
+                }
+            }
+            self.seen_at_write.push(messages);
+            Poll::Ready(Ok(buf.len()))
+        }
+        fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+            Poll::Ready(Ok(()))
+        }
+        fn poll_shutdown(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+            Poll::Ready(Ok(()))
+        }
+    }
+
+    #[tokio::test]
+    async fn a_request_is_observed_before_the_server_is_given_it() {
+        let (tx, rx) = unbounded_channel();
+        let observed = Arc::new(Mutex::new(rx));
+        let sink = EventSink::new(tx);
+        let mut child = Child {
+            observed: observed.clone(),
+            seen_at_write: Vec::new(),
+        };
+        let request = b"{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/call\",\"params\":{}}\n";
+        pump_stdin(&request[..], &mut child, sink).await;
+        // One chunk, one write: the request was already with the sink.
+        assert_eq!(child.seen_at_write, vec![1]);
+    }
 }
