@@ -14,6 +14,7 @@ use chrono::{DateTime, Utc};
 
 use super::checkpoint::Checkpoint;
 use super::indexer::{IndexConfig, Indexer};
+use super::readahead::ReadAhead;
 use super::savedindex::IndexCache;
 use mcpscope_engine::event::Event;
 use mcpscope_engine::model::{Model, Retention};
@@ -21,6 +22,39 @@ use mcpscope_engine::record::{Events, IndexPoint, ReadError};
 
 /// Events a bounded seek folds between looks at its deadline.
 const DEADLINE_EVERY: u64 = 1024;
+
+/// A seek with at least this many events to fold reads them through a [`ReadAhead`]: decoding
+/// beside the fold, instead of before each event.
+const READ_AHEAD_AFTER: u64 = 50_000;
+
+/// Where the cursor reads its next events: the file, or a thread decoding it ahead (from a
+/// long seek on).
+#[derive(Debug)]
+enum Reader {
+    Direct(Box<Events<BufReader<File>>>),
+    Ahead(ReadAhead),
+}
+
+impl Reader {
+    /// The index point of the next event, when this reader can tell (one reading ahead cannot).
+    fn point(&self) -> Option<IndexPoint> {
+        match self {
+            Reader::Direct(events) => Some(events.point()),
+            Reader::Ahead(_) => None,
+        }
+    }
+}
+
+impl Iterator for Reader {
+    type Item = Result<Event, ReadError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        match self {
+            Reader::Direct(events) => events.next(),
+            Reader::Ahead(ahead) => ahead.next(),
+        }
+    }
+}
 
 /// A recording file and a position in it: the model after the first `position()` events.
 #[derive(Debug)]
@@ -35,7 +69,7 @@ pub struct FileCursor {
     model: Arc<Model>,
     pos: u64,
     /// Reads event `pos` next (unless `next` holds it already).
-    reader: Option<Events<BufReader<File>>>,
+    reader: Option<Reader>,
     /// Event `pos`, read ahead (to see its time before applying it).
     next: Option<Event>,
     /// Whether the reader has nothing more.
@@ -49,6 +83,8 @@ pub struct FileCursor {
     jumping_to: Option<u64>,
     /// A read error the cursor met (the index pass reports its own).
     error: Option<String>,
+    /// Seeks with at least this many events to fold read them ahead on a thread.
+    read_ahead_after: u64,
 }
 
 impl FileCursor {
@@ -90,11 +126,19 @@ impl FileCursor {
             exhausted: next.is_none(),
             first_t: next.as_ref().map(|e| e.t),
             next,
-            reader: Some(reader),
+            reader: Some(Reader::Direct(Box::new(reader))),
             near: None,
             jumping_to: None,
             error: None,
+            read_ahead_after: READ_AHEAD_AFTER,
         })
+    }
+
+    /// The same cursor, its seeks reading ahead on a thread from `events` events to fold on
+    /// (tests make it small).
+    pub fn read_ahead_after(mut self, events: u64) -> Self {
+        self.read_ahead_after = events;
+        self
     }
 
     /// The background pass (tests and benchmarks wait on it).
@@ -229,12 +273,19 @@ impl FileCursor {
         let keep_near = jumped
             && near_at > self.pos
             && self.near.as_ref().is_none_or(|(c, _)| c.seq != near_at);
+        if target.saturating_sub(self.pos) >= self.read_ahead_after {
+            self.read_ahead();
+        }
         let mut folded = 0u64;
         while self.pos < target {
             if keep_near
                 && self.pos == near_at
                 && self.next.is_none()
-                && let Some(point) = self.reader.as_ref().map(Events::point)
+                && let Some(point) = self
+                    .reader
+                    .as_ref()
+                    .and_then(Reader::point)
+                    .or_else(|| self.indexer.state().point_at(near_at).cloned())
             {
                 let model = Arc::clone(&self.model);
                 let checkpoint = Checkpoint {
@@ -368,7 +419,7 @@ impl FileCursor {
             None => None,
         };
         self.reader = match reader {
-            Some(Ok(reader)) => Some(reader),
+            Some(Ok(reader)) => Some(Reader::Direct(Box::new(reader))),
             Some(Err(e)) => {
                 self.error = Some(e.to_string());
                 None
@@ -376,6 +427,28 @@ impl FileCursor {
             None => None,
         };
         self.exhausted = self.reader.is_none();
+    }
+
+    /// Reads on through a thread decoding ahead (a long seek); the same reader if it does
+    /// already, or if no thread can be started.
+    fn read_ahead(&mut self) {
+        let Some(Reader::Direct(events)) = self.reader.take_if(|r| matches!(r, Reader::Direct(_)))
+        else {
+            return;
+        };
+        let point = events.point();
+        self.reader = match ReadAhead::start(*events) {
+            Some(ahead) => Some(Reader::Ahead(ahead)),
+            // No thread: the same reader again, opened where the other stood.
+            None => match Events::open_at(&self.path, &point) {
+                Ok(events) => Some(Reader::Direct(Box::new(events))),
+                Err(e) => {
+                    self.error = Some(e.to_string());
+                    self.exhausted = true;
+                    None
+                }
+            },
+        };
     }
 
     /// The event at the cursor, read ahead.

@@ -12,6 +12,7 @@ pub mod indexer;
 pub mod live;
 pub mod liveindex;
 pub mod player;
+pub(crate) mod readahead;
 pub mod recall;
 pub mod savedindex;
 pub(crate) mod timeline;

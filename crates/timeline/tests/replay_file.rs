@@ -348,3 +348,80 @@ fn the_player_seeks_a_slice_a_tick_says_so_and_a_key_stops_it_where_it_got() {
     assert_eq!(player.status().position, far);
     std::fs::remove_file(&path).ok();
 }
+
+#[test]
+fn seeks_that_read_ahead_on_a_thread_land_where_a_fold_from_the_start_does() {
+    let path = temp("ahead.jsonl");
+    let events = write_recording(&path, 1_500);
+    let len = events.len();
+    // Every seek of more than one event reads ahead.
+    let mut cursor = sparse(&path).read_ahead_after(2);
+    for target in [
+        4_095,
+        8_191,
+        3 * len / 4 + 17,
+        1,
+        len - 1,
+        len,
+        len / 2,
+        2,
+        6_000,
+    ] {
+        cursor.seek(target as u64);
+        assert_eq!(cursor.position(), target as u64);
+        assert_eq!(
+            digest(cursor.model_at()),
+            digest(&fold_to(&events, target, tight())),
+            "seek to {target} of {len}"
+        );
+    }
+    // The copy kept near the target (its index point from the pass, the reader being ahead)
+    // serves stepping back.
+    cursor.seek(1);
+    cursor.seek(7_000);
+    for back in 1..=70 {
+        cursor.step_back();
+        assert_eq!(
+            digest(cursor.model_at()),
+            digest(&fold_to(&events, 7_000 - back, tight())),
+            "back {back}"
+        );
+    }
+    // Playing on after a seek reads on from the thread, in order, to the end.
+    cursor.seek(1);
+    cursor.seek(3_000);
+    let t = events[9_000].t;
+    cursor.play_to(t);
+    let n = events.partition_point(|e| e.t <= t);
+    assert_eq!(cursor.position(), n as u64);
+    assert_eq!(
+        digest(cursor.model_at()),
+        digest(&fold_to(&events, n, tight()))
+    );
+    cursor.seek(u64::MAX);
+    assert!(cursor.at_end());
+    assert_eq!(
+        digest(cursor.model_at()),
+        digest(&fold_to(&events, len, tight()))
+    );
+    // In steps, too.
+    cursor.seek(1);
+    while !cursor.seek_until(8_000, Some(Instant::now())) {}
+    assert_eq!(
+        digest(cursor.model_at()),
+        digest(&fold_to(&events, 8_000, tight()))
+    );
+    // Deaths as the in-memory cursor finds them.
+    let mut memory = mcpscope_timeline::ReplayCursor::new(events.clone());
+    let mut deaths = Vec::new();
+    while let Some(at) = memory.next_death() {
+        deaths.push(at as u64);
+    }
+    cursor.seek(0);
+    let mut found = Vec::new();
+    while let Some(at) = cursor.next_death() {
+        found.push(at);
+    }
+    assert_eq!(found, deaths);
+    std::fs::remove_file(&path).ok();
+}
