@@ -5,6 +5,7 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+use mcpscope_engine::event::Event;
 use mcpscope_engine::model::Retention;
 use mcpscope_timeline::FileCursor;
 use mcpscope_timeline::indexer::IndexConfig;
@@ -15,6 +16,19 @@ fn temp(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("mcpscope-replay-file-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");
     dir.join(name)
+}
+
+/// Where the in-memory cursor's `next_death` stops, one death after another from the start.
+fn deaths_in_memory(events: &[Event]) -> Vec<u64> {
+    let mut memory = mcpscope_timeline::ReplayCursor::new(events.to_vec());
+    std::iter::from_fn(|| memory.next_death().map(|at| at as u64)).collect()
+}
+
+/// The file cursor's deaths, walked from the start, are the in-memory cursor's.
+fn assert_same_deaths(cursor: &mut FileCursor, events: &[Event]) {
+    cursor.seek(0);
+    let found: Vec<u64> = std::iter::from_fn(|| cursor.next_death()).collect();
+    assert_eq!(found, deaths_in_memory(events));
 }
 
 fn dense() -> IndexConfig {
@@ -115,17 +129,7 @@ fn seeking_through_checkpoints_matches_a_fold_from_the_start() {
         assert_eq!(cursor.position(), n as u64, "seek_time {t}");
     }
     // Deaths found by the pass are the same as the in-memory cursor's.
-    let mut memory = mcpscope_timeline::ReplayCursor::new(events.clone());
-    let mut deaths = Vec::new();
-    while let Some(at) = memory.next_death() {
-        deaths.push(at as u64);
-    }
-    cursor.seek(0);
-    let mut found = Vec::new();
-    while let Some(at) = cursor.next_death() {
-        found.push(at);
-    }
-    assert_eq!(found, deaths);
+    assert_same_deaths(&mut cursor, &events);
     std::fs::remove_file(&path).ok();
 }
 
@@ -328,17 +332,13 @@ fn the_player_seeks_a_slice_a_tick_says_so_and_a_key_stops_it_where_it_got() {
     while player.busy() {
         player.tick();
     }
-    let mut memory = mcpscope_timeline::ReplayCursor::new(events.clone());
-    let mut deaths = Vec::new();
-    while let Some(at) = memory.next_death() {
-        deaths.push(at);
-    }
+    let deaths = deaths_in_memory(&events);
     let far = deaths
         .iter()
-        .copied()
+        .map(|&d| d as usize)
         .find(|&d| d > len / 2)
         .expect("a death in the second half");
-    let before_far = deaths.iter().copied().filter(|&d| d < far).count();
+    let before_far = deaths.iter().filter(|&&d| (d as usize) < far).count();
     for _ in 0..=before_far {
         player.command(Command::NextDeath);
         while player.busy() {
@@ -412,16 +412,6 @@ fn seeks_that_read_ahead_on_a_thread_land_where_a_fold_from_the_start_does() {
         digest(&fold_to(&events, 8_000, tight()))
     );
     // Deaths as the in-memory cursor finds them.
-    let mut memory = mcpscope_timeline::ReplayCursor::new(events.clone());
-    let mut deaths = Vec::new();
-    while let Some(at) = memory.next_death() {
-        deaths.push(at as u64);
-    }
-    cursor.seek(0);
-    let mut found = Vec::new();
-    while let Some(at) = cursor.next_death() {
-        found.push(at);
-    }
-    assert_eq!(found, deaths);
+    assert_same_deaths(&mut cursor, &events);
     std::fs::remove_file(&path).ok();
 }
