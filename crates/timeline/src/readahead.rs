@@ -9,10 +9,14 @@ use std::sync::mpsc::{Receiver, sync_channel};
 use mcpscope_engine::event::Event;
 use mcpscope_engine::record::{Events, ReadError};
 
-/// Events decoded per hand-over.
+/// Events decoded per hand-over, at most.
 const BATCH: usize = 1024;
+/// Bytes of events ([`EventKind::weight`](mcpscope_engine::event::EventKind::weight)) per
+/// hand-over: a batch ends at the event that reaches it.
+const BATCH_BYTES: usize = 256 << 10;
 /// Batches decoded and not yet taken, at most: the thread waits past them, and ends once the
-/// taker is gone.
+/// taker is gone. What is held ahead is bounded by these, whatever the events' size (one
+/// event apart, which any reader holds).
 const BATCHES_AHEAD: usize = 4;
 
 type Item = Result<Event, ReadError>;
@@ -34,11 +38,13 @@ impl ReadAhead {
             .spawn(move || {
                 loop {
                     let mut batch = Vec::with_capacity(BATCH);
+                    let mut bytes = 0;
                     let mut last = false;
-                    while batch.len() < BATCH && !last {
+                    while batch.len() < BATCH && bytes < BATCH_BYTES && !last {
                         match events.next() {
                             Some(item) => {
                                 last = item.is_err();
+                                bytes += item.as_ref().map_or(0, |e| e.kind.weight());
                                 batch.push(item);
                             }
                             None => last = true,
