@@ -283,7 +283,8 @@ async fn schema_checks_flag_arguments_and_results_with_their_path_and_sarif_vali
         .map(|e| format!("{e} at {}", e.instance_path))
         .collect();
     assert!(errors.is_empty(), "{errors:#?}\n{log:#}");
-    let results = log["runs"][0]["results"].as_array().expect("results");
+    let all = log["runs"][0]["results"].as_array().expect("results");
+    let results: Vec<&Value> = all.iter().filter(|r| r["level"] == "error").collect();
     let ids: Vec<&str> = results
         .iter()
         .filter_map(|r| r["ruleId"].as_str())
@@ -315,13 +316,52 @@ async fn schema_checks_flag_arguments_and_results_with_their_path_and_sarif_vali
         );
         assert!(lines[line].contains("\"tools/call\""), "{}", lines[line]);
     }
-    // Without the rule there is nothing to report: an empty, still valid, log.
+    // Without the rule the check passes, and the finding is still reported: a warning after
+    // the verdict line, a `warning` result in SARIF (a code-scanning upload shows it).
     let out = mcpscope(&["check", "--sarif", sarif.to_str().expect("sarif"), a]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let report = text(&out.stdout);
+    let (verdict, rest) = report.split_once('\n').expect("lines");
+    assert!(verdict.contains(": ok — "), "{report}");
+    assert!(
+        rest.contains("warning(s), not failing this check")
+            && rest.contains("[schema-output]")
+            && rest.contains("schema-output: structuredContent $.value: type: "),
+        "{report}"
+    );
     let log: Value =
         serde_json::from_str(&std::fs::read_to_string(&sarif).expect("sarif")).expect("JSON");
     assert!(validator.is_valid(&log), "{log:#}");
-    assert_eq!(log["runs"][0]["results"], json!([]));
+    let results = log["runs"][0]["results"].as_array().expect("results");
+    let schema: Vec<&Value> = results
+        .iter()
+        .filter(|r| r["ruleId"] == "schema-output")
+        .collect();
+    assert_eq!(schema.len(), 1, "{log:#}");
+    assert_eq!(schema[0]["level"], "warning", "{log:#}");
+    assert!(
+        results.iter().all(|r| r["level"] != "error"),
+        "nothing fails: {log:#}"
+    );
+    let rules = log["runs"][0]["tool"]["driver"]["rules"]
+        .as_array()
+        .expect("rules");
+    let orphaned = rules.iter().find(|r| r["id"] == "orphaned").expect("rule");
+    assert_eq!(orphaned["defaultConfiguration"]["level"], "error");
+    let schema_rule = rules
+        .iter()
+        .find(|r| r["id"] == "schema-output")
+        .expect("rule");
+    assert_eq!(schema_rule["defaultConfiguration"]["level"], "warning");
+    let out = mcpscope(&["check", "--json", a]);
+    let v: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(v["ok"], true, "{v}");
+    assert!(
+        v["warnings"]
+            .as_array()
+            .is_some_and(|w| w.iter().any(|f| f["rule"] == "schema-output")),
+        "{v}"
+    );
 }
 
 /// Nearest rank, as a person would: sort, take the ⌈p·n⌉-th.

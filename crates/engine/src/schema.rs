@@ -8,6 +8,13 @@
 //! revision 2025-11-25 on (its "JSON Schema Usage" section makes 2020-12 the default, as do
 //! later revisions) and draft-07 for older revisions, which name none (their schema is
 //! published as draft-07).
+//!
+//! A server writes the schemas, so each is costed before it is compiled and each value before
+//! it is checked ([`budget`]): a schema whose references loop on one value, that fans out past
+//! a million evaluations, or that is too large or deep is not checked, and the check says so
+//! once as an [`UNCHECKED`] finding instead of taking the process down.
+
+mod budget;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -66,7 +73,25 @@ pub struct Violation {
     pub message: String,
 }
 
+/// The keyword of the finding that says a schema (or one value against it) was not checked,
+/// and why: it would cost more than the budget allows.
+pub const UNCHECKED: &str = "unchecked";
+
 impl Violation {
+    /// Whether this says the schema was not checked (rather than that the value breaks it).
+    pub fn is_unchecked(&self) -> bool {
+        self.keyword == UNCHECKED
+    }
+
+    fn unchecked(side: Side, why: String) -> Self {
+        Violation {
+            side,
+            path: "$".to_string(),
+            keyword: UNCHECKED.to_string(),
+            message: format!("schema not checked: {why}"),
+        }
+    }
+
     /// `arguments $.text: type: 7 is not of type "string"`.
     pub fn text(&self) -> String {
         format!(
@@ -79,7 +104,16 @@ impl Violation {
     }
 }
 
-type Compiled = Result<Arc<Validator>, String>;
+/// A schema as the cache keeps it.
+#[derive(Clone)]
+enum Compiled {
+    /// Ready to check values, with what checking one costs.
+    Ready(Arc<Validator>, Arc<budget::Budget>),
+    /// Past the budget: why it is not checked.
+    Refused(String),
+    /// The validator cannot compile it: its message.
+    Broken(String),
+}
 
 /// Compiled schemas, each once per definition text and dialect: keep one for as long as the
 /// calls it checks (a view keeps it across frames).
@@ -122,14 +156,19 @@ impl Checker {
         if let Some(found) = self.cache.get(&key) {
             return found.clone();
         }
-        let mut options = jsonschema::options();
-        if !own {
-            options.with_draft(draft);
-        }
-        let compiled = options
-            .build(schema)
-            .map(Arc::new)
-            .map_err(|e| e.to_string());
+        let compiled = match budget::plan(schema) {
+            Err(why) => Compiled::Refused(why),
+            Ok(cost) => {
+                let mut options = jsonschema::options();
+                if !own {
+                    options.with_draft(draft);
+                }
+                match options.build(schema) {
+                    Ok(validator) => Compiled::Ready(Arc::new(validator), Arc::new(cost)),
+                    Err(e) => Compiled::Broken(e.to_string()),
+                }
+            }
+        };
         self.cache.insert(key, compiled.clone());
         compiled
     }
@@ -143,7 +182,18 @@ impl Checker {
         out: &mut Vec<Violation>,
     ) {
         match self.validator(schema, revision) {
-            Ok(validator) => {
+            Compiled::Ready(_, cost) if cost.steps(instance).is_err() => {
+                out.push(Violation::unchecked(
+                    side,
+                    format!(
+                        "checking this {} would take more than {} evaluations",
+                        side.instance(),
+                        budget::MAX_STEPS
+                    ),
+                ));
+            }
+            Compiled::Refused(why) => out.push(Violation::unchecked(side, why)),
+            Compiled::Ready(validator, _) => {
                 for error in validator.iter_errors(instance) {
                     let keyword = error
                         .schema_path
@@ -160,7 +210,7 @@ impl Checker {
                     });
                 }
             }
-            Err(error) => out.push(Violation {
+            Compiled::Broken(error) => out.push(Violation {
                 side,
                 path: "$".to_string(),
                 keyword: "$schema".to_string(),
@@ -249,6 +299,8 @@ impl Checker {
 #[derive(Debug, Default)]
 pub struct Watch {
     checker: Checker,
+    /// The unchecked schemas already said (tool, side, why): each is said once.
+    unchecked_said: std::collections::HashSet<(Option<String>, Side, String)>,
 }
 
 impl Watch {
@@ -277,7 +329,27 @@ impl Watch {
                 continue;
             };
             for violation in self.checker.check(model, found) {
-                if sides.contains(&violation.side) {
+                if !sides.contains(&violation.side) {
+                    continue;
+                }
+                if violation.is_unchecked() {
+                    let key = (
+                        found.tool.as_deref().map(str::to_string),
+                        violation.side,
+                        violation.message.clone(),
+                    );
+                    if self.unchecked_said.insert(key) {
+                        out.push(Notice {
+                            t: notice.t,
+                            server: notice.server.clone(),
+                            what: What::SchemaUnchecked {
+                                call: call.clone(),
+                                side: violation.side.word(),
+                                message: violation.message,
+                            },
+                        });
+                    }
+                } else {
                     out.push(Notice {
                         t: notice.t,
                         server: notice.server.clone(),

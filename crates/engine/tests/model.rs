@@ -55,6 +55,7 @@ fn kinds(notices: &[Notice]) -> Vec<&'static str> {
             What::TaskStatus { .. } => "task_status",
             What::TaskResultWaitDied { .. } => "task_result_wait_died",
             What::SchemaViolation { .. } => "schema_violation",
+            What::SchemaUnchecked { .. } => "schema_unchecked",
         })
         .collect()
 }

@@ -41,6 +41,9 @@ pub enum Rule {
     /// A `tools/call` result whose `structuredContent` breaks (or lacks) its tool's
     /// `outputSchema`, or an accepted elicitation whose content breaks its `requestedSchema`.
     SchemaOutput,
+    /// A tool's schema (or one value against it) that was not checked: past the budget that
+    /// keeps a hostile schema from taking the process down.
+    SchemaUnchecked,
     /// A task's ttl ran out before its result was fetched.
     TaskExpired,
     /// A `tasks/result` wait died and the client never got the task's result.
@@ -49,7 +52,7 @@ pub enum Rule {
 
 impl Rule {
     /// Every rule, in the order reports list them.
-    pub const ALL: [Rule; 14] = [
+    pub const ALL: [Rule; 15] = [
         Rule::Orphaned,
         Rule::Pending,
         Rule::ResumableNeverResumed,
@@ -62,6 +65,7 @@ impl Rule {
         Rule::InjectedFault,
         Rule::SchemaInput,
         Rule::SchemaOutput,
+        Rule::SchemaUnchecked,
         Rule::TaskExpired,
         Rule::TaskResultLost,
     ];
@@ -89,6 +93,7 @@ impl Rule {
             Rule::InjectedFault => "injected-fault",
             Rule::SchemaInput => "schema-input",
             Rule::SchemaOutput => "schema-output",
+            Rule::SchemaUnchecked => "schema-unchecked",
             Rule::TaskExpired => "task-expired",
             Rule::TaskResultLost => "task-result-lost",
         }
@@ -116,10 +121,24 @@ impl Rule {
                 "A result's structuredContent breaks (or lacks) the tool's outputSchema, or an \
                  accepted elicitation's content breaks its requestedSchema."
             }
+            Rule::SchemaUnchecked => {
+                "A schema was not checked: its references loop, it fans out past the budget, or \
+                 it is too large or deep to check safely."
+            }
             Rule::TaskExpired => "A task's ttl ran out before its result was fetched.",
             Rule::TaskResultLost => {
                 "A tasks/result wait died and the client never got the task's result."
             }
+        }
+    }
+
+    /// How a finding of this rule is reported when the check was not asked to fail on it:
+    /// `warning` for what is wrong with the traffic or went unchecked, `note` for what is only
+    /// information (a fault the proxy itself injected).
+    pub fn quiet_level(self) -> &'static str {
+        match self {
+            Rule::InjectedFault => "note",
+            _ => "warning",
         }
     }
 
@@ -187,15 +206,25 @@ pub fn findings(model: &Model, rules: &[Rule]) -> Vec<Finding> {
     let mut out = Vec::new();
     let has = |rule| rules.contains(&rule);
     let mut schemas = Checker::new();
-    let check_schemas = has(Rule::SchemaInput) || has(Rule::SchemaOutput);
+    let check_schemas =
+        has(Rule::SchemaInput) || has(Rule::SchemaOutput) || has(Rule::SchemaUnchecked);
+    // An unchecked schema is said once, on the first call that needed it.
+    let mut unchecked_said = BTreeSet::new();
     for call in &model.calls {
         if check_schemas {
             for violation in schemas.check(model, call) {
                 let rule = match violation.side {
+                    _ if violation.is_unchecked() => Rule::SchemaUnchecked,
                     Side::Input => Rule::SchemaInput,
                     Side::Output | Side::Elicitation => Rule::SchemaOutput,
                 };
-                if has(rule) {
+                let first = rule != Rule::SchemaUnchecked
+                    || unchecked_said.insert((
+                        call.tool.clone(),
+                        violation.side,
+                        violation.message.clone(),
+                    ));
+                if has(rule) && first {
                     out.push(Finding {
                         rule,
                         call: Some(call.index),
@@ -383,6 +412,8 @@ pub struct FileCheck {
     pub folded: Folded,
     /// What fails, by the rules asked for.
     pub findings: Vec<Finding>,
+    /// What the other rules found: reported, never failing the check.
+    pub warnings: Vec<Finding>,
 }
 
 /// The verdict names in the order reports count them.
@@ -398,11 +429,14 @@ const VERDICTS: [&str; 6] = [
 impl FileCheck {
     /// Checks a folded recording by `rules`.
     pub fn new(file: impl Into<String>, folded: Folded, rules: &[Rule]) -> Self {
-        let findings = findings(&folded.model, rules);
+        let (findings, warnings) = findings(&folded.model, &Rule::ALL)
+            .into_iter()
+            .partition(|f| rules.contains(&f.rule));
         Self {
             file: file.into(),
             folded,
             findings,
+            warnings,
         }
     }
 
@@ -446,9 +480,13 @@ impl FileCheck {
 
     /// The findings grouped by call (in call order), then those about streams alone.
     pub fn grouped(&self) -> (BTreeMap<usize, Vec<&Finding>>, Vec<&Finding>) {
+        Self::group(&self.findings)
+    }
+
+    fn group(found: &[Finding]) -> (BTreeMap<usize, Vec<&Finding>>, Vec<&Finding>) {
         let mut by_call: BTreeMap<usize, Vec<&Finding>> = BTreeMap::new();
         let mut streams = Vec::new();
-        for finding in &self.findings {
+        for finding in found {
             match finding.call {
                 Some(index) => by_call.entry(index).or_default().push(finding),
                 None => streams.push(finding),
@@ -457,23 +495,43 @@ impl FileCheck {
         (by_call, streams)
     }
 
-    /// The short report: a line with the counts, then each failing call or stream.
+    /// The short report: a line with the counts, then each failing call or stream, then the
+    /// warnings (what the rules not failing this check found; notes only in JSON and SARIF).
     pub fn text(&self) -> String {
-        let model = &self.folded.model;
         let mut out = format!(
             "{}: {} — {}\n",
             self.file,
             if self.passed() { "ok" } else { "FAIL" },
             self.counts_text()
         );
-        let (by_call, streams) = self.grouped();
+        self.list(&self.findings, "✗", &mut out);
+        let warnings: Vec<Finding> = self
+            .warnings
+            .iter()
+            .filter(|f| f.rule.quiet_level() == "warning")
+            .cloned()
+            .collect();
+        if !warnings.is_empty() {
+            out.push_str(&format!(
+                "  {} warning(s), not failing this check:\n",
+                warnings.len()
+            ));
+            self.list(&warnings, "!", &mut out);
+        }
+        out
+    }
+
+    /// Each call or stream of `found`, marked with `mark`, with its findings' details.
+    fn list(&self, found: &[Finding], mark: &str, out: &mut String) {
+        let model = &self.folded.model;
+        let (by_call, streams) = Self::group(found);
         for (index, found) in by_call {
             let Some(call) = model.calls.get(index) else {
                 continue;
             };
             let rules: Vec<&str> = found.iter().map(|f| f.rule.word()).collect();
             out.push_str(&format!(
-                "  ✗ #{} {} id={} [{}] session {} stream {}\n",
+                "  {mark} #{} {} id={} [{}] session {} stream {}\n",
                 describe::number(call),
                 call.title(),
                 call.id_text(),
@@ -502,19 +560,29 @@ impl FileCheck {
                 .map(|s| s.label())
                 .unwrap_or_default();
             out.push_str(&format!(
-                "  ✗ stream {label} [{}] {}\n",
+                "  {mark} stream {label} [{}] {}\n",
                 finding.rule.word(),
                 finding.detail
             ));
         }
-        out
     }
 
     /// The report as one JSON object.
     pub fn json(&self) -> Value {
+        json!({
+            "file": self.file,
+            "ok": self.passed(),
+            "calls": self.calls(),
+            "counts": self.counts(),
+            "failures": self.findings_json(&self.findings),
+            "warnings": self.findings_json(&self.warnings),
+            "latency": crate::latency::json(&self.folded.model),
+        })
+    }
+
+    fn findings_json(&self, found: &[Finding]) -> Vec<Value> {
         let model = &self.folded.model;
-        let failures: Vec<Value> = self
-            .findings
+        found
             .iter()
             .map(|f| {
                 let mut object = json!({ "rule": f.rule.word(), "detail": f.detail });
@@ -529,15 +597,7 @@ impl FileCheck {
                 }
                 object
             })
-            .collect();
-        json!({
-            "file": self.file,
-            "ok": self.passed(),
-            "calls": self.calls(),
-            "counts": self.counts(),
-            "failures": failures,
-            "latency": crate::latency::json(model),
-        })
+            .collect()
     }
 }
 

@@ -53,8 +53,8 @@ pub fn run(
         write_file(path, &junit::build(&checks))?;
     }
     if let Some(path) = &options.sarif {
-        let mut text =
-            serde_json::to_string_pretty(&sarif::build(&checks)).map_err(std::io::Error::from)?;
+        let mut text = serde_json::to_string_pretty(&sarif::build(&checks, &options.rules))
+            .map_err(std::io::Error::from)?;
         text.push('\n');
         mcpscope_engine::record::write_private(path, &text)
             .map_err(|e| Error::Usage(format!("--sarif {}: {e}", path.display())))?;

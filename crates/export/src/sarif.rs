@@ -1,7 +1,8 @@
 //! `check --sarif FILE`: the findings as SARIF 2.1.0, for code-scanning dashboards. One run;
-//! each recording an artifact; each finding a result with its rule id, level `error` (a
-//! finding is something the check was asked to fail on), a message, and the recording's line
-//! where the call's exchange (or the stream) begins as its location.
+//! each recording an artifact; each finding a result with its rule id, a level (`error` for
+//! what the check was asked to fail on, `warning` or `note` for what the other rules found), a
+//! message, and the recording's line where the call's exchange (or the stream) begins as its
+//! location.
 
 use serde_json::{Value, json};
 
@@ -32,15 +33,21 @@ fn line_of(seq: u64) -> u64 {
     seq + 2
 }
 
-/// The SARIF log of these checks.
-pub(crate) fn build(checks: &[FileCheck]) -> Value {
+/// The SARIF log of these checks. A rule's default level is `error` when the checks fail on
+/// it, its quiet level otherwise.
+pub(crate) fn build(checks: &[FileCheck], failing: &[Rule]) -> Value {
     let rules: Vec<Value> = Rule::ALL
         .iter()
         .map(|rule| {
+            let level = if failing.contains(rule) {
+                "error"
+            } else {
+                rule.quiet_level()
+            };
             json!({
                 "id": rule.word(),
                 "shortDescription": { "text": rule.description() },
-                "defaultConfiguration": { "level": "error" },
+                "defaultConfiguration": { "level": level },
             })
         })
         .collect();
@@ -51,7 +58,9 @@ pub(crate) fn build(checks: &[FileCheck]) -> Value {
     let mut results = Vec::new();
     for (artifact, check) in checks.iter().enumerate() {
         let model = &check.folded.model;
-        for finding in &check.findings {
+        let failing = check.findings.iter().map(|f| (f, "error"));
+        let quiet = check.warnings.iter().map(|f| (f, f.rule.quiet_level()));
+        for (finding, level) in failing.chain(quiet) {
             let (text, seq) = match finding.call.and_then(|i| model.calls.get(i)) {
                 Some(call) => (
                     format!(
@@ -88,7 +97,7 @@ pub(crate) fn build(checks: &[FileCheck]) -> Value {
             let mut result = json!({
                 "ruleId": finding.rule.word(),
                 "ruleIndex": Rule::ALL.iter().position(|r| *r == finding.rule).unwrap_or(0),
-                "level": "error",
+                "level": level,
                 "message": { "text": text },
                 "locations": [{ "physicalLocation": physical }],
             });

@@ -359,6 +359,17 @@ pub enum What {
         /// The validator's message.
         message: String,
     },
+    /// A schema a call needed was not checked: past the budget that keeps a hostile schema
+    /// from taking the process down (`engine::schema`). Said once per tool and reason.
+    SchemaUnchecked {
+        /// The first call that needed it.
+        #[serde(flatten)]
+        call: CallRef,
+        /// `input`, `output` or `elicitation`.
+        side: &'static str,
+        /// Why (`schema not checked: its references loop back …`).
+        message: String,
+    },
 }
 
 impl What {
@@ -383,7 +394,8 @@ impl What {
             | What::TaskCreated { call, .. }
             | What::TaskStatus { call, .. }
             | What::TaskResultWaitDied { call, .. }
-            | What::SchemaViolation { call, .. } => Some(call),
+            | What::SchemaViolation { call, .. }
+            | What::SchemaUnchecked { call, .. } => Some(call),
             What::SessionStarted { .. }
             | What::SessionRevision { .. }
             | What::SessionEnded { .. }
@@ -663,6 +675,11 @@ impl Notice {
                 "SCHEMA {side}  {} — {member} {path}: {keyword}: {message}",
                 call(c)
             ),
+            What::SchemaUnchecked {
+                call: c,
+                side,
+                message,
+            } => format!("SCHEMA NOT CHECKED  {} — {side}: {message}", call(c)),
         };
         format!("{t} {text}")
     }

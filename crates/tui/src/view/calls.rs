@@ -230,8 +230,11 @@ pub(crate) fn render(frame: &mut Frame, app: &App, model: &Model, now: DateTime<
             if resent_of(model, call).is_some() {
                 title.push_str(" ↻");
             }
-            if !app.schema.of(call).is_empty() {
+            let found = app.schema.of(call);
+            if found.iter().any(|v| !v.is_unchecked()) {
                 title.push_str(" ⚠schema");
+            } else if !found.is_empty() {
+                title.push_str(" ?schema");
             }
             let cells: Vec<Cell> = cols
                 .iter()

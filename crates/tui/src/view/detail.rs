@@ -199,6 +199,16 @@ fn call_lines(app: &App, model: &Model, call: &Call, now: DateTime<Utc>) -> Vec<
     ));
     out.push(kv(theme, "elapsed", duration_ms(call.elapsed_ms(now))));
     for violation in app.schema.of(call) {
+        if violation.is_unchecked() {
+            out.push(Line::from(vec![
+                Span::styled(format!("{:<11}", "schema"), theme.header()),
+                Span::styled(
+                    format!("{}: {}", violation.side.word(), violation.message),
+                    theme.dim(),
+                ),
+            ]));
+            continue;
+        }
         out.push(Line::from(vec![
             Span::styled(format!("{:<11}", "schema"), theme.header()),
             Span::styled(
