@@ -73,19 +73,41 @@ fn server_line(host: ConfigHost, server: &ServerLine) -> String {
     } else {
         format!(" ({})", server.table)
     };
-    let name = &server.name;
+    let name = &printable(&server.name);
+    let at = printable(&at);
+    let printable_line = |line: &[String]| printable(&line.join(" "));
     match &server.change {
-        ServerChange::Wrapped(line) => format!("  wrapped    {name}{at}: {}", line.join(" ")),
+        ServerChange::Wrapped(line) => format!("  wrapped    {name}{at}: {}", printable_line(line)),
         ServerChange::AlreadyWrapped => format!("  unchanged  {name}{at}: already wrapped"),
         ServerChange::Http(url) => format!(
-            "  unchanged  {name}{at}: HTTP server {url}; to observe it, start the host through \
+            "  unchanged  {name}{at}: HTTP server {}; to observe it, start the host through \
              the forward proxy: mcpscope run -- {}",
+            printable(url),
             host.start_command()
         ),
-        ServerChange::Other(why) => format!("  unchanged  {name}{at}: {why}, not a stdio server"),
-        ServerChange::Unwrapped(line) => format!("  unwrapped  {name}{at}: {}", line.join(" ")),
+        ServerChange::Other(why) => format!(
+            "  unchanged  {name}{at}: {}, not a stdio server",
+            printable(why)
+        ),
+        ServerChange::Unwrapped(line) => {
+            format!("  unwrapped  {name}{at}: {}", printable_line(line))
+        }
         ServerChange::NotWrapped => format!("  unchanged  {name}{at}: not wrapped"),
     }
+}
+
+/// Text from a host's file as it may be printed to a terminal: control characters (ESC, a
+/// newline) escaped, the rest as it is.
+fn printable(text: &str) -> String {
+    text.chars()
+        .map(|c| {
+            if c.is_control() {
+                c.escape_default().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
 }
 
 fn finish(outcome: Result<Vec<String>, ConfigError>) -> ExitCode {

@@ -98,7 +98,8 @@ fn assert_wrapped(server: &Value, name: &str, original: &[&str]) {
         "{server}"
     );
     assert!(Path::new(command).is_absolute(), "{server}");
-    let mut expected = vec!["stdio", "--name", name, "--"];
+    let name_arg = format!("--name={name}");
+    let mut expected = vec!["stdio", name_arg.as_str(), "--"];
     expected.extend_from_slice(original);
     assert_eq!(strings(&server["args"]), expected, "{server}");
 }
@@ -449,4 +450,93 @@ fn the_wrapped_command_line_runs_the_server_behind_the_shim() {
         .expect("recordings/")
         .collect();
     assert_eq!(recorded.len(), 1, "one recording of the session");
+}
+
+/// Runs a wrapped server's command line, sends one ping, returns the answer line.
+fn ping_through(server: &Value, dir: &Path) -> String {
+    use std::io::{BufRead, BufReader, Write};
+    let mut child = Command::new(server["command"].as_str().expect("command"))
+        .args(strings(&server["args"]))
+        .env("MCPSCOPE_LOG", dir.join("log"))
+        .current_dir(dir)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("the wrapped command starts");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let _ = stdin.write_all(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\n");
+    let mut line = String::new();
+    let _ = BufReader::new(child.stdout.take().expect("stdout")).read_line(&mut line);
+    drop(stdin);
+    let _ = child.wait();
+    line
+}
+
+#[test]
+fn names_that_look_like_options_or_hold_control_characters_stay_names() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("mcp.json");
+    let script = "import sys\nfor line in sys.stdin:\n    sys.stdout.write('{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\\n'); sys.stdout.flush()\n";
+    let names = ["-x", "--", "--record=elsewhere.jsonl", "a\u{1b}[31mb\nc"];
+    let mut servers = serde_json::Map::new();
+    for name in names {
+        servers.insert(
+            name.into(),
+            serde_json::json!({"command": "python3", "args": ["-c", script]}),
+        );
+    }
+    let original =
+        serde_json::to_string_pretty(&serde_json::json!({"mcpServers": servers})).expect("json");
+    std::fs::write(&file, &original).expect("write");
+    let run = wrap("cursor", &file);
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    assert!(
+        !run.stdout.contains('\u{1b}') && run.stdout.contains("a\\u{1b}[31mb\\nc"),
+        "control characters are escaped: {:?}",
+        run.stdout
+    );
+    assert_eq!(
+        run.stdout
+            .lines()
+            .filter(|l| l.starts_with("  wrapped "))
+            .count(),
+        names.len(),
+        "{}",
+        run.stdout
+    );
+    let v = json(&file);
+    for name in names {
+        let server = &v["mcpServers"][name];
+        assert_wrapped(server, name, &["python3", "-c", script]);
+        let answer = ping_through(server, dir.path());
+        assert_eq!(
+            answer, "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n",
+            "{name:?}"
+        );
+    }
+    assert!(
+        !dir.path().join("elsewhere.jsonl").exists(),
+        "a name is never taken as an option"
+    );
+    let back = unwrap("cursor", &file);
+    assert_eq!(back.code, 0, "{}{}", back.stdout, back.stderr);
+    assert!(!back.stdout.contains('\u{1b}'), "{:?}", back.stdout);
+    assert_eq!(std::fs::read_to_string(&file).expect("read"), original);
+}
+
+#[test]
+fn args_written_before_command_unwrap_byte_for_byte() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("mcp.json");
+    let original = "{\n  \"mcpServers\": {\n    \"a\": {\"args\": [], \"command\": \"srv\"},\n    \
+                    \"b\": {\"args\": [\"-v\"], \"env\": {}, \"command\": \"srv2\"}\n  }\n}\n";
+    std::fs::write(&file, original).expect("write");
+    let run = wrap("cursor", &file);
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    assert_wrapped(&json(&file)["mcpServers"]["a"], "a", &["srv"]);
+    assert_wrapped(&json(&file)["mcpServers"]["b"], "b", &["srv2", "-v"]);
+    let back = unwrap("cursor", &file);
+    assert_eq!(back.code, 0, "{}{}", back.stdout, back.stderr);
+    assert_eq!(std::fs::read_to_string(&file).expect("read"), original);
 }

@@ -611,10 +611,7 @@ fn classify<'a>(
                 && items.first().and_then(|i| config.string(i)).as_deref() == Some("stdio") =>
         {
             Some(Wrapper {
-                separator: items
-                    .iter()
-                    .position(|i| config.string(i).as_deref() == Some("--"))
-                    .unwrap_or(items.len()),
+                separator: separator(config, items),
             })
         }
         _ => None,
@@ -626,6 +623,21 @@ fn classify<'a>(
     }))
 }
 
+/// Where `-- COMMAND` starts in a wrapped server's `args` (`stdio --name=NAME -- …`, or the
+/// older `stdio --name NAME -- …`, whose NAME may itself be `--`); past the end when absent.
+fn separator(config: &Config<'_>, items: &[Node]) -> usize {
+    let words: Vec<Option<String>> = items.iter().map(|i| config.string(i)).collect();
+    let mut at = 1;
+    while at < words.len() {
+        match words[at].as_deref() {
+            Some("--") => return at,
+            Some("--name") => at += 2,
+            _ => at += 1,
+        }
+    }
+    words.len()
+}
+
 /// The changes that start the server behind the shim, and its new command line.
 fn wrap_edits(
     config: &Config<'_>,
@@ -635,13 +647,16 @@ fn wrap_edits(
     edits: &mut Vec<Edit>,
 ) -> Result<Vec<String>, ConfigError> {
     let text = config.text;
-    let name_token = serde_json::to_string(name).map_err(|e| ConfigError::Io(e.to_string()))?;
+    // `--name=NAME` as one argument: a name that looks like an option (`-x`, `--`,
+    // `--record=…`) stays the name.
+    let name_arg = format!("--name={name}");
+    let name_token =
+        serde_json::to_string(&name_arg).map_err(|e| ConfigError::Io(e.to_string()))?;
     let shim_token = serde_json::to_string(shim).map_err(|e| ConfigError::Io(e.to_string()))?;
     // The server's own command token moves into `args` as it was written.
     let command_token = config.raw(&stdio.command.value).to_string();
     let prefix = [
         "\"stdio\"".to_string(),
-        "\"--name\"".to_string(),
         name_token,
         "\"--\"".to_string(),
         command_token,
@@ -673,13 +688,7 @@ fn wrap_edits(
             edits.push((end..end, format!(",{indent}\"args\"{colon}{inline}")));
         }
     }
-    let mut line = vec![
-        shim.to_string(),
-        "stdio".into(),
-        "--name".into(),
-        name.to_string(),
-        "--".into(),
-    ];
+    let mut line = vec![shim.to_string(), "stdio".into(), name_arg, "--".into()];
     line.extend(config.string(&stdio.command.value));
     if let Some((_, items)) = stdio.args {
         line.extend(items.iter().filter_map(|i| config.string(i)));
@@ -717,16 +726,26 @@ fn unwrap_edits(
                 .map(|m| earlier.raw(&m.value).to_string())
         });
         let had_entry = before.is_some();
-        let between = &config.text[stdio.command.value.span().end..args.key_span.start];
-        let adjacent = between.trim_matches([' ', '\t', '\n', '\r']) == ",";
+        // `args` next to `command` (either order, the user's) goes with the comma between.
+        let command = stdio.command;
+        let (between, removed) = if command.value.span().end <= args.key_span.start {
+            (
+                command.value.span().end..args.key_span.start,
+                command.value.span().end..args.value.span().end,
+            )
+        } else {
+            (
+                args.value.span().end..command.key_span.start,
+                args.key_span.start..command.key_span.start,
+            )
+        };
+        let adjacent = config
+            .text
+            .get(between)
+            .is_some_and(|text| text.trim_matches([' ', '\t', '\n', '\r']) == ",");
         match args_before {
             Some(raw) => edits.push((args.value.span(), raw)),
-            None if had_entry && adjacent => {
-                edits.push((
-                    stdio.command.value.span().end..args.value.span().end,
-                    String::new(),
-                ));
-            }
+            None if had_entry && adjacent => edits.push((removed, String::new())),
             None => edits.push((args.value.span(), "[]".into())),
         }
     }
