@@ -490,9 +490,25 @@ pub async fn run_command(args: &crate::cli::RunArgs) -> anyhow::Result<()> {
     let mut proxy = args.proxy.clone();
     proxy.forward = true;
     let status = run_proxy_with(proxy, Some(args.command.clone())).await?;
-    match status.and_then(|s| s.code()) {
-        Some(0) | None if status.is_none_or(|s| s.success()) => Ok(()),
-        Some(code) => Err(crate::forward::CommandExit(u8::try_from(code).unwrap_or(1)).into()),
-        None => Err(crate::forward::CommandExit(1).into()),
+    match status {
+        None => Ok(()),
+        Some(status) if status.success() => Ok(()),
+        Some(status) => Err(crate::forward::CommandExit(shell_status(status)).into()),
     }
+}
+
+/// The exit code a shell gives for a command's status: its own code, or 128 + the signal that
+/// ended it.
+fn shell_status(status: std::process::ExitStatus) -> u8 {
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::ExitStatusExt;
+        if let Some(signal) = status.signal() {
+            return u8::try_from(128 + signal).unwrap_or(u8::MAX);
+        }
+    }
+    status
+        .code()
+        .and_then(|code| u8::try_from(code).ok())
+        .unwrap_or(1)
 }

@@ -181,9 +181,15 @@ pub fn spawn(
     for (name, value) in env_vars(addr, &mode.ca)? {
         child.env(name, value);
     }
-    child
-        .spawn()
-        .with_context(|| format!("cannot run {program:?}"))
+    child.spawn().map_err(|e| {
+        // As a shell says it: 127 for a command not found, 126 for one that cannot be run.
+        let code = match e.kind() {
+            std::io::ErrorKind::NotFound => 127,
+            _ => 126,
+        };
+        crate::say!("mcpscope: cannot run {program:?}: {e}");
+        CommandExit(code).into()
+    })
 }
 
 /// Takes the view feed without showing it (the terminal is the command's).

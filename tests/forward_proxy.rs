@@ -390,6 +390,36 @@ fn ca_env_and_run_give_a_client_what_it_needs() {
     let out = String::from_utf8_lossy(&run.stdout);
     assert!(out.starts_with("http://127.0.0.1:"), "{out}");
     assert!(out.trim_end().ends_with("ca.pem"), "{out}");
+
+    // As a shell: 128 + the signal that ended the command, 127 for a command not found, 126
+    // for one that cannot be run, each said on stderr.
+    let run_of = |command: &[&str]| {
+        let mut args = vec![
+            "run",
+            "--listen",
+            "127.0.0.1:0",
+            "--no-record",
+            "--no-publish",
+        ];
+        args.push("--");
+        args.extend_from_slice(command);
+        mcpscope(&args)
+    };
+    let killed = run_of(&["sh", "-c", "kill -TERM $$"]);
+    assert_eq!(killed.status.code(), Some(128 + 15), "{killed:?}");
+    let missing = run_of(&["/nonexistent/mcpscope-no-such-command"]);
+    assert_eq!(missing.status.code(), Some(127), "{missing:?}");
+    assert!(
+        String::from_utf8_lossy(&missing.stderr).contains("cannot run"),
+        "{missing:?}"
+    );
+    let plain = tempfile::NamedTempFile::new().expect("a file");
+    let not_executable = run_of(&[plain.path().to_str().expect("utf-8")]);
+    assert_eq!(
+        not_executable.status.code(),
+        Some(126),
+        "{not_executable:?}"
+    );
 }
 
 /// An HTTP/2 client (curl with nghttp2) through `--forward`: ALPN h2 with mcpscope's leaf on
