@@ -413,6 +413,8 @@ fn ca_env_and_run_give_a_client_what_it_needs() {
         String::from_utf8_lossy(&missing.stderr).contains("cannot run"),
         "{missing:?}"
     );
+    #[cfg(unix)]
+    ca_that_is_not_private_is_refused(&mcpscope, dir.path());
     let plain = tempfile::NamedTempFile::new().expect("a file");
     let not_executable = run_of(&[plain.path().to_str().expect("utf-8")]);
     assert_eq!(
@@ -494,4 +496,58 @@ async fn an_http2_client_through_forward_is_observed_and_gets_what_it_gets_direc
         assert_eq!(event["method"], "POST", "{event}");
     }
     drop(server);
+}
+
+/// A key open to others, a directory others may write, and (as root) a directory another user
+/// owns: `ca`, `env` and `run` refuse each, saying how to fix it, and trust nothing.
+#[cfg(unix)]
+fn ca_that_is_not_private_is_refused(
+    mcpscope: &dyn Fn(&[&str]) -> std::process::Output,
+    data: &Path,
+) {
+    use std::os::unix::fs::PermissionsExt;
+    let ca_dir = data.join("mcpscope");
+    let key = ca_dir.join("ca-key.pem");
+    let chmod = |path: &Path, mode: u32| {
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).expect("chmod")
+    };
+    let refused = |command: &[&str], fix: &str| {
+        let out = mcpscope(command);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{command:?} accepted it: {out:?}");
+        assert!(
+            stderr.contains("refusing the local CA") && stderr.contains(fix),
+            "{command:?}: {stderr}"
+        );
+        assert!(out.stdout.is_empty() || !String::from_utf8_lossy(&out.stdout).contains("export"));
+    };
+    chmod(&key, 0o644);
+    refused(&["ca"], "chmod 600");
+    refused(&["env"], "chmod 600");
+    refused(
+        &[
+            "run",
+            "--listen",
+            "127.0.0.1:0",
+            "--no-record",
+            "--",
+            "true",
+        ],
+        "chmod 600",
+    );
+    chmod(&key, 0o600);
+    chmod(&ca_dir, 0o777);
+    refused(&["env"], "chmod 700");
+    chmod(&ca_dir, 0o700);
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } == 0 {
+        let nobody = 65534;
+        std::os::unix::fs::chown(&ca_dir, Some(nobody), Some(nobody)).expect("chown");
+        refused(&["env"], "XDG_DATA_HOME");
+        std::os::unix::fs::chown(&ca_dir, Some(0), Some(0)).expect("chown back");
+    }
+    assert!(
+        mcpscope(&["env"]).status.success(),
+        "a private CA is used again"
+    );
 }

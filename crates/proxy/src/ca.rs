@@ -38,6 +38,10 @@ pub enum CaError {
     /// A certificate or key could not be made or read.
     #[error("certificate authority: {0}")]
     Cert(String),
+    /// The CA's directory or key is not the user's alone: another user could read the key, or
+    /// plant a CA of their own for this user's clients to trust.
+    #[error("refusing the local CA: {0}")]
+    NotPrivate(String),
 }
 
 impl From<rcgen::Error> for CaError {
@@ -103,6 +107,7 @@ fn today() -> (i32, u8, u8) {
 impl Ca {
     /// Loads the CA from `dir`, creating it there when it does not exist yet.
     pub fn load_or_create(dir: &Path) -> Result<Self, CaError> {
+        check_private(dir, None)?;
         let key_path = dir.join(KEY_FILE);
         if key_path.exists() || std::fs::symlink_metadata(&key_path).is_ok() {
             return Self::load(dir);
@@ -112,6 +117,7 @@ impl Ca {
 
     /// Makes a new CA in `dir`, replacing one that is there (`mcpscope ca --regenerate`).
     pub fn create(dir: &Path) -> Result<Self, CaError> {
+        check_private(dir, None)?;
         let key = KeyPair::generate()?;
         let cert = ca_params()?.self_signed(&key)?;
         let key_path = dir.join(KEY_FILE);
@@ -125,6 +131,7 @@ impl Ca {
     pub fn load(dir: &Path) -> Result<Self, CaError> {
         let key_path = dir.join(KEY_FILE);
         let cert_path = dir.join(CERT_FILE);
+        check_private(dir, Some(&key_path))?;
         let key_text = read_regular(&key_path)?;
         let key = KeyPair::from_pem(&key_text)
             .map_err(|e| CaError::Cert(format!("{}: {e}", key_path.display())))?;
@@ -248,8 +255,67 @@ fn write(path: &Path, text: &str, how: Create) -> Result<(), CaError> {
         source,
     };
     let mut file = open_private(path, how).map_err(io)?;
+    #[cfg(unix)]
+    {
+        // A file replaced in place keeps its mode: make it the user's alone again.
+        use std::os::unix::fs::PermissionsExt;
+        file.set_permissions(std::fs::Permissions::from_mode(0o600))
+            .map_err(io)?;
+    }
     file.write_all(text.as_bytes()).map_err(io)?;
     file.flush().map_err(io)
+}
+
+/// Refuses, as ssh does a private key, a CA directory (when it exists) or key that another
+/// user owns or that group or others may use: the directory must be the user's and writable by
+/// the user alone, the key the user's and readable by the user alone. Says how to fix it.
+fn check_private(dir: &Path, key: Option<&Path>) -> Result<(), CaError> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        // SAFETY: geteuid has no preconditions and cannot fail.
+        let me = unsafe { libc::geteuid() };
+        if let Ok(meta) = std::fs::symlink_metadata(dir) {
+            let shown = dir.display();
+            if meta.uid() != me {
+                return Err(CaError::NotPrivate(format!(
+                    "{shown} belongs to user {} (you are {me}): another user's CA would be \
+                     trusted; set XDG_DATA_HOME to a directory of your own, or remove {shown}",
+                    meta.uid()
+                )));
+            }
+            if meta.mode() & 0o022 != 0 {
+                return Err(CaError::NotPrivate(format!(
+                    "{shown} is writable by group or others (mode {:04o}): anyone could plant a \
+                     CA in it; fix it with: chmod 700 {shown}",
+                    meta.mode() & 0o7777
+                )));
+            }
+        }
+        if let Some(key) = key
+            && let Ok(meta) = std::fs::symlink_metadata(key)
+        {
+            let shown = key.display();
+            if meta.uid() != me {
+                return Err(CaError::NotPrivate(format!(
+                    "{shown} belongs to user {} (you are {me}); remove it and run `mcpscope ca \
+                     --regenerate`",
+                    meta.uid()
+                )));
+            }
+            if meta.mode() & 0o077 != 0 {
+                return Err(CaError::NotPrivate(format!(
+                    "{shown} is open to group or others (mode {:04o}): the key that signs every \
+                     intercepted certificate must be yours alone; fix it with: chmod 600 {shown} \
+                     (and, since others may have read it, `mcpscope ca --regenerate`)",
+                    meta.mode() & 0o7777
+                )));
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = (dir, key);
+    Ok(())
 }
 
 /// Reads a regular file, refusing a link.
