@@ -551,3 +551,94 @@ fn ca_that_is_not_private_is_refused(
         "a private CA is used again"
     );
 }
+
+/// Sends a raw CONNECT to the forward proxy; the stream after the head, and the head.
+async fn open_tunnel(proxy: SocketAddr, target: &str) -> (TcpStream, String) {
+    let mut tcp = TcpStream::connect(proxy).await.expect("proxy");
+    let request = format!("CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n\r\n");
+    tcp.write_all(request.as_bytes()).await.expect("write");
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") {
+        match tokio::time::timeout(Duration::from_secs(10), tcp.read(&mut byte)).await {
+            Ok(Ok(1)) => head.push(byte[0]),
+            _ => break,
+        }
+    }
+    (tcp, String::from_utf8_lossy(&head).into_owned())
+}
+
+/// A raw TCP protocol whose server speaks first, tunnelled through the default (intercepting)
+/// forward mode: passed blind at once and recorded as one `unobserved` line. Targets that are
+/// not `host:port` with a port in 1-65535 and no user info are answered 400.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tunnel_that_is_neither_tls_nor_http_is_passed_blind_and_bad_targets_are_refused() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    // A server that greets first, then echoes one line.
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let banner_server = listener.local_addr().expect("addr");
+    tokio::spawn(async move {
+        while let Ok((mut tcp, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let _ = tcp.write_all(b"220 raw-service ready\r\n").await;
+                let mut buf = vec![0u8; 256];
+                if let Ok(n @ 1..) = tcp.read(&mut buf).await {
+                    let _ = tcp.write_all(&buf[..n]).await;
+                }
+            });
+        }
+    });
+    let record = dir.path().join("rec.jsonl");
+    let record_arg = record.display().to_string();
+    let forward = Forward::start(dir.path(), &["--record", &record_arg]);
+    let (mut tcp, head) = open_tunnel(forward.addr, &banner_server.to_string()).await;
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    let mut banner = vec![0u8; 64];
+    let n = tokio::time::timeout(Duration::from_secs(8), tcp.read(&mut banner))
+        .await
+        .unwrap_or_else(|_| panic!("no banner through the tunnel\n{}", forward.dump()))
+        .expect("read");
+    assert_eq!(&banner[..n], b"220 raw-service ready\r\n");
+    tcp.write_all(b"\x01binary hello\n").await.expect("write");
+    let mut echo = vec![0u8; 64];
+    let n = tokio::time::timeout(Duration::from_secs(8), tcp.read(&mut echo))
+        .await
+        .expect("echo in time")
+        .expect("read");
+    assert_eq!(&echo[..n], b"\x01binary hello\n");
+    drop(tcp);
+    let text = tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            let text = std::fs::read_to_string(&record).unwrap_or_default();
+            if text.contains(r#""kind":"unobserved""#) {
+                return text;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("no unobserved line\n{}", forward.dump()));
+    let lines: Vec<Value> = text
+        .lines()
+        .filter(|l| l.contains(r#""kind":"unobserved""#))
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    assert_eq!(lines.len(), 1, "{text}");
+    assert_eq!(lines[0]["method"], "CONNECT");
+    assert_eq!(lines[0]["bytes_up"], 14, "{}", lines[0]);
+    assert_eq!(lines[0]["bytes_down"], 23 + 14, "{}", lines[0]);
+    assert!(
+        !text.contains("binary hello"),
+        "tunnelled bytes are never recorded"
+    );
+
+    for target in [
+        "127.0.0.1:99999",
+        "127.0.0.1:0",
+        "a@127.0.0.1:9",
+        "127.0.0.1",
+    ] {
+        let (_, head) = open_tunnel(forward.addr, target).await;
+        assert!(head.starts_with("HTTP/1.1 400"), "CONNECT {target}: {head}");
+    }
+}

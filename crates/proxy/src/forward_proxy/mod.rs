@@ -250,14 +250,10 @@ async fn connect(
     reset: ResetFlag,
     activity: Activity,
 ) -> Response<ProxyBody> {
-    let Some(authority) = req.uri().authority().cloned() else {
-        return plain(
-            StatusCode::BAD_REQUEST,
-            "mcpscope: CONNECT needs host:port\n".into(),
-        );
+    let (host, port) = match connect_target(req.uri()) {
+        Ok(target) => target,
+        Err(why) => return plain(StatusCode::BAD_REQUEST, format!("mcpscope: {why}\n")),
     };
-    let host = authority.host().to_string();
-    let port = authority.port_u16().unwrap_or(443);
     if !front.mode.intercepts(&host, port) {
         return blind(front, req, conn, &host, port).await;
     }
@@ -290,15 +286,29 @@ async fn connect(
         let mut io = TokioIo::new(upgraded);
         let mut first = [0u8; 1];
         let timeout = front.shared.config.timeouts.request_head;
-        match tokio::time::timeout(timeout, io.read(&mut first)).await {
-            Ok(Ok(1)) => {}
-            _ => return,
-        }
-        let io = Prefixed {
-            first: Some(first[0]),
-            inner: io,
+        let first = match tokio::time::timeout(FIRST_BYTE_WAIT, io.read(&mut first)).await {
+            Ok(Ok(1)) => Some(first[0]),
+            Ok(_) => return,
+            // The client waits for the server: a protocol whose server speaks first.
+            Err(_) => None,
         };
-        if first[0] != TLS_HANDSHAKE {
+        let io = Prefixed { first, inner: io };
+        let Some(first) = first.filter(|&b| b == TLS_HANDSHAKE || b.is_ascii_uppercase()) else {
+            // Neither TLS nor HTTP (whose methods start with a capital): passed blind.
+            let mut line = Line::new(
+                front.shared.sink.clone(),
+                conn,
+                &format!("{host}:{port}"),
+                "CONNECT",
+                "",
+            );
+            match dial(&front, &host, port).await {
+                Ok(server) => tunnel(line, io, server).await,
+                Err(e) => line.finish(Some(e)),
+            }
+            return;
+        };
+        if first != TLS_HANDSHAKE {
             let plain = match port {
                 80 => format!("http://{host}/"),
                 _ => format!("http://{host}:{port}/"),
@@ -347,48 +357,83 @@ async fn blind(
         "CONNECT",
         "",
     );
-    let name = host
-        .trim_start_matches('[')
-        .trim_end_matches(']')
-        .to_string();
-    let connecting = TcpStream::connect((name, port));
-    let server = match tokio::time::timeout(shared.config.timeouts.connect, connecting).await {
-        Ok(Ok(server)) => server,
-        Ok(Err(e)) => {
-            line.finish(Some(e.to_string()));
-            return plain(
-                StatusCode::BAD_GATEWAY,
-                format!("mcpscope: {host}:{port} is unreachable: {e}\n"),
-            );
-        }
-        Err(_) => {
-            line.finish(Some("connect timeout".into()));
-            return plain(
-                StatusCode::GATEWAY_TIMEOUT,
-                format!("mcpscope: {host}:{port}: no connection in time\n"),
-            );
+    let server = match dial(front, host, port).await {
+        Ok(server) => server,
+        Err(e) => {
+            let status = if e == CONNECT_TIMEOUT {
+                StatusCode::GATEWAY_TIMEOUT
+            } else {
+                StatusCode::BAD_GATEWAY
+            };
+            line.finish(Some(e.clone()));
+            return plain(status, format!("mcpscope: {host}:{port}: {e}\n"));
         }
     };
-    let _ = server.set_nodelay(true);
     tokio::spawn(async move {
-        let mut server = server;
-        let mut client = match hyper::upgrade::on(req).await {
-            Ok(upgraded) => TokioIo::new(upgraded),
-            Err(e) => {
-                line.finish(Some(format!("not upgraded: {e}")));
-                return;
-            }
-        };
-        match tokio::io::copy_bidirectional(&mut client, &mut server).await {
-            Ok((up, down)) => {
-                line.up(up);
-                line.down(down);
-                line.finish(None);
-            }
-            Err(e) => line.finish(Some(e.to_string())),
+        match hyper::upgrade::on(req).await {
+            Ok(upgraded) => tunnel(line, TokioIo::new(upgraded), server).await,
+            Err(e) => line.finish(Some(format!("not upgraded: {e}"))),
         }
     });
     Response::new(crate::stage::answer::full(bytes::Bytes::new()))
+}
+
+/// How long an intercepted tunnel waits for the client's first byte before taking it for a
+/// protocol whose server speaks first (passed blind). A TLS or HTTP client writes at once.
+const FIRST_BYTE_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// What [`dial`] says when the server did not answer in time.
+const CONNECT_TIMEOUT: &str = "no connection in time";
+
+/// A CONNECT's `host:port`: an explicit port in 1–65535, no user info; or why not.
+fn connect_target(uri: &Uri) -> Result<(String, u16), String> {
+    let Some(authority) = uri.authority() else {
+        return Err("CONNECT needs host:port".into());
+    };
+    if authority.as_str().contains('@') {
+        return Err(format!(
+            "CONNECT {authority}: a tunnel's target is host:port, without user info"
+        ));
+    }
+    let Some(port) = authority.port() else {
+        return Err(format!("CONNECT {authority}: needs host:port"));
+    };
+    match port.as_str().parse::<u16>() {
+        Ok(number) if number > 0 => Ok((authority.host().to_string(), number)),
+        _ => Err(format!(
+            "CONNECT {authority}: port {} is not in 1-65535",
+            port.as_str()
+        )),
+    }
+}
+
+/// A connection to a tunnel's server, or why there is none.
+async fn dial(front: &Front, host: &str, port: u16) -> Result<TcpStream, String> {
+    let name = host.trim_start_matches('[').trim_end_matches(']');
+    let connecting = TcpStream::connect((name, port));
+    match tokio::time::timeout(front.shared.config.timeouts.connect, connecting).await {
+        Ok(Ok(server)) => {
+            let _ = server.set_nodelay(true);
+            Ok(server)
+        }
+        Ok(Err(e)) => Err(format!("unreachable: {e}")),
+        Err(_) => Err(CONNECT_TIMEOUT.into()),
+    }
+}
+
+/// Copies a blind tunnel both ways, then sends its one line.
+async fn tunnel<C>(mut line: Line, mut client: C, mut server: TcpStream)
+where
+    C: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+{
+    match tokio::io::copy_bidirectional(&mut client, &mut server).await {
+        Ok((up, down)) => {
+            line.up(up);
+            line.down(down);
+            line.finish(None);
+        }
+        Err(e) => line.finish(Some(e.to_string())),
+    }
 }
 
 /// The first byte of a TLS handshake record.
