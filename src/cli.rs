@@ -237,6 +237,10 @@ pub struct ProxyArgs {
     /// CONNECTs to other hosts are tunnelled blind and only counted [default: every host].
     #[arg(long = "intercept", value_name = "HOST[:PORT]", requires = "forward")]
     pub intercept: Vec<String>,
+    /// With --forward --allow-remote: let remote clients reach servers on this machine's
+    /// loopback too (refused by default: they are not meant to be reachable from outside).
+    #[arg(long, requires_all = ["forward", "allow_remote"])]
+    pub allow_remote_loopback: bool,
     /// Trust the certificates of this PEM file for upstream TLS, besides the Web PKI roots
     /// (repeatable).
     #[arg(long = "ca-file", value_name = "FILE")]
@@ -508,6 +512,17 @@ mod tests {
         let cli = Cli::try_parse_from(["mcpscope", "--upstream", "http://h/mcp", "--json"])
             .expect("parse");
         assert!(cli.proxy.json && cli.command.is_none());
+        // Remote clients reach loopback servers only when both flags say so.
+        assert!(Cli::try_parse_from(["mcpscope", "--allow-remote-loopback"]).is_err());
+        assert!(Cli::try_parse_from(["mcpscope", "--forward", "--allow-remote-loopback"]).is_err());
+        let cli = Cli::try_parse_from([
+            "mcpscope",
+            "--forward",
+            "--allow-remote",
+            "--allow-remote-loopback",
+        ])
+        .expect("parse");
+        assert!(cli.proxy.allow_remote_loopback);
     }
 
     #[test]

@@ -143,7 +143,9 @@ pub fn mode(args: &ProxyArgs) -> anyhow::Result<Option<Arc<ForwardMode>>> {
         return Ok(None);
     }
     let ca = Arc::new(load_ca()?);
-    Ok(Some(Arc::new(ForwardMode::new(ca, args.intercept.clone()))))
+    let mode = ForwardMode::new(ca, args.intercept.clone())
+        .remote_may_reach_loopback(args.allow_remote_loopback);
+    Ok(Some(Arc::new(mode)))
 }
 
 /// The certificates of the `--ca-file` files.

@@ -38,6 +38,9 @@ pub struct ForwardMode {
     pub intercept: Vec<String>,
     /// Origins seen speaking MCP (their SSE GETs, DELETEs and JSON POSTs are MCP too).
     known: Mutex<HashSet<String>>,
+    /// Remote clients may reach servers on this machine's loopback
+    /// (`--allow-remote-loopback`).
+    remote_loopback: bool,
 }
 
 impl std::fmt::Debug for ForwardMode {
@@ -56,7 +59,15 @@ impl ForwardMode {
             ca,
             intercept,
             known: Mutex::new(HashSet::new()),
+            remote_loopback: false,
         }
+    }
+
+    /// Lets remote clients (those not on loopback) reach servers on this machine's loopback;
+    /// refused by default.
+    pub fn remote_may_reach_loopback(mut self, allowed: bool) -> Self {
+        self.remote_loopback = allowed;
+        self
     }
 
     /// Whether a CONNECT to `host:port` is intercepted (else tunnelled blind).
@@ -84,6 +95,8 @@ struct Front {
     shared: Arc<Shared>,
     mode: Arc<ForwardMode>,
     client: PassClient,
+    /// The connection's client is not on this machine's loopback.
+    remote: bool,
 }
 
 /// Accepts connections of the forward proxy until aborted.
@@ -96,16 +109,21 @@ pub(crate) async fn accept_loop(
         client: pass::client(shared.upstream.connector.clone()),
         shared,
         mode,
+        remote: false,
     };
     let mut acceptor = crate::accept::Acceptor::default();
     loop {
-        let (tcp, _peer) = acceptor.accept(&listener, "forward proxy").await;
+        let (tcp, peer) = acceptor.accept(&listener, "forward proxy").await;
         let _ = tcp.set_nodelay(true);
         let conn = front.shared.ids.conn();
         let reset = ResetFlag::default();
         let activity = Activity::default();
         let io = TokioIo::new(ClientConn::new(tcp, reset.clone(), activity.clone()));
-        tokio::spawn(serve(front.clone(), io, conn, reset, activity, None));
+        let front = Front {
+            remote: !is_loopback(peer.ip()),
+            ..front.clone()
+        };
+        tokio::spawn(serve(front, io, conn, reset, activity, None));
     }
 }
 
@@ -179,6 +197,18 @@ async fn request(
     inside: Option<Uri>,
 ) -> Result<Response<Tracked<ProxyBody>>, ProxyError> {
     let h2 = req.version() == http::Version::HTTP_2;
+    if inside.is_none()
+        && front.remote
+        && !front.mode.remote_loopback
+        && let Some(refused) = loopback_target(req.uri()).await
+    {
+        let in_flight = activity.begin(h2);
+        let text = format!(
+            "mcpscope: a remote client may not reach {refused} on this machine's loopback \
+             (start mcpscope with --allow-remote-loopback to allow it)\n"
+        );
+        return Ok(plain(StatusCode::FORBIDDEN, text).map(|b| Tracked::new(b, in_flight)));
+    }
     if inside.is_none() && req.method() == Method::CONNECT {
         let in_flight = activity.begin(h2);
         let response = connect(&front, req, conn, reset, activity).await;
@@ -224,6 +254,44 @@ async fn request(
     }
     req.extensions_mut().insert(ForwardTarget(target));
     crate::handle(req, conn, reset, link, activity, front.shared.clone()).await
+}
+
+/// Whether an address is this machine's loopback (or the unspecified address, which reaches
+/// it too), IPv4-mapped IPv6 included.
+fn is_loopback(ip: std::net::IpAddr) -> bool {
+    let ip = match ip {
+        std::net::IpAddr::V6(v6) => v6
+            .to_ipv4_mapped()
+            .map_or(std::net::IpAddr::V6(v6), std::net::IpAddr::V4),
+        v4 => v4,
+    };
+    ip.is_loopback() || ip.is_unspecified()
+}
+
+/// The `host:port` a request (CONNECT or absolute-form) names, when it is on this machine's
+/// loopback: by its literal address, or by any address its name resolves to.
+async fn loopback_target(uri: &Uri) -> Option<String> {
+    let authority = uri.authority()?;
+    let host = authority
+        .host()
+        .trim_start_matches('[')
+        .trim_end_matches(']');
+    let port = authority.port_u16().unwrap_or(match uri.scheme_str() {
+        Some("http") => 80,
+        _ => 443,
+    });
+    let shown = format!("{}:{port}", authority.host());
+    if let Ok(ip) = host.parse::<std::net::IpAddr>() {
+        return is_loopback(ip).then_some(shown);
+    }
+    if host.eq_ignore_ascii_case("localhost") || host.to_ascii_lowercase().ends_with(".localhost") {
+        return Some(shown);
+    }
+    // A name that resolves to loopback reaches it as well (a name that does not resolve is
+    // left to the connection, which fails on its own).
+    let resolved = tokio::net::lookup_host((host, port)).await.ok()?;
+    let mut resolved = resolved;
+    resolved.any(|a| is_loopback(a.ip())).then_some(shown)
 }
 
 /// The server of an absolute-form request (`http://host:port/path`): its scheme and authority.
@@ -481,5 +549,49 @@ impl<I: tokio::io::AsyncWrite + Unpin> tokio::io::AsyncWrite for Prefixed<I> {
         cx: &mut std::task::Context<'_>,
     ) -> std::task::Poll<std::io::Result<()>> {
         std::pin::Pin::new(&mut self.get_mut().inner).poll_shutdown(cx)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn refused(target: &str) -> Option<String> {
+        let uri: Uri = target.parse().expect("a target");
+        loopback_target(&uri).await
+    }
+
+    #[tokio::test]
+    async fn loopback_targets_are_told_by_address_and_name() {
+        for target in [
+            "127.0.0.1:8080",
+            "127.9.9.9:1",
+            "[::1]:443",
+            "[::ffff:127.0.0.1]:5",
+            "0.0.0.0:80",
+            "localhost:9000",
+            "api.localhost:9000",
+            "http://127.0.0.2/mcp",
+        ] {
+            assert!(refused(target).await.is_some(), "{target}");
+        }
+        // Addresses elsewhere (documentation ranges: nothing is sent to them).
+        for target in [
+            "192.0.2.1:443",
+            "[2001:db8::1]:443",
+            "http://198.51.100.7/mcp",
+        ] {
+            assert_eq!(refused(target).await, None, "{target}");
+        }
+    }
+
+    #[test]
+    fn ports_and_user_info_are_checked() {
+        let target = |t: &str| connect_target(&t.parse::<Uri>().expect("uri"));
+        assert_eq!(target("127.0.0.1:8080"), Ok(("127.0.0.1".into(), 8080)));
+        assert!(target("127.0.0.1:99999").is_err());
+        assert!(target("127.0.0.1:0").is_err());
+        assert!(target("a@127.0.0.1:80").is_err());
+        assert!(target("127.0.0.1").is_err());
     }
 }
