@@ -7,7 +7,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use crate::cli::WrapArgs;
-use mcpscope_hosts::wrap::{self, ConfigError, ConfigHost, Restored, ServerChange, ServerLine};
+use mcpscope_hosts::wrap::{
+    self, ConfigError, ConfigHost, Restored, ServerChange, ServerLine, Written,
+};
 
 /// `mcpscope wrap`.
 pub fn wrap(args: &WrapArgs) -> ExitCode {
@@ -22,6 +24,7 @@ pub fn wrap(args: &WrapArgs) -> ExitCode {
             }
             _ => format!("{}: nothing to change", path.display()),
         });
+        lines.extend(in_place(done.written));
         lines.extend(done.servers.iter().map(|s| server_line(host, s)));
         if done.changed {
             lines.push(format!(
@@ -52,10 +55,21 @@ pub fn unwrap(args: &WrapArgs) -> ExitCode {
                 done.backup.display()
             ),
         }];
+        lines.extend(in_place(done.written));
         lines.extend(done.servers.iter().map(|s| server_line(host, s)));
         Ok(lines)
     });
     finish(outcome)
+}
+
+/// The line that says a file was written in place (its hard links kept).
+fn in_place(written: Option<Written>) -> Option<String> {
+    match written? {
+        Written::InPlace(links) => Some(format!(
+            "  (written in place: the file has {links} hard links, which a rename would split)"
+        )),
+        Written::Replaced => None,
+    }
 }
 
 fn target(args: &WrapArgs) -> Result<(ConfigHost, PathBuf), ConfigError> {

@@ -540,3 +540,97 @@ fn args_written_before_command_unwrap_byte_for_byte() {
     assert_eq!(back.code, 0, "{}{}", back.stdout, back.stderr);
     assert_eq!(std::fs::read_to_string(&file).expect("read"), original);
 }
+
+#[cfg(unix)]
+#[test]
+fn owner_group_links_and_read_only_files_are_respected() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("mcp.json");
+    let original = r#"{"mcpServers": {"a": {"command": "srv", "args": ["x"]}}}"#;
+    // As root on a user's file: its owner and group stay the user's.
+    std::fs::write(&file, original).expect("write");
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    if root {
+        std::os::unix::fs::chown(&file, Some(65534), Some(65534)).expect("chown");
+    }
+    let run = wrap("cursor", &file);
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    let meta = std::fs::metadata(&file).expect("meta");
+    if root {
+        assert_eq!((meta.uid(), meta.gid()), (65534, 65534), "owner kept");
+    }
+    let back = unwrap("cursor", &file);
+    assert_eq!(back.code, 0, "{}{}", back.stdout, back.stderr);
+    if root {
+        let meta = std::fs::metadata(&file).expect("meta");
+        assert_eq!((meta.uid(), meta.gid()), (65534, 65534), "owner kept");
+    }
+    assert_eq!(std::fs::read_to_string(&file).expect("read"), original);
+
+    // A file with another hard link: written in place, the link kept, and said.
+    let link = dir.path().join("linked.json");
+    std::fs::hard_link(&file, &link).expect("link");
+    let run = wrap("cursor", &file);
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    assert!(run.stdout.contains("written in place"), "{}", run.stdout);
+    assert_eq!(
+        std::fs::read(&file).expect("file"),
+        std::fs::read(&link).expect("link"),
+        "both names still name one file"
+    );
+    assert_eq!(std::fs::metadata(&file).expect("meta").nlink(), 2);
+    assert_eq!(unwrap("cursor", &file).code, 0);
+    assert_eq!(std::fs::read_to_string(&link).expect("read"), original);
+    std::fs::remove_file(&link).expect("unlink");
+
+    // A read-only file is refused and left alone, with no backup left behind.
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o444)).expect("chmod");
+    let run = wrap("cursor", &file);
+    assert_eq!(run.code, 2, "{}{}", run.stdout, run.stderr);
+    assert!(run.stderr.contains("read-only"), "{}", run.stderr);
+    assert_eq!(std::fs::read_to_string(&file).expect("read"), original);
+    assert!(!backup(&file).exists(), "no backup of a refused wrap");
+}
+
+/// A host that rewrites its file (by rename, as hosts do) between wrap's last read and its
+/// swap: the host's write is kept and wrap says the file changed.
+#[test]
+fn a_write_that_lands_while_wrap_rewrites_is_never_lost() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("mcp.json");
+    std::fs::write(
+        &file,
+        r#"{"mcpServers": {"a": {"command": "srv", "args": ["x"]}}}"#,
+    )
+    .expect("write");
+    let host_write =
+        r#"{"numStartups": 2, "mcpServers": {"a": {"command": "srv", "args": ["x"]}}}"#;
+    let child = Command::new(BIN)
+        .args(["wrap", "--host", "cursor", "--config"])
+        .arg(&file)
+        .env("HOME", dir.path())
+        .env("MCPSCOPE_LOG", dir.path().join("mcpscope.log"))
+        .env("MCPSCOPE_WRAP_SWAP_DELAY_MS", "1500")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("wrap runs");
+    std::thread::sleep(std::time::Duration::from_millis(700));
+    let staged = dir.path().join("host-tmp.json");
+    std::fs::write(&staged, host_write).expect("stage");
+    std::fs::rename(&staged, &file).expect("the host's rename");
+    let out = child.wait_with_output().expect("wrap ends");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("changed while it was being rewritten"),
+        "{stderr}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&file).expect("read"),
+        host_write,
+        "the host's write is kept"
+    );
+}
