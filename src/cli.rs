@@ -429,10 +429,16 @@ pub struct MatrixArgs {
     /// Print the cases and exit.
     #[arg(long)]
     pub list: bool,
-    /// How long the client may run per cell, from its first request, before it is killed (its
-    /// start-up may take as long again).
+    /// How long the client may sit idle after the stream death (or, in the healthy control,
+    /// after its call) before it is judged hung. Only idle time counts: time in which its
+    /// processes ran or waited for a CPU does not, up to four timeouts, past which the cell is
+    /// inconclusive.
     #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = duration)]
     pub timeout: Duration,
+    /// How long the client may take from its start until it sends the call (and the fault
+    /// fires); a cell past it is inconclusive, never a defect.
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = duration)]
+    pub startup_timeout: Duration,
     /// The fault hits the first tools/call of this tool (default: of any tool).
     #[arg(long, value_name = "NAME", conflicts_with = "method")]
     pub tool: Option<String>,
@@ -454,7 +460,7 @@ pub struct MatrixArgs {
     /// Keep each cell's recording here as CASE.jsonl (open one with `mcpscope replay`).
     #[arg(long, value_name = "DIR")]
     pub record_dir: Option<PathBuf>,
-    /// How many cells run at once [default: all].
+    /// How many cells run at once [default: the machine's cores; one for an agent host].
     #[arg(long, value_name = "N")]
     pub jobs: Option<usize>,
     /// Run every cell's proxy with --rescue.

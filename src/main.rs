@@ -142,6 +142,10 @@ fn main() -> ExitCode {
             mcpscope::say!("mcpscope: {e}");
             ExitCode::from(2)
         }
+        Err(e) if e.downcast_ref::<mcpscope::matrix::Inconclusive>().is_some() => {
+            mcpscope::say!("mcpscope: {e}");
+            ExitCode::from(3)
+        }
         Err(e) => {
             mcpscope::say!("mcpscope: {}", error_chain(&e));
             ExitCode::FAILURE

@@ -14,8 +14,9 @@ use mcpscope_proxy::Config;
 use mcpscope_proxy::running::start_proxy;
 use mcpscope_testserver as testserver;
 
+use super::activity::{self, ActivityLog};
 use super::cases::{self, Case, Expect};
-use super::client::{self, ClientRun};
+use super::client::{self, ClientRun, Stop};
 use super::evidence::Evidence;
 use super::judge::{self, Judgement, Target};
 use mcpscope_engine::event::EventKind;
@@ -44,8 +45,8 @@ const FINISH_PATIENCE: Duration = Duration::from_secs(5);
 pub struct Plan {
     /// The client command, with `{url}` placeholders.
     pub command: Vec<String>,
-    /// How long the client may run.
-    pub timeout: Duration,
+    /// How long the client may take, in its phases.
+    pub bounds: Bounds,
     /// Which requests the fault hits.
     pub target: Target,
     /// The upstream to use instead of a built-in test server per cell.
@@ -93,6 +94,8 @@ pub struct CellResult {
     pub recording: Option<PathBuf>,
     /// What an agent host did, when the matrix ran one.
     pub host: Option<HostCell>,
+    /// When the provoked call broke (its stream's death, its error, or the fault).
+    pub broke_at: Option<chrono::DateTime<chrono::Utc>>,
 }
 
 /// What a cell's agent host did.
@@ -108,6 +111,12 @@ pub struct HostCell {
     pub result: Option<mcpscope_hosts::stub::ToolResult>,
     /// Milliseconds from the call's death (or end) to its result at the model.
     pub tool_result_ms: Option<i64>,
+    /// With `--rescue`: milliseconds from the death to the proxy's rescue answer (the proxy's
+    /// part of `tool_result_ms`).
+    pub rescue_ms: Option<i64>,
+    /// With `--rescue`: milliseconds from the rescue answer to the result at the model (the
+    /// host's part).
+    pub rescued_to_model_ms: Option<i64>,
     /// Milliseconds from the host's start to its first MCP request.
     pub startup_ms: Option<i64>,
     /// Requests the model saw.
@@ -119,28 +128,65 @@ pub struct HostCell {
 struct Seen {
     /// The client's first request arrived.
     request: bool,
+    /// The request the case is about (the target's first call) was sent.
+    call: bool,
     /// The case's fault fired.
     fault: bool,
 }
 
-/// When the client is stopped: `timeout` after its first request (its start-up does not count,
-/// but may itself take at most `timeout`), or, for a stall, [`STALL_WATCH`] after it fired.
-async fn stop_when(mut seen: tokio::sync::watch::Receiver<Seen>, timeout: Duration, stall: bool) {
-    let mut stalled = seen.clone();
-    let started = async move {
-        let _ = seen.wait_for(|s| s.request).await;
-        tokio::time::sleep(timeout).await;
-    };
-    let stall_seen = async move {
-        if !stall || stalled.wait_for(|s| s.fault).await.is_err() {
-            return std::future::pending().await;
+/// How long a client may take, in its phases.
+#[derive(Debug, Clone, Copy)]
+pub struct Bounds {
+    /// From its start until the call is sent (and its fault fires): start-up, however slow the
+    /// machine, is not the reaction.
+    pub startup: Duration,
+    /// How long it may sit idle after the fault (or, without one, after the call) before it is
+    /// taken for hung.
+    pub timeout: Duration,
+    /// The longest a busy client is watched after the fault before the cell is left
+    /// inconclusive.
+    pub cap: Duration,
+}
+
+impl Bounds {
+    /// The bounds for `timeout`: start-up `startup`, a busy client watched up to four timeouts.
+    pub fn new(timeout: Duration, startup: Duration) -> Self {
+        Bounds {
+            startup,
+            timeout,
+            cap: timeout * 4,
         }
+    }
+}
+
+/// Stops the client (returns) when, and says why: the start-up bound passed before the call
+/// (and its fault); the client sat idle for `timeout` after the fault (or the call); it was still
+/// busy at the cap; or, for a stall, [`STALL_WATCH`] passed after it fired.
+async fn stop_when(
+    mut seen: tokio::sync::watch::Receiver<Seen>,
+    bounds: Bounds,
+    (has_fault, stall): (bool, bool),
+    activity: ActivityLog,
+) -> Stop {
+    let armed = seen.wait_for(|s| if has_fault { s.fault } else { s.call });
+    if !matches!(tokio::time::timeout(bounds.startup, armed).await, Ok(Ok(_))) {
+        return Stop::Startup;
+    }
+    if stall {
         tokio::time::sleep(STALL_WATCH).await;
-    };
-    tokio::select! {
-        () = tokio::time::sleep(timeout * 2) => {}
-        () = started => {}
-        () = stall_seen => {}
+        return Stop::Watched;
+    }
+    let from = chrono::Utc::now();
+    let began = tokio::time::Instant::now();
+    let idle_needed = i64::try_from(bounds.timeout.as_millis()).unwrap_or(i64::MAX);
+    loop {
+        tokio::time::sleep(activity::SAMPLE).await;
+        if activity.idle_ms_since(from) >= idle_needed {
+            return Stop::Idle;
+        }
+        if began.elapsed() >= bounds.cap {
+            return Stop::Busy;
+        }
     }
 }
 
@@ -159,6 +205,7 @@ pub async fn run(case: &'static Case, plan: &Plan) -> anyhow::Result<CellResult>
             elapsed_ms: 0,
             recording: None,
             host: None,
+            broke_at: None,
         });
     }
     let server = match &plan.upstream {
@@ -221,9 +268,11 @@ pub async fn run(case: &'static Case, plan: &Plan) -> anyhow::Result<CellResult>
     }
     let mut feed = running.hub.take_output().context("view feed taken")?;
     let (seen_tx, seen) = tokio::sync::watch::channel(Seen::default());
+    let target = plan.target.clone();
     let fold = tokio::spawn(async move {
         let mut model = Model::new();
         let mut evidence = Evidence::default();
+        let mut rescued_at = None;
         let mut killed = false;
         while let Some(event) = feed.recv().await {
             // The model the cell judges stops where the client stopped being itself.
@@ -238,12 +287,18 @@ pub async fn run(case: &'static Case, plan: &Plan) -> anyhow::Result<CellResult>
                 EventKind::FaultInjected { .. } => {
                     seen_tx.send_if_modified(|s| !std::mem::replace(&mut s.fault, true));
                 }
+                EventKind::CallRescued { .. } => {
+                    rescued_at.get_or_insert(event.t);
+                }
                 _ => {}
             }
             evidence.see(&event.kind);
             model.apply(&event);
+            if !seen_tx.borrow().call && judge::first_target(&model, &target).is_some() {
+                seen_tx.send_modify(|s| s.call = true);
+            }
         }
-        (model, evidence)
+        (model, evidence, rescued_at)
     });
     let permit = Arc::clone(&plan.starting).acquire_owned().await;
     let mut started = seen.clone();
@@ -252,9 +307,20 @@ pub async fn run(case: &'static Case, plan: &Plan) -> anyhow::Result<CellResult>
         let _ = tokio::time::timeout(START_WINDOW, started.wait_for(|s| s.request)).await;
     });
     let shared = Arc::clone(&running.proxy.shared);
-    let stop = stop_when(seen, plan.timeout, case.expect == Expect::Stall);
+    let activity = ActivityLog::default();
+    let why_stopped = Arc::new(std::sync::Mutex::new(None));
+    let stop = stop_when(
+        seen,
+        plan.bounds,
+        (case.fault.is_some(), case.expect == Expect::Stall),
+        activity.clone(),
+    );
+    let stopped = Arc::clone(&why_stopped);
     let stop = async move {
-        stop.await;
+        let why = stop.await;
+        if let Ok(mut stopped) = stopped.lock() {
+            *stopped = Some(why);
+        }
         shared.note(None, KILL_NOTE);
     };
     let (url, extra_env) = match &plan.forward {
@@ -267,7 +333,7 @@ pub async fn run(case: &'static Case, plan: &Plan) -> anyhow::Result<CellResult>
     };
     let (run, host_run) = match &plan.host {
         Some(host) => {
-            let (run, host_run) = super::host::run(host, &url, &extra_env, stop).await?;
+            let (run, host_run) = super::host::run(host, &url, &extra_env, activity, stop).await?;
             (run, Some(host_run))
         }
         None => {
@@ -275,17 +341,22 @@ pub async fn run(case: &'static Case, plan: &Plan) -> anyhow::Result<CellResult>
             let setting = client::Setting {
                 env: (!extra_env.is_empty()).then(|| std::env::vars().chain(extra_env).collect()),
                 dir: None,
+                activity: Some(activity),
             };
             (client::run_in(&argv, &setting, stop).await, None)
         }
     };
+    let mut run = run;
+    if run.killed {
+        run.stop = why_stopped.lock().ok().and_then(|s| *s);
+    }
     let ended_at = run.exited_at.unwrap_or_else(chrono::Utc::now);
     tokio::time::sleep(SETTLE).await;
     running.proxy.shutdown();
     drop(running.proxy);
     let recording = running.hub.recording.clone();
     let _ = tokio::task::spawn_blocking(move || running.hub.finish_within(FINISH_PATIENCE)).await;
-    let (model, evidence) = fold.await.context("the cell's model")?;
+    let (model, evidence, rescued_at) = fold.await.context("the cell's model")?;
     if let Some(server) = server {
         server.shutdown().await;
     }
@@ -305,6 +376,14 @@ pub async fn run(case: &'static Case, plan: &Plan) -> anyhow::Result<CellResult>
                     .as_ref()
                     .zip(broke_at)
                     .map(|(r, at)| super::host::ms(at, r.at)),
+                rescue_ms: rescued_at
+                    .zip(broke_at)
+                    .map(|(rescued, at)| super::host::ms(at, rescued)),
+                rescued_to_model_ms: host_run
+                    .result
+                    .as_ref()
+                    .zip(rescued_at)
+                    .map(|(r, rescued)| super::host::ms(rescued, r.at)),
                 startup_ms: run
                     .started_at
                     .zip(first_request)
@@ -335,5 +414,6 @@ pub async fn run(case: &'static Case, plan: &Plan) -> anyhow::Result<CellResult>
         elapsed_ms,
         recording,
         host,
+        broke_at: judge::broke_at(&model, &plan.target),
     })
 }

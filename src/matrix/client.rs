@@ -8,6 +8,8 @@ use chrono::{DateTime, Utc};
 use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
 use tokio::process::Command;
 
+use super::activity::{Activity, ActivityLog};
+
 /// Output lines with when each arrived, shared by the readers of stdout and stderr.
 type Lines = Arc<Mutex<Vec<(DateTime<Utc>, String)>>>;
 
@@ -33,6 +35,24 @@ pub struct ClientRun {
     pub spawn_error: Option<String>,
     /// An agent host's reaction: when the provoked tool's result (or error) reached the model.
     pub model_reaction: Option<DateTime<Utc>>,
+    /// When its processes were busy (ran or waited for a CPU), sampled while it ran.
+    pub activity: Activity,
+    /// Why the matrix stopped it, when it did.
+    pub stop: Option<Stop>,
+}
+
+/// Why the matrix stopped a client that had not exited.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stop {
+    /// The start-up bound passed before the call was sent (or its fault fired).
+    Startup,
+    /// It sat idle for the whole timeout after the fault (or the call): a hang.
+    Idle,
+    /// It was still busy (running, or waiting for a CPU) at the cap after the fault: not
+    /// judged.
+    Busy,
+    /// A stall was watched for as long as it needs.
+    Watched,
 }
 
 impl ClientRun {
@@ -59,6 +79,8 @@ pub struct Setting {
     pub env: Option<Vec<(String, String)>>,
     /// The working directory.
     pub dir: Option<std::path::PathBuf>,
+    /// Where the client's activity is sampled to while it runs (none: not sampled).
+    pub activity: Option<ActivityLog>,
 }
 
 /// Runs `argv` until it exits or `stop` resolves (then kills its whole process group).
@@ -101,6 +123,13 @@ pub async fn run_in(
             return out;
         }
     };
+    let sampler = match (
+        &setting.activity,
+        child.id().and_then(|p| i32::try_from(p).ok()),
+    ) {
+        (Some(log), Some(pid)) => Some(tokio::spawn(super::activity::sample(pid, log.clone()))),
+        _ => None,
+    };
     let lines: Lines = Arc::new(Mutex::new(Vec::new()));
     let readers = [
         child
@@ -127,6 +156,12 @@ pub async fn run_in(
             out.killed_at = Some(Utc::now());
             kill_group(&mut child).await;
         }
+    }
+    if let Some(sampler) = sampler {
+        sampler.abort();
+    }
+    if let Some(log) = &setting.activity {
+        out.activity = log.snapshot();
     }
     // The output pipes close with the process group; never wait long for a stray holder.
     for reader in readers.into_iter().flatten() {

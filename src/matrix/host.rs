@@ -159,6 +159,7 @@ pub async fn run(
     plan: &HostPlan,
     mcp_url: &str,
     extra_env: &[(String, String)],
+    activity: super::activity::ActivityLog,
     stop: impl std::future::Future<Output = ()>,
 ) -> anyhow::Result<(ClientRun, HostRun)> {
     let stub = stub::start(Options {
@@ -186,6 +187,7 @@ pub async fn run(
     let setting = Setting {
         env: Some(env),
         dir: Some(home.path().to_path_buf()),
+        activity: Some(activity),
     };
     let mut run = client::run_in(&launch.argv, &setting, stop).await;
     let result = stub.log.first_result();

@@ -8,7 +8,7 @@ use mcpscope_export::check::{may_have_executed, non_idempotent};
 use mcpscope_engine::wire::ContentKind;
 
 use super::cases::Expect;
-use super::client::ClientRun;
+use super::client::{ClientRun, Stop};
 use super::evidence::Evidence;
 
 /// A client that reacts within this long after the death gave up promptly.
@@ -30,8 +30,11 @@ pub enum Outcome {
     Resumed,
     /// The client sent the request again.
     Retried,
-    /// Not judged: what the case describes did not happen (the reason is in the judgement).
+    /// Not judged: what the case describes cannot happen here (the reason is in the judgement).
     Skipped,
+    /// Not judged: the run did not show what the client does (the call was never sent, the
+    /// fault never fired, the client was still busy at the cap; the reason is in the judgement).
+    Inconclusive,
 }
 
 impl Outcome {
@@ -44,6 +47,7 @@ impl Outcome {
             Outcome::Resumed => "resumed",
             Outcome::Retried => "retried",
             Outcome::Skipped => "skipped",
+            Outcome::Inconclusive => "inconclusive",
         }
     }
 }
@@ -100,8 +104,10 @@ pub struct Judgement {
     pub call_verdict: Option<String>,
     /// Whether the fault fired on the call.
     pub provoked: bool,
-    /// Why the cell is not judged, when what its case describes did not happen.
+    /// Why the cell is not judged, when what its case describes cannot happen here.
     pub skipped: Option<String>,
+    /// Why the cell is not judged, when the run did not show what the client does.
+    pub inconclusive: Option<String>,
 }
 
 impl Judgement {
@@ -117,16 +123,36 @@ impl Judgement {
             call_verdict: call.map(|c| c.verdict.name().to_string()),
             provoked: call.is_some_and(|c| c.injected),
             skipped: Some(reason.to_string()),
+            inconclusive: None,
         }
     }
+
+    /// A cell the run could not judge, for `reason` (its verdict reads `inconclusive: REASON`).
+    pub fn inconclusive(expect: Expect, reason: &str, call: Option<&Call>) -> Self {
+        Judgement {
+            outcome: Outcome::Inconclusive,
+            verdict: format!("inconclusive: {reason}"),
+            skipped: None,
+            inconclusive: Some(reason.to_string()),
+            ..Judgement::skipped(expect, reason, call)
+        }
+    }
+
+    /// Whether the cell was judged (neither skipped nor inconclusive).
+    pub fn judged(&self) -> bool {
+        self.skipped.is_none() && self.inconclusive.is_none()
+    }
 }
+
+/// The reason a cell whose fault never fired is inconclusive.
+pub const NEVER_FIRED: &str = "the fault never fired";
 
 /// Why a cell whose case arms `fault` is not judged, from what the fault hit: it never fired, a
 /// `json-reset` hit a body that is not JSON, or a death came after the result had passed.
 fn unjudged(fault: Option<&str>, expect: Expect, evidence: &Evidence) -> Option<String> {
     let fault = fault?;
     let Some((_, fired)) = &evidence.fired else {
-        return Some("the fault never fired".into());
+        return Some(NEVER_FIRED.into());
     };
     if fault == "json-reset" || fired == "json-reset" {
         match evidence.fired_body() {
@@ -158,7 +184,8 @@ struct Seen<'a> {
     retries: Vec<&'a Call>,
 }
 
-fn first_target<'a>(model: &'a Model, target: &Target) -> Option<&'a Call> {
+/// The call the case is about: the first the fault hit, else the first the target matches.
+pub fn first_target<'a>(model: &'a Model, target: &Target) -> Option<&'a Call> {
     let mut matching = model.calls.iter().filter(|c| target.matches(c));
     let first = matching.clone().next();
     matching.find(|c| c.injected).or(first)
@@ -309,6 +336,15 @@ pub fn judge(
         return no_call(expect, run);
     };
     if let Some(reason) = unjudged(fault, expect, evidence) {
+        if reason == NEVER_FIRED {
+            let why = match run.stop {
+                Some(Stop::Startup) => format!(
+                    "{NEVER_FIRED} (the call was sent, but not the one the fault waits for, within the start-up bound)"
+                ),
+                _ => reason,
+            };
+            return Judgement::inconclusive(expect, &why, Some(call));
+        }
         return Judgement::skipped(expect, &reason, Some(call));
     }
     let seen = seen(model, call);
@@ -333,7 +369,11 @@ pub fn judge(
         .max()
         .filter(|t| *t > seen.broke_at)
         .unwrap_or(seen.broke_at);
-    let gave_up_ms = gave_up_at(model, &seen, run).map(|t| ms_between(last_attempt, t));
+    let gave_up = gave_up_at(model, &seen, run);
+    let gave_up_ms = gave_up.map(|t| ms_between(last_attempt, t));
+    // A reaction is prompt when the client sat idle for little of the time before it: time in
+    // which it ran or waited for a CPU is not time it hung.
+    let gave_up_idle_ms = gave_up.map(|t| run.activity.idle_ms(last_attempt, t));
     let (outcome, reaction_ms) = if resumed {
         let at = resumed_at(model, &seen);
         (Outcome::Resumed, at.map(|t| ms_between(seen.broke_at, t)))
@@ -347,8 +387,20 @@ pub fn judge(
             Outcome::Retried,
             Some(ms_between(seen.broke_at, retry.started_at)),
         )
-    } else if gave_up_ms.is_some_and(|ms| ms <= PROMPT_MS) {
+    } else if gave_up_idle_ms.is_some_and(|ms| ms <= PROMPT_MS) {
         (Outcome::Failed, gave_up_ms)
+    } else if gave_up.is_none() && run.stop == Some(Stop::Busy) {
+        let busy = run
+            .activity
+            .busy_ms(seen.broke_at, run.killed_at.unwrap_or(seen.broke_at));
+        return Judgement::inconclusive(
+            expect,
+            &format!(
+                "the client was still busy (running, or waiting for a CPU) when it was stopped; \
+                 {busy} ms busy after the death, no reaction yet"
+            ),
+            Some(call),
+        );
     } else {
         (Outcome::Hung, gave_up_ms)
     };
@@ -367,30 +419,24 @@ pub fn judge(
         call_verdict: Some(call.verdict.name().to_string()),
         provoked: call.injected,
         skipped: None,
+        inconclusive: None,
     }
 }
 
+/// A cell in which the call the case is about was never sent: nothing was provoked, so nothing
+/// is judged; the reason says how far the client got.
 fn no_call(expect: Expect, run: &ClientRun) -> Judgement {
-    let outcome = if run.killed {
-        Outcome::Hung
-    } else {
-        Outcome::Failed
+    let reason = match (&run.spawn_error, run.stop, run.code) {
+        (Some(e), _, _) => e.clone(),
+        (None, Some(Stop::Startup), _) => {
+            "the call was not sent within the start-up bound (the client was still starting, or \
+             never makes it)"
+                .to_string()
+        }
+        (None, _, Some(code)) => format!("the client exited ({code}) without sending the call"),
+        (None, _, None) => "the client ended without sending the call".to_string(),
     };
-    let defect = match &run.spawn_error {
-        Some(e) => e.clone(),
-        None => "never sent the call".to_string(),
-    };
-    Judgement {
-        outcome,
-        reaction_ms: None,
-        verdict: defect.clone(),
-        defect: Some(defect),
-        expected: expected_text(expect, false).into(),
-        double_execution: false,
-        call_verdict: None,
-        provoked: false,
-        skipped: None,
-    }
+    Judgement::inconclusive(expect, &reason, None)
 }
 
 fn expected_text(expect: Expect, resumable: bool) -> &'static str {
@@ -501,6 +547,7 @@ fn judge_task_wait(
         call_verdict: Some(op.verdict.name().to_string()),
         provoked: evidence.fired.is_some(),
         skipped: None,
+        inconclusive: None,
     }
 }
 
@@ -821,7 +868,9 @@ mod tests {
         assert_eq!(j.verdict, "skipped: upstream answered with SSE");
 
         let j = judged("reset after 1 events", &Evidence::default());
-        assert_eq!(j.verdict, "skipped: the fault never fired");
+        assert_eq!(j.outcome, Outcome::Inconclusive);
+        assert_eq!(j.verdict, "inconclusive: the fault never fired");
+        assert_eq!(j.defect, None);
 
         let mut before_result = Evidence::default();
         before_result.see(&fired("reset after 1 events", "reset"));
@@ -998,15 +1047,102 @@ mod tests {
     }
 
     #[test]
-    fn a_client_that_never_calls_is_a_defect_naming_it() {
+    fn a_client_that_never_calls_is_not_judged_and_says_how_far_it_got() {
         let model = Model::new();
-        let j = judge(
-            &model,
-            &Target::Tool("slow".into()),
-            (None, Expect::Answer),
-            &Evidence::default(),
-            &killed(),
+        let judged = |run: &ClientRun| {
+            judge(
+                &model,
+                &Target::Tool("slow".into()),
+                (None, Expect::Answer),
+                &Evidence::default(),
+                run,
+            )
+        };
+        let slow_start = ClientRun {
+            stop: Some(Stop::Startup),
+            ..killed()
+        };
+        let j = judged(&slow_start);
+        assert_eq!(
+            (j.outcome, j.defect.as_deref()),
+            (Outcome::Inconclusive, None)
         );
-        assert_eq!(j.defect.as_deref(), Some("never sent the call"));
+        assert!(
+            j.inconclusive
+                .as_deref()
+                .is_some_and(|r| r.contains("start-up bound")),
+            "{j:?}"
+        );
+        let j = judged(&exited(chrono::Utc::now(), 0, "no tool called"));
+        assert_eq!(
+            j.inconclusive.as_deref(),
+            Some("the client exited (0) without sending the call")
+        );
+        assert!(!j.judged());
+    }
+
+    /// Busy intervals of 200 ms from `from` for `ms`.
+    fn busy_for(from: DateTime<Utc>, ms_total: i64) -> super::super::activity::Activity {
+        let mut activity = super::super::activity::Activity::default();
+        let mut at = from;
+        while at < from + ms(ms_total) {
+            activity
+                .intervals
+                .push_back(super::super::activity::Interval {
+                    start: at,
+                    end: at + ms(200),
+                    active_ns: 150_000_000,
+                });
+            at += ms(200);
+        }
+        activity
+    }
+
+    #[test]
+    fn a_slow_client_is_not_a_hung_one() {
+        let model = death("2025-06-18", None);
+        let at = died_at(&model);
+        let judged = |run: &ClientRun| {
+            judge(
+                &model,
+                &Target::AnyTool,
+                (None, Expect::Death),
+                &Evidence::default(),
+                run,
+            )
+        };
+        // Exits 6 s after the death, busy (running or waiting for a CPU) all along: prompt.
+        let busy_exit = ClientRun {
+            activity: busy_for(at, 6_000),
+            ..exited(at + ms(6_000), 1, "error: stream reset")
+        };
+        let j = judged(&busy_exit);
+        assert_eq!((j.outcome, j.reaction_ms), (Outcome::Failed, Some(6_000)));
+        assert_eq!(j.defect, None);
+        // The same exit after sitting idle: a hang.
+        let idle_exit = exited(at + ms(6_000), 1, "error: timed out");
+        assert_eq!(judged(&idle_exit).outcome, Outcome::Hung);
+        // Still busy when stopped at the cap, no reaction: not judged.
+        let still_busy = ClientRun {
+            stop: Some(Stop::Busy),
+            killed_at: Some(at + ms(8_000)),
+            activity: busy_for(at, 8_000),
+            ..killed()
+        };
+        let j = judged(&still_busy);
+        assert_eq!(
+            (j.outcome, j.defect.as_deref()),
+            (Outcome::Inconclusive, None)
+        );
+        // Idle for the whole window: hung.
+        let idle = ClientRun {
+            stop: Some(Stop::Idle),
+            killed_at: Some(at + ms(8_000)),
+            ..killed()
+        };
+        assert_eq!(
+            judged(&idle).defect.as_deref(),
+            Some("hangs on stream death")
+        );
     }
 }

@@ -1,6 +1,7 @@
 //! `mcpscope matrix`: runs a client command once per stream-death case, each against its own
 //! proxy with the case's fault armed, and judges how the client reacted.
 
+pub mod activity;
 pub mod cases;
 pub mod cell;
 pub mod client;
@@ -31,6 +32,32 @@ impl std::fmt::Display for DefectsFound {
 }
 
 impl std::error::Error for DefectsFound {}
+
+/// No cell found a defect, but some could not be judged (exit status 3): the run did not show
+/// how the client behaves there.
+#[derive(Debug)]
+pub struct Inconclusive(pub usize);
+
+impl std::fmt::Display for Inconclusive {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "matrix: inconclusive: {} cell(s) could not be judged (see their reasons)",
+            self.0
+        )
+    }
+}
+
+impl std::error::Error for Inconclusive {}
+
+/// Cells at a time when `--jobs` is not given: the machine's cores, one for an agent host (a
+/// host's start-up alone takes a core or more).
+pub fn default_jobs(host: bool) -> usize {
+    match host {
+        true => 1,
+        false => std::thread::available_parallelism().map_or(2, |n| n.get()),
+    }
+}
 
 /// The `--list` text: one line per case.
 pub fn list() -> String {
@@ -96,7 +123,7 @@ pub async fn run(args: &MatrixArgs) -> anyhow::Result<()> {
     let plan = Arc::new(Plan {
         forward,
         command: args.command.clone(),
-        timeout: args.timeout,
+        bounds: cell::Bounds::new(args.timeout, args.startup_timeout),
         target: target(args),
         upstream,
         record_dir: args.record_dir.clone(),
@@ -106,14 +133,20 @@ pub async fn run(args: &MatrixArgs) -> anyhow::Result<()> {
             std::thread::available_parallelism().map_or(2, |n| n.get()),
         )),
     });
-    let jobs = args.jobs.unwrap_or(selected.len()).max(1);
+    let jobs = args
+        .jobs
+        .unwrap_or_else(|| default_jobs(host.is_some()))
+        .max(1);
     crate::say!(
-        "mcpscope matrix: {}{} cells, {jobs} at a time, {:?} each at most{}{}",
+        "mcpscope matrix: {}{} cells, {jobs} at a time{}, start-up {:?} at most, hung after {:?} \
+         idle{}{}",
         host.as_ref().map_or_else(String::new, |h| format!(
             "{} in a loopback-only network namespace, ",
             h.label()
         )),
         selected.len(),
+        if args.jobs.is_none() { " (--jobs)" } else { "" },
+        args.startup_timeout,
         args.timeout,
         if args.rescue {
             ", proxies with --rescue"
@@ -159,13 +192,18 @@ pub async fn run(args: &MatrixArgs) -> anyhow::Result<()> {
         cells.push(task.await.context("a matrix cell panicked")??);
     }
     write_outputs(args, &cells)?;
-    match cells
+    let defects = cells
         .iter()
         .filter(|c| c.judgement.defect.is_some())
-        .count()
-    {
-        0 => Ok(()),
-        n => Err(DefectsFound(n).into()),
+        .count();
+    let inconclusive = cells
+        .iter()
+        .filter(|c| c.judgement.inconclusive.is_some())
+        .count();
+    match (defects, inconclusive) {
+        (0, 0) => Ok(()),
+        (0, n) => Err(Inconclusive(n).into()),
+        (n, _) => Err(DefectsFound(n).into()),
     }
 }
 

@@ -6,6 +6,7 @@ use mcpscope_export::junit::escape;
 use serde_json::{Value, json};
 
 use super::cell::CellResult;
+use super::client::Stop;
 
 /// Output lines of the client kept in reports.
 const LAST_LINES: usize = 5;
@@ -56,26 +57,48 @@ pub fn table(cells: &[CellResult]) -> String {
         .iter()
         .filter(|c| c.judgement.defect.is_some())
         .count();
-    let skipped = skipped(cells);
+    let (skipped, inconclusive) = (skipped(cells), inconclusive(cells));
     let _ = write!(
         out,
         "{} cells, {} correct, {defects} with a defect",
         cells.len(),
-        cells.len() - defects - skipped
+        cells.len() - defects - skipped - inconclusive
     );
     if skipped > 0 {
         let _ = write!(out, ", {skipped} skipped (not judged)");
+    }
+    if inconclusive > 0 {
+        let _ = write!(
+            out,
+            ", {inconclusive} inconclusive (not judged: the run did not show what the client does)"
+        );
     }
     out.push('\n');
     out
 }
 
-/// Cells not judged (what their case describes did not happen).
+/// Cells not judged (what their case describes cannot happen here).
 fn skipped(cells: &[CellResult]) -> usize {
     cells
         .iter()
         .filter(|c| c.judgement.skipped.is_some())
         .count()
+}
+
+/// Cells not judged (the run did not show what the client does).
+fn inconclusive(cells: &[CellResult]) -> usize {
+    cells
+        .iter()
+        .filter(|c| c.judgement.inconclusive.is_some())
+        .count()
+}
+
+/// Milliseconds the client was busy (ran or waited for a CPU) from the death to its exit or
+/// stop, when it was sampled.
+fn busy_after_death(cell: &CellResult) -> Option<i64> {
+    let from = cell.broke_at?;
+    let to = cell.client.exited_at.or(cell.client.killed_at)?;
+    Some(cell.client.activity.busy_ms(from, to))
 }
 
 /// The JSON object of one cell.
@@ -89,12 +112,20 @@ pub fn json(cell: &CellResult) -> Value {
         "verdict": j.verdict,
         "defect": j.defect,
         "skipped": j.skipped,
+        "inconclusive": j.inconclusive,
         "expected": j.expected,
         "double_execution": j.double_execution,
         "provoked": j.provoked,
         "call_verdict": j.call_verdict,
         "exit_code": cell.client.code,
         "killed": cell.client.killed,
+        "stopped": cell.client.stop.map(|s| match s {
+            Stop::Startup => "start-up bound",
+            Stop::Idle => "idle for the timeout",
+            Stop::Busy => "still busy at the cap",
+            Stop::Watched => "stall watched",
+        }),
+        "busy_ms_after_death": busy_after_death(cell),
         "elapsed_ms": cell.elapsed_ms,
         "last_lines": cell.client.last_lines(LAST_LINES),
         "recording": cell.recording.as_ref().map(|p| p.display().to_string()),
@@ -105,6 +136,11 @@ pub fn json(cell: &CellResult) -> Value {
         object.insert("host_startup_ms".into(), json!(host.startup_ms));
         object.insert("model_requests".into(), json!(host.model_requests));
         object.insert("tool_result_ms".into(), json!(host.tool_result_ms));
+        object.insert("rescue_ms".into(), json!(host.rescue_ms));
+        object.insert(
+            "rescued_to_model_ms".into(),
+            json!(host.rescued_to_model_ms),
+        );
         object.insert(
             "tool_result_error".into(),
             json!(host.result.as_ref().map(|r| r.is_error)),
@@ -123,7 +159,7 @@ pub fn junit(cells: &[CellResult], command: &str) -> String {
         .iter()
         .filter(|c| c.judgement.defect.is_some())
         .count();
-    let skipped = skipped(cells);
+    let skipped = skipped(cells) + inconclusive(cells);
     let mut out = format!(
         "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"mcpscope matrix\" tests=\"{}\" failures=\"{failures}\" skipped=\"{skipped}\">\n  <testsuite name=\"{}\" tests=\"{}\" failures=\"{failures}\" skipped=\"{skipped}\">\n",
         cells.len(),
@@ -138,7 +174,7 @@ pub fn junit(cells: &[CellResult], command: &str) -> String {
             "    <testcase name=\"{}\" classname=\"mcpscope.matrix\" time=\"{seconds:.3}\"",
             escape(cell.case.name)
         );
-        match (&j.defect, &j.skipped) {
+        match (&j.defect, j.skipped.as_ref().or(j.inconclusive.as_ref())) {
             (None, Some(reason)) => {
                 let _ = write!(
                     out,
