@@ -2,7 +2,8 @@
 # soak.sh — a long, bounded run of real SDK clients through mcpscope with faults armed, watching
 # the proxy's memory and file descriptors, then checking that the recording holds every event.
 #
-#   scripts/soak.sh [--clients N] [--minutes M] [--out DIR]     (defaults: 4 clients, 10 minutes)
+#   scripts/soak.sh [--clients N] [--minutes M] [--out DIR] [--no-record]
+#                                                   (defaults: 4 clients, 10 minutes, recording on)
 #
 # Upstream: the official Python SDK server (tests/peers/py_server.py). Clients: N official Python
 # SDK clients (tests/peers/py_soak_client.py) calling echo / slow / peek / poke at random, each
@@ -13,12 +14,13 @@
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
-CLIENTS=4 MINUTES=10 OUT="$ROOT/bench-out/soak"
+CLIENTS=4 MINUTES=10 OUT="$ROOT/bench-out/soak" EXTRA=()
 while [ $# -gt 0 ]; do
     case "$1" in
         --clients) CLIENTS=$2; shift 2 ;;
         --minutes) MINUTES=$2; shift 2 ;;
         --out) OUT=$2; shift 2 ;;
+        --no-record) EXTRA+=(--no-record); shift ;;
         *) echo "soak: unknown argument $1" >&2; exit 2 ;;
     esac
 done
@@ -27,4 +29,4 @@ cargo build --release --quiet --bin mcpscope
 mkdir -p "$OUT"
 exec "$ROOT/.venv/bin/python" "$ROOT/bench/soak.py" --mcpscope "${CARGO_TARGET_DIR:-$ROOT/target}/release/mcpscope" \
     --python "$ROOT/.venv/bin/python" --server "$ROOT/tests/peers/py_server.py" \
-    --client "$ROOT/tests/peers/py_soak_client.py" --clients "$CLIENTS" --minutes "$MINUTES" --out "$OUT"
+    --client "$ROOT/tests/peers/py_soak_client.py" --clients "$CLIENTS" --minutes "$MINUTES" --out "$OUT" "${EXTRA[@]}"

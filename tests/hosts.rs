@@ -228,7 +228,7 @@ fn claude_code_through_rescue_gets_every_death_as_an_error_within_a_second() {
 }
 
 /// A custom host runs in a network namespace with loopback alone: `lo` is its only link and it
-/// has no route. (It never calls the tool, so every cell is a defect; only where it ran counts.)
+/// has no route. (It never calls the tool, so the cell is inconclusive; only where it ran counts.)
 #[test]
 fn a_custom_host_runs_with_loopback_alone() {
     let (cells, err) = matrix(&[
@@ -262,7 +262,8 @@ fn a_custom_host_runs_with_loopback_alone() {
         "a throwaway HOME: {lines:?}"
     );
     assert_eq!(cell["host"], "custom");
-    assert_eq!(cell["defect"], "never sent the call");
+    assert_eq!(cell["outcome"], "inconclusive", "{cell}");
+    assert_eq!(cell["defect"], Value::Null, "{cell}");
 }
 
 /// `mcpscope model-stub` alone: it says where it listens and prints one JSON object per request.

@@ -138,7 +138,7 @@ fn session_key(session: &Session) -> String {
 pub fn build(folded: &Folded) -> Value {
     let model = &folded.model;
     let mut spans = Vec::new();
-    for index in 0..model.sessions.len() {
+    for (index, _) in model.sessions.indexed() {
         let Some(root) = session_span(model, index) else {
             continue;
         };

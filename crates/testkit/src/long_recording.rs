@@ -45,6 +45,7 @@ pub fn tight() -> Retention {
         stream_detail_bytes: 4 << 10,
         streams_detail_bytes: 16 << 10,
         max_notes: 8,
+        max_sessions: 8,
     }
 }
 

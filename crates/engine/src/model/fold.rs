@@ -376,7 +376,7 @@ impl Model {
         if let Some(&index) = self.session_index.get(&key) {
             return index;
         }
-        let index = self.sessions.len();
+        let index = self.sessions.next_index();
         self.sessions.push(Session {
             id: Some(id.to_string()),
             origin: origin.map(str::to_string),
@@ -408,10 +408,10 @@ impl Model {
             first.origin = origin.map(str::to_string);
             return 0;
         }
-        if let Some(index) = self
+        if let Some((index, _)) = self
             .sessions
-            .iter()
-            .position(|s| s.is_sessionless() && s.origin.as_deref() == origin)
+            .indexed()
+            .find(|(_, s)| s.is_sessionless() && s.origin.as_deref() == origin)
         {
             return index;
         }
@@ -426,8 +426,7 @@ impl Model {
             streams: Vec::new(),
             tools: Default::default(),
             announced: true,
-        });
-        self.sessions.len() - 1
+        })
     }
 
     /// Reports `session_started` once.
@@ -711,6 +710,7 @@ impl Model {
             return;
         }
         self.sessions[session].ended = Some((t, how));
+        self.ended_sessions += 1;
         out.push(Notice {
             server: self.sessions[session].origin.clone(),
             t,
@@ -1338,6 +1338,19 @@ impl Model {
         }
     }
 
+    /// The one copy of a tool definition every session that lists it shares (at most 4,096
+    /// distinct ones are remembered; past that the set starts over).
+    fn shared_tool_text(&mut self, text: Body) -> Body {
+        if let Some(shared) = self.tool_texts.get(&text) {
+            return shared.clone();
+        }
+        if self.tool_texts.len() >= 4_096 {
+            self.tool_texts.clear();
+        }
+        self.tool_texts.insert(text.clone());
+        text
+    }
+
     fn learn_tools(&mut self, session: usize, result: &Value) {
         let Some(tools) = result.get("tools").and_then(Value::as_array) else {
             return;
@@ -1354,7 +1367,7 @@ impl Model {
             let info = ToolInfo {
                 read_only: hint("readOnlyHint"),
                 idempotent: hint("idempotentHint"),
-                definition: Some(Body::new(tool)),
+                definition: Some(self.shared_tool_text(Body::new(tool))),
             };
             self.sessions[session].tools.insert(name.to_string(), info);
         }

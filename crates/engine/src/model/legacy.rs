@@ -22,6 +22,14 @@ pub(super) struct Legacy {
     streams: super::Map<usize, StreamId>,
 }
 
+impl Legacy {
+    /// Forgets the sessions for which `kept` says false.
+    pub(super) fn forget_sessions(&mut self, kept: impl Fn(usize) -> bool) {
+        self.by_endpoint.retain(|_, session| kept(*session));
+        self.streams.retain(|session, _| kept(*session));
+    }
+}
+
 /// The path and query an `endpoint` event's URL names: an absolute URL's, or a relative one
 /// resolved against `base` (the path of the GET that announced it).
 pub fn endpoint_target(data: &str, base: &str) -> Option<String> {

@@ -152,8 +152,9 @@ pub struct Unobserved {
 /// The whole state.
 #[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 pub struct Model {
-    /// Sessions; index 0 is the session-less traffic.
-    pub sessions: Vec<Session>,
+    /// Sessions by their global index (the retention policy drops those nothing retained
+    /// belongs to); index 0 is the session-less traffic.
+    pub sessions: Store<Session>,
     /// Streams in the order they opened (those the retention policy keeps).
     pub streams: Store<Stream>,
     /// Calls in the order they started (those the retention policy keeps).
@@ -198,6 +199,13 @@ pub struct Model {
     floor: retention::Floor,
     /// Bytes of message detail held ([`MessageRec::size`] summed).
     detail_bytes: usize,
+    /// Sessions that ended since the last eviction pass (one drops them once enough have).
+    #[serde(default)]
+    ended_sessions: usize,
+    /// Tool definitions as `tools/list` gave them, shared by every session that lists the same
+    /// one (most sessions of a server list the same tools).
+    #[serde(skip)]
+    tool_texts: Set<Body>,
     /// Calls held in full (not collapsed to compact rows).
     full_calls: usize,
     /// The shared empty message that evicted calls point their request at.

@@ -34,6 +34,11 @@ pub struct Retention {
     pub streams_detail_bytes: usize,
     /// Notes and fault records kept (the newest).
     pub max_notes: usize,
+    /// Sessions kept that are still alive but hold nothing retained (the newest); an ended
+    /// session is dropped once no retained stream or call belongs to it, and the session-less
+    /// traffic of each server is always kept.
+    #[serde(default = "Retention::default_max_sessions")]
+    pub max_sessions: usize,
 }
 
 impl Retention {
@@ -43,6 +48,12 @@ impl Retention {
     pub const DEFAULT_KEEP_BYTES: usize = 64 << 20;
     /// The default bytes of message bodies one stream keeps.
     pub const DEFAULT_STREAM_DETAIL_BYTES: usize = 4 << 20;
+    /// The default number of idle live sessions kept.
+    pub const DEFAULT_MAX_SESSIONS: usize = 1_024;
+
+    fn default_max_sessions() -> usize {
+        Self::DEFAULT_MAX_SESSIONS
+    }
 
     /// The policy of the live and replay views: the last `keep_calls` calls, at most 64 MiB of
     /// detail, three times as many compact rows; a stream keeps 4 MiB of its newest messages,
@@ -56,6 +67,7 @@ impl Retention {
             stream_detail_bytes: Self::DEFAULT_STREAM_DETAIL_BYTES,
             streams_detail_bytes: Self::DEFAULT_KEEP_BYTES,
             max_notes: 10_000,
+            max_sessions: keep_calls.max(Self::DEFAULT_MAX_SESSIONS),
         }
     }
 
@@ -70,6 +82,7 @@ impl Retention {
             stream_detail_bytes: 1 << 20,
             streams_detail_bytes: 16 << 20,
             max_notes: 0,
+            max_sessions: Self::DEFAULT_MAX_SESSIONS,
         }
     }
 
@@ -83,6 +96,7 @@ impl Retention {
             stream_detail_bytes: usize::MAX,
             streams_detail_bytes: usize::MAX,
             max_notes: usize::MAX,
+            max_sessions: usize::MAX,
         }
     }
 
@@ -129,6 +143,10 @@ pub struct Evicted {
     pub streams: usize,
     /// Messages removed.
     pub messages: usize,
+    /// Sessions removed (ended, or idle past [`Retention::max_sessions`], with nothing
+    /// retained).
+    #[serde(default)]
+    pub sessions: usize,
 }
 
 /// The sizes the model had after its last eviction pass: what the policy could not evict.
@@ -139,6 +157,8 @@ pub(super) struct Floor {
     streams: usize,
     detail_bytes: usize,
     messages: usize,
+    #[serde(default)]
+    sessions: usize,
 }
 
 /// Whether `index` is among the ascending `sorted`, read along a walk over ascending indices
@@ -215,6 +235,8 @@ impl Model {
                 floor.detail_bytes,
             )
             || over(self.messages.len(), r.max_messages(), floor.messages)
+            || over(self.sessions.len(), r.max_sessions, floor.sessions)
+            || self.ended_sessions > Retention::slack(0)
         {
             self.evict();
             // What could not be evicted (calls still waiting, open streams) is the new floor,
@@ -225,6 +247,7 @@ impl Model {
                 streams: self.streams.len(),
                 detail_bytes: self.detail_bytes,
                 messages: self.messages.len(),
+                sessions: self.sessions.len(),
             };
         }
         if self.notes.len() > r.max_notes.saturating_add(Retention::slack(r.max_notes)) {
@@ -393,11 +416,12 @@ impl Model {
             }
             let gone_set: Set<usize> = gone.into_iter().collect();
             self.evicted.streams += self.streams.retain(|i, _| !gone_set.contains(&i));
-            for session in &mut self.sessions {
+            for session in self.sessions.iter_mut() {
                 session.streams.retain(|id| !gone_ids.contains(id));
                 session.streams.shrink_to_fit();
             }
         }
+        self.drop_sessions();
         // Calls keep only the streams that are still there.
         for stream in self.streams.iter_mut() {
             let calls = &self.calls;
@@ -441,15 +465,63 @@ impl Model {
         }
     }
 
+    /// Drops the sessions nothing retained belongs to: ended ones, and the oldest idle live
+    /// ones past [`Retention::max_sessions`]. The session-less traffic of each server stays.
+    /// Their entries in the maps keyed by session go with them.
+    fn drop_sessions(&mut self) {
+        let mut held: Set<usize> = self.streams.iter().map(|s| s.session).collect();
+        held.extend(self.calls.iter().map(|c| c.session));
+        let keeps = |index: usize, s: &super::Session| {
+            index == 0 || s.is_sessionless() || held.contains(&index)
+        };
+        let ended = self
+            .sessions
+            .indexed()
+            .filter(|&(i, s)| !keeps(i, s) && s.ended.is_some())
+            .count();
+        let mut over_cap =
+            (self.sessions.len() - ended).saturating_sub(self.retention.max_sessions);
+        let dropped = self.sessions.retain(|index, s| {
+            if keeps(index, s) {
+                return true;
+            }
+            if s.ended.is_some() {
+                return false;
+            }
+            if over_cap > 0 {
+                over_cap -= 1;
+                return false;
+            }
+            true
+        });
+        self.ended_sessions = 0;
+        if dropped == 0 {
+            return;
+        }
+        self.evicted.sessions += dropped;
+        let sessions = &self.sessions;
+        self.session_index.retain(|_, i| sessions.contains(*i));
+        self.tasks.retain(|(i, _), _| sessions.contains(*i));
+        self.event_owner.retain(|(i, _), _| sessions.contains(*i));
+        self.calls_by_id
+            .retain(|(i, _, _), _| sessions.contains(*i));
+        self.legacy.forget_sessions(|i| sessions.contains(i));
+    }
+
     /// A rough estimate of the heap this model holds (its items, their headers and strings,
     /// message bodies as text), for budgets such as the replay viewer's checkpoints.
     pub fn approx_heap(&self) -> usize {
         const CALL_EXTRA: usize = 80;
         const STREAM_EXTRA: usize = 600;
         const MESSAGE_EXTRA: usize = 40;
+        const SESSION_EXTRA: usize = 400;
+        const TOOL: usize = 160;
+        let tools: usize = self.sessions.iter().map(|s| s.tools.len()).sum();
         let items = self.calls.len() * (std::mem::size_of::<super::Call>() + CALL_EXTRA)
             + self.streams.len() * (std::mem::size_of::<super::Stream>() + STREAM_EXTRA)
-            + self.messages.len() * (std::mem::size_of::<super::MessageRec>() + MESSAGE_EXTRA);
+            + self.messages.len() * (std::mem::size_of::<super::MessageRec>() + MESSAGE_EXTRA)
+            + self.sessions.len() * (std::mem::size_of::<super::Session>() + SESSION_EXTRA)
+            + tools * TOOL;
         // Spare room in the collections.
         (items + self.detail_bytes) * 5 / 4
     }

@@ -553,11 +553,11 @@ fn server_lines(app: &App, model: &Model, node: Node) -> Vec<Line<'static>> {
     let Some(origin) = grouping::server_of(model, node) else {
         return Vec::new();
     };
-    let sessions: Vec<usize> = (0..model.sessions.len())
-        .filter(|&si| {
-            let session = &model.sessions[si];
-            session.origin.as_deref() == origin && !session.streams.is_empty()
-        })
+    let sessions: Vec<usize> = model
+        .sessions
+        .indexed()
+        .filter(|(_, session)| session.origin.as_deref() == origin && !session.streams.is_empty())
+        .map(|(si, _)| si)
         .collect();
     let (mut calls, mut open, mut orphaned, mut ended) = (0, 0, 0, 0);
     for call in model.calls.iter().filter(|c| sessions.contains(&c.session)) {

@@ -105,7 +105,7 @@ fn items(app: &App, model: &Model, theme: &Theme, window: usize) -> Vec<TreeItem
         .find(|n| matches!(n, Node::Stream(_)));
     let shown = |si: &usize| !model.sessions[*si].streams.is_empty();
     if !grouping::grouped(model) {
-        return (0..model.sessions.len())
+        return (model.sessions.indexed().map(|(si, _)| si))
             .filter(shown)
             .filter_map(|si| session_item(app, model, theme, si, &[], selected_stream, window))
             .collect();
@@ -123,7 +123,7 @@ fn items(app: &App, model: &Model, theme: &Theme, window: usize) -> Vec<TreeItem
     let mut out = Vec::new();
     for origin in servers {
         let node = grouping::server_node(origin);
-        let sessions: Vec<usize> = (0..model.sessions.len())
+        let sessions: Vec<usize> = (model.sessions.indexed().map(|(si, _)| si))
             .filter(shown)
             .filter(|&si| model.sessions[si].origin.as_deref() == origin)
             .collect();
