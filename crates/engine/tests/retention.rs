@@ -445,3 +445,102 @@ fn an_open_stream_keeps_its_newest_events_within_both_the_count_and_the_bytes() 
         );
     }
 }
+
+/// `n` sessions, each: initialize, `tools/list` (the same five tools), one answered call, and a
+/// DELETE when `delete`.
+fn sessions(n: usize, delete: bool) -> Vec<Event> {
+    use mcpscope_engine::fixtures::Script;
+    let mut s = Script::new();
+    let tools: Vec<Value> = (0..5)
+        .map(|i| {
+            json!({"name": format!("tool{i}"), "inputSchema": {"type": "object",
+            "properties": {"text": {"type": "string", "description": "x".repeat(200)}}}})
+        })
+        .collect();
+    let mut stream: StreamId = 1;
+    for i in 0..n {
+        let ms = (i as i64) * 50;
+        let id = format!("s{i}");
+        s.handshake(ms, stream, &id);
+        stream += 1;
+        s.open(ms + 10, stream, "POST", Some(&id))
+            .send(
+                ms + 10,
+                stream,
+                json!({"jsonrpc":"2.0","id":1,"method":"tools/list"}),
+            )
+            .head(ms + 11, stream, 200, "json", Some(&id))
+            .reply(
+                ms + 11,
+                stream,
+                json!({"jsonrpc":"2.0","id":1,"result":{"tools": tools}}),
+            )
+            .end(ms + 12, stream, EndHow::Eof, Leg::Upstream);
+        stream += 1;
+        s.call(ms + 20, stream, &id, 2, "tool0")
+            .reply(
+                ms + 25,
+                stream,
+                json!({"jsonrpc":"2.0","id":2,"result":{"content":[]}}),
+            )
+            .end(ms + 26, stream, EndHow::Eof, Leg::Upstream);
+        stream += 1;
+        if delete {
+            s.open(ms + 30, stream, "DELETE", Some(&id))
+                .head(ms + 31, stream, 200, "", Some(&id))
+                .end(ms + 31, stream, EndHow::Eof, Leg::Upstream);
+            stream += 1;
+        }
+    }
+    s.events
+}
+
+#[test]
+fn sessions_leave_memory_as_finished_calls_do() {
+    // Ended sessions: the headless policy keeps none of them once nothing held belongs to them.
+    let mut model = Model::with_retention(Retention::none());
+    for event in sessions(5_000, true) {
+        model.apply(&event);
+    }
+    assert!(
+        model.sessions.len() < 600,
+        "{} sessions held of 5000 ended",
+        model.sessions.len()
+    );
+    assert!(model.evicted().sessions > 4_000, "{:?}", model.evicted());
+    // Sessions that never end: the newest `max_sessions` idle ones, and no more.
+    let mut model = Model::with_retention(Retention::none());
+    for event in sessions(5_000, false) {
+        model.apply(&event);
+    }
+    let cap = Retention::none().max_sessions;
+    assert!(
+        model.sessions.len() <= cap + cap / 4 + 256,
+        "{} idle sessions held (cap {cap})",
+        model.sessions.len()
+    );
+    // The newest is still known, with its tools; every session shares one copy of each.
+    let newest = model.sessions.last().expect("a session");
+    assert_eq!(newest.id.as_deref(), Some("s4999"));
+    assert_eq!(newest.tools.len(), 5);
+    let (index, _) = model.sessions.indexed().last().expect("indexed");
+    let (older, _) = model
+        .sessions
+        .indexed()
+        .rev()
+        .nth(1)
+        .expect("another session");
+    let definition = |i: usize| {
+        model.sessions[i].tools["tool0"]
+            .definition
+            .clone()
+            .expect("definition")
+    };
+    assert!(definition(index).is_shared_with(&definition(older)));
+    // Unbounded retention keeps every session, as before.
+    let mut model = Model::with_retention(Retention::unbounded());
+    for event in sessions(300, true) {
+        model.apply(&event);
+    }
+    assert_eq!(model.sessions.len(), 301, "the session-less one and 300");
+}
