@@ -149,9 +149,13 @@ def main() -> int:
           f"{rss_last:.1f} at the end, {max(s[1] for s in samples):.1f} peak, {idle[1]:.1f} after 10 s idle")
     print(f"soak: fds {samples[0][2]} at start, {fds_first} after warm-up, {fds_last} at the end, "
           f"{idle[2]} after 10 s idle")
-    print(f"soak: recording: {recorded_lines} events in the file; mcpscope says {written} recorded "
-          f"of {seen} seen; {len(opened)} exchanges opened, {len(ended & opened)} ended")
-    print(f"soak: events by kind: {json.dumps(kinds, sort_keys=True)}")
+    if args.no_record:
+        print("soak: recording: off (--no-record)")
+    else:
+        print(f"soak: recording: {recorded_lines} events in the file; mcpscope says {written} "
+              f"recorded of {seen} seen; {len(opened)} exchanges opened, "
+              f"{len(ended & opened)} ended")
+        print(f"soak: events by kind: {json.dumps(kinds, sort_keys=True)}")
     failures = []
     if not args.no_record and (written is None or written != seen or written != recorded_lines):
         failures.append("the recording does not hold every event seen")

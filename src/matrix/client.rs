@@ -35,6 +35,9 @@ pub struct ClientRun {
     pub spawn_error: Option<String>,
     /// An agent host's reaction: when the provoked tool's result (or error) reached the model.
     pub model_reaction: Option<DateTime<Utc>>,
+    /// An agent host's model requests, when the matrix ran one: the tool names the model was
+    /// offered (each once, in order), and whether it was asked at all.
+    pub model_tools: Option<Vec<String>>,
     /// When its processes were busy (ran or waited for a CPU), sampled while it ran.
     pub activity: Activity,
     /// Why the matrix stopped it, when it did.

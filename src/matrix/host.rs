@@ -192,6 +192,15 @@ pub async fn run(
     let mut run = client::run_in(&launch.argv, &setting, stop).await;
     let result = stub.log.first_result();
     run.model_reaction = result.as_ref().map(|r| r.at);
+    let mut offered: Vec<String> = Vec::new();
+    for seen in stub.log.seen() {
+        for name in seen.tool_names {
+            if !offered.contains(&name) {
+                offered.push(name);
+            }
+        }
+    }
+    run.model_tools = Some(offered);
     let host = HostRun {
         result,
         model_requests: stub.log.seen().len(),

@@ -426,6 +426,26 @@ pub fn judge(
 /// A cell in which the call the case is about was never sent: nothing was provoked, so nothing
 /// is judged; the reason says how far the client got.
 fn no_call(expect: Expect, run: &ClientRun) -> Judgement {
+    let host = match &run.model_tools {
+        None => String::new(),
+        Some(names) if names.is_empty() => {
+            "; the model was offered no tool (or never asked)".to_string()
+        }
+        Some(names) => format!(
+            "; the model was offered: {}",
+            names
+                .iter()
+                .take(MAX_NAMES_SHOWN)
+                .cloned()
+                .collect::<Vec<_>>()
+                .join(", ")
+                + if names.len() > MAX_NAMES_SHOWN {
+                    ", …"
+                } else {
+                    ""
+                }
+        ),
+    };
     let reason = match (&run.spawn_error, run.stop, run.code) {
         (Some(e), _, _) => e.clone(),
         (None, Some(Stop::Startup), _) => {
@@ -436,8 +456,11 @@ fn no_call(expect: Expect, run: &ClientRun) -> Judgement {
         (None, _, Some(code)) => format!("the client exited ({code}) without sending the call"),
         (None, _, None) => "the client ended without sending the call".to_string(),
     };
-    Judgement::inconclusive(expect, &reason, None)
+    Judgement::inconclusive(expect, &format!("{reason}{host}"), None)
 }
+
+/// Tool names listed in a reason, at most.
+const MAX_NAMES_SHOWN: usize = 12;
 
 fn expected_text(expect: Expect, resumable: bool) -> &'static str {
     match expect {
@@ -1079,6 +1102,18 @@ mod tests {
             Some("the client exited (0) without sending the call")
         );
         assert!(!j.judged());
+        // A host that answered with text: the names its model was offered are said.
+        let host = ClientRun {
+            model_tools: Some(vec!["read_file".into(), "web_fetch".into()]),
+            ..exited(chrono::Utc::now(), 0, "done")
+        };
+        assert_eq!(
+            judged(&host).inconclusive.as_deref(),
+            Some(
+                "the client exited (0) without sending the call; the model was offered: \
+                 read_file, web_fetch"
+            )
+        );
     }
 
     /// Busy intervals of 200 ms from `from` for `ms`.

@@ -15,6 +15,9 @@ pub const SERVER_NAME: &str = "mcpscope";
 pub const DEFAULT_PROMPT: &str =
     "Call the MCP tool once with the given arguments, then report its result in one line.";
 
+/// The model Gemini CLI is pinned to, past its router.
+const GEMINI_MODEL: &str = "gemini-2.5-flash";
+
 /// An agent host.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Host {
@@ -243,8 +246,12 @@ pub fn launch(host: &Host, cell: &Cell<'_>) -> anyhow::Result<Launch> {
                 ("GEMINI_CLI_NO_RELAUNCH", "true"),
                 ("GEMINI_CLI_TRUST_WORKSPACE", "true"),
             ]));
+            // The model pinned: in `-p` mode Gemini CLI otherwise first asks a router model
+            // (with no tools offered) which model to use.
             vec![
                 cell.bin.to_string(),
+                "-m".into(),
+                GEMINI_MODEL.into(),
                 "-p".into(),
                 cell.prompt.to_string(),
                 "--yolo".into(),

@@ -126,8 +126,10 @@ pub struct Options {
     pub listen: SocketAddr,
     /// Which APIs it answers.
     pub serves: Serves,
-    /// The tool it calls: an offered tool whose name is this, or ends in `__` + this (Claude
-    /// Code's `mcp__SERVER__TOOL`). `None`: the first offered tool named `mcp__…`.
+    /// The tool it calls, whatever the host calls it ([`offered_as`]): `TOOL`,
+    /// `SERVER__TOOL`, `mcp__SERVER__TOOL` (Claude Code, Codex's namespaces), `mcp_SERVER_TOOL`
+    /// (Gemini CLI), `SERVER_TOOL`, `SERVER.TOOL`, `SERVER/TOOL`. `None`: the first offered
+    /// tool named `mcp__…` or `mcp_…`.
     pub tool: Option<String>,
     /// The call's arguments.
     pub tool_args: Value,
@@ -500,10 +502,11 @@ impl Shared {
     /// The offered tool the script calls.
     fn target<'a>(&self, tools: &'a [String]) -> Option<&'a String> {
         match &self.opts.tool {
-            Some(tool) => tools
+            Some(tool) => offered_as(tools, tool),
+            None => tools
                 .iter()
-                .find(|name| *name == tool || name.ends_with(&format!("__{tool}"))),
-            None => tools.iter().find(|name| name.starts_with("mcp__")),
+                .find(|name| name.starts_with("mcp__"))
+                .or_else(|| tools.iter().find(|name| name.starts_with("mcp_"))),
         }
     }
 
@@ -523,6 +526,24 @@ impl Shared {
             is_error,
         }
     }
+}
+
+/// The name under which a host offers the MCP tool `tool`: the name itself, else one that
+/// ends in a separator and the name, the most specific separator first (`__`, then `_`, `.`,
+/// `/`, `:`, `-`): `mcp__mcpscope__slow`, `mcp_mcpscope_slow`, `mcpscope.slow`. A tool whose own
+/// name merely ends the same way (`very_slow` for `slow`) is taken only when nothing closer is
+/// offered.
+pub fn offered_as<'a>(tools: &'a [String], tool: &str) -> Option<&'a String> {
+    if let Some(exact) = tools.iter().find(|name| *name == tool) {
+        return Some(exact);
+    }
+    ["__", "_", ".", "/", ":", "-"].iter().find_map(|sep| {
+        let suffix = format!("{sep}{tool}");
+        let mut matching = tools.iter().filter(|name| name.ends_with(&suffix));
+        // Prefer an MCP-looking name (`mcp…`) when several end the same way.
+        let first = matching.clone().next();
+        matching.find(|name| name.starts_with("mcp")).or(first)
+    })
 }
 
 /// The script: `Some(name)` to call the tool, `None` for text; whether this is the final text.

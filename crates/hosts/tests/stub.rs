@@ -251,3 +251,37 @@ async fn openai_chat_responses_and_gemini_call_the_tool_and_see_its_result() {
         json!({"name": "slow", "args": {"a": 1}})
     );
 }
+
+#[test]
+fn the_tool_is_found_whatever_the_host_calls_it() {
+    use mcpscope_hosts::stub::offered_as;
+    let names = |list: &[&str]| list.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    for offered in [
+        "slow",
+        "mcpscope__slow",
+        "mcp__mcpscope__slow",
+        "mcp_mcpscope_slow",
+        "mcpscope_slow",
+        "mcpscope.slow",
+        "mcpscope/slow",
+    ] {
+        let tools = names(&["read_file", offered, "shell"]);
+        assert_eq!(
+            offered_as(&tools, "slow").map(String::as_str),
+            Some(offered),
+            "{offered}"
+        );
+    }
+    // The closest shape wins over a tool whose own name only ends the same way.
+    let tools = names(&["very_slow", "mcp__mcpscope__slow"]);
+    assert_eq!(
+        offered_as(&tools, "slow").map(String::as_str),
+        Some("mcp__mcpscope__slow")
+    );
+    let tools = names(&["very_slow", "mcp_mcpscope_slow"]);
+    assert_eq!(
+        offered_as(&tools, "slow").map(String::as_str),
+        Some("mcp_mcpscope_slow")
+    );
+    assert_eq!(offered_as(&names(&["slowly", "read"]), "slow"), None);
+}
