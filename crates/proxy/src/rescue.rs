@@ -102,19 +102,24 @@ fn rescue_error(id: &PendingId, message: &str) -> String {
     )
 }
 
-/// Parked rescues by session and last event id.
+/// One dead stream's parked calls: its session, the event ids it carried (a resumption from
+/// any of them picks the calls up), and the calls.
+type ParkedEntry = ((String, Vec<String>), Parked);
+
+/// Parked rescues by session and the event ids their stream carried.
 #[derive(Debug, Default)]
-pub(crate) struct Parking(Mutex<VecDeque<((String, String), Parked)>>);
+pub(crate) struct Parking(Mutex<VecDeque<ParkedEntry>>);
 
 impl Parking {
-    fn lock(&self) -> std::sync::MutexGuard<'_, VecDeque<((String, String), Parked)>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, VecDeque<ParkedEntry>> {
         self.0.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Keeps `parked` for a resumption of `session` from `last_event_id`.
-    pub(crate) fn park(&self, session: String, last_event_id: String, parked: Parked) {
+    /// Keeps `parked` for a resumption of `session` from any of `event_ids` (a client may
+    /// resume from an earlier id than the last one that passed).
+    pub(crate) fn park(&self, session: String, event_ids: Vec<String>, parked: Parked) {
         let mut list = self.lock();
-        list.push_back(((session, last_event_id), parked));
+        list.push_back(((session, event_ids), parked));
         while list.len() > MAX_PARKED {
             list.pop_front();
         }
@@ -125,10 +130,13 @@ impl Parking {
         let mut list = self.lock();
         let at = list
             .iter()
-            .position(|((s, id), _)| s == session && id == last_event_id)?;
+            .position(|((s, ids), _)| s == session && ids.iter().any(|id| id == last_event_id))?;
         list.remove(at).map(|(_, parked)| parked)
     }
 }
+
+/// Event ids a stream's rescue remembers, at most (the newest): those a resumption may name.
+const MAX_EVENT_IDS: usize = 64;
 
 /// The SSE bytes that answer `pending` with the rescue's error `message`, and their events.
 pub(crate) fn answer(
@@ -189,8 +197,8 @@ pub(crate) struct Rescue {
     pending: Vec<PendingId>,
     /// The session, to park a resumable death under.
     session: Option<String>,
-    /// The last event id seen.
-    last_event_id: Option<String>,
+    /// The event ids seen, oldest first (the newest [`MAX_EVENT_IDS`]).
+    event_ids: VecDeque<String>,
     /// An earlier death this stream resumes, in words.
     earlier: Option<String>,
     /// An SSE event with an id passed (the client may resume).
@@ -240,7 +248,7 @@ impl Rescue {
         Some(Self {
             pending,
             session,
-            last_event_id: None,
+            event_ids: VecDeque::new(),
             earlier: None,
             event_id_seen: false,
             sessionless: revision.is_some_and(mcpscope_engine::revision::is_sessionless),
@@ -268,7 +276,7 @@ impl Rescue {
         Self {
             pending: parked.pending,
             session: Some(session),
-            last_event_id: None,
+            event_ids: VecDeque::new(),
             earlier: Some(parked.death),
             event_id_seen: false,
             sessionless: false,
@@ -285,7 +293,10 @@ impl Rescue {
         self.any_event = true;
         if let EventKind::SseEvent { id: Some(id), .. } = &event.event {
             self.event_id_seen = true;
-            self.last_event_id = Some(id.clone());
+            if self.event_ids.len() == MAX_EVENT_IDS {
+                self.event_ids.pop_front();
+            }
+            self.event_ids.push_back(id.clone());
         }
         if let Some(EventKind::Message { body, .. }) = &event.message {
             for m in jsonrpc::messages(body) {
@@ -338,9 +349,12 @@ impl Rescue {
         }
         let death = self.death(how);
         if self.event_id_seen && !self.sessionless {
-            if let (Some(session), Some(id)) = (self.session.clone(), self.last_event_id.clone()) {
+            if let Some(session) = self.session.clone()
+                && !self.event_ids.is_empty()
+            {
                 let pending = std::mem::take(&mut self.pending);
-                parking.park(session, id, Parked { pending, death });
+                let ids = self.event_ids.iter().cloned().collect();
+                parking.park(session, ids, Parked { pending, death });
             }
             return None;
         }
@@ -461,6 +475,27 @@ mod tests {
         assert!(
             text.contains("upstream stream reset") && text.contains("resumed stream ended"),
             "{text}"
+        );
+    }
+
+    /// A client that resumes from an earlier event id than the last that passed (opencode
+    /// resumed from `s4-0` after `s4-1`) still finds its calls parked.
+    #[test]
+    fn a_resumption_from_any_event_id_the_stream_carried_finds_its_calls() {
+        let parking = Parking::default();
+        let req = json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call"});
+        let mut r = Rescue::for_request(Some(&req), &[], Some("2025-11-25"), Some("S".into()))
+            .expect("request");
+        r.passed(&seen(Some("s4-0"), None));
+        r.passed(&seen(Some("s4-1"), None));
+        assert!(r.take(1, EndHow::Reset, &parking).is_none());
+        let parked = parking
+            .take("S", "s4-0")
+            .expect("parked under the earlier id too");
+        assert_eq!(parked.pending.len(), 1);
+        assert!(
+            parking.take("S", "s4-1").is_none(),
+            "taken once, under every id"
         );
     }
 

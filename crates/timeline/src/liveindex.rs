@@ -313,8 +313,9 @@ struct Following {
     read: IndexPoint,
     /// The events read from `at` on, fewer than an index spacing.
     span: Vec<Event>,
-    /// The model after the events before `at`.
-    model: Model,
+    /// The model after the events before `at`; shared with a checkpoint or a save only until
+    /// the next event is folded (copy on write), so that neither costs a copy of its own.
+    model: Arc<Model>,
     points: Vec<IndexPoint>,
     times: Vec<DateTime<Utc>>,
     deaths: Vec<u64>,
@@ -344,7 +345,7 @@ impl Following {
             at: start.clone(),
             read: start,
             span: Vec::new(),
-            model: Model::with_retention(retention),
+            model: Arc::new(Model::with_retention(retention)),
             points: Vec::new(),
             times: Vec::new(),
             deaths: Vec::new(),
@@ -455,19 +456,20 @@ impl Following {
             self.points.push(self.at.clone());
             self.times.push(first.t);
         }
+        let model = Arc::make_mut(&mut self.model);
         for event in self.span.drain(..) {
-            self.model.apply(&event);
-            if is_death(&self.model, &event) {
+            model.apply(&event);
+            if is_death(model, &event) {
                 self.deaths.push(seq);
             }
             seq += 1;
         }
         self.at = next;
         self.report.folded = seq;
-        if seq.is_multiple_of(self.spacing) {
+        if seq.is_multiple_of(self.spacing) && self.worth_keeping() {
             let checkpoint = Checkpoint {
                 seq,
-                model: Arc::new(self.model.clone()),
+                model: Arc::clone(&self.model),
             };
             keep_checkpoint(
                 &mut self.checkpoints,
@@ -476,6 +478,15 @@ impl Following {
                 checkpoint,
             );
         }
+    }
+
+    /// Whether a checkpoint of the model now could ever be saved: a saved index holds earlier
+    /// models only while they and the last one fit in a twentieth of the recording
+    /// ([`savedindex`]'s middle models), so a checkpoint too large for that is not held.
+    fn worth_keeping(&self) -> bool {
+        let length = self.length().unwrap_or(0);
+        let budget = usize::try_from(length / 20).unwrap_or(usize::MAX);
+        self.model.approx_heap().saturating_mul(2) <= budget
     }
 
     /// Saves what is folded as the recording's sidecar, if there is more than the last save
@@ -498,7 +509,7 @@ impl Following {
         if checkpoints.last().is_none_or(|c| c.seq < folded) {
             checkpoints.push(Checkpoint {
                 seq: folded,
-                model: Arc::new(self.model.clone()),
+                model: Arc::clone(&self.model),
             });
         }
         let mut points = self.points.clone();
