@@ -72,6 +72,10 @@ pub enum Command {
     /// Take out what `wrap` put in a host's configuration: the file is the backup again, byte for
     /// byte, when nothing else changed since.
     Unwrap(WrapArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell) to stdout.
+    Completions(CompletionsArgs),
+    /// Print the manual page (roff) to stdout: `mcpscope man | man -l -`.
+    Man,
 }
 
 /// Where to listen: a port, or host:port.
@@ -405,6 +409,14 @@ pub struct AttachArgs {
     /// Colour theme.
     #[arg(long, value_name = "NAME|PATH")]
     pub theme: Option<String>,
+}
+
+/// Options of `completions`.
+#[derive(Debug, Clone, Args)]
+pub struct CompletionsArgs {
+    /// The shell.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
 }
 
 /// Options of `matrix`.

@@ -91,6 +91,8 @@ fn main() -> ExitCode {
         Some(Command::Diff(args)) => return diff(args),
         Some(Command::Wrap(args)) => return mcpscope::wrap::wrap(args),
         Some(Command::Unwrap(args)) => return mcpscope::wrap::unwrap(args),
+        Some(Command::Completions(args)) => return completions(args.shell),
+        Some(Command::Man) => return man_page(),
         _ => {}
     }
     init_tracing();
@@ -126,6 +128,7 @@ fn main() -> ExitCode {
             Some(Command::Check(_) | Command::Export(_) | Command::Convert(_)) => Ok(()),
             Some(Command::Stdio(_) | Command::Index(_)) => Ok(()),
             Some(Command::Diff(_) | Command::Wrap(_) | Command::Unwrap(_)) => Ok(()),
+            Some(Command::Completions(_) | Command::Man) => Ok(()),
             Some(Command::Ca(args)) => mcpscope::forward::ca(&args),
             Some(Command::Env(args)) => mcpscope::forward::env(&args),
             Some(Command::Run(args)) => mcpscope::app::run_command(&args).await,
@@ -312,4 +315,36 @@ fn runtime_builder() -> tokio::runtime::Builder {
         builder.worker_threads((cores / 2).max(1));
     }
     builder
+}
+
+/// `mcpscope completions SHELL`: the completion script, from the clap definitions.
+fn completions(shell: clap_complete::Shell) -> ExitCode {
+    let mut command = <Cli as clap::CommandFactory>::command();
+    let mut out = Vec::new();
+    clap_complete::generate(shell, &mut command, "mcpscope", &mut out);
+    write_stdout(&out)
+}
+
+/// `mcpscope man`: the manual page (roff), from the clap definitions.
+fn man_page() -> ExitCode {
+    let command = <Cli as clap::CommandFactory>::command();
+    let mut out = Vec::new();
+    if let Err(e) = clap_mangen::Man::new(command).render(&mut out) {
+        mcpscope::say!("mcpscope: cannot render the manual page: {e}");
+        return ExitCode::FAILURE;
+    }
+    write_stdout(&out)
+}
+
+fn write_stdout(bytes: &[u8]) -> ExitCode {
+    use std::io::Write as _;
+    let mut stdout = std::io::stdout().lock();
+    match stdout.write_all(bytes).and_then(|()| stdout.flush()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => mcpscope::end_of_pipe(),
+        Err(e) => {
+            mcpscope::say!("mcpscope: {e}");
+            ExitCode::FAILURE
+        }
+    }
 }

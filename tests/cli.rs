@@ -137,3 +137,49 @@ fn a_closed_stdout_ends_quietly_of_sigpipe() {
         assert!(quiet, "{args:?} ended {:?}", out.status);
     }
 }
+
+/// Completion scripts and the manual page come from the binary's own argument definitions:
+/// every subcommand and flag is in them, the bash script parses, and an unknown shell is a
+/// usage error.
+#[test]
+fn completions_and_the_manual_page_come_from_the_binary() {
+    let bin = env!("CARGO_BIN_EXE_mcpscope");
+    for shell in ["bash", "zsh", "fish", "elvish", "powershell"] {
+        let out = Command::new(bin)
+            .args(["completions", shell])
+            .output()
+            .expect("runs");
+        assert!(out.status.success(), "{shell}: {out:?}");
+        let text = String::from_utf8_lossy(&out.stdout);
+        for word in [
+            "matrix",
+            "replay",
+            "startup-timeout",
+            "allow-remote-loopback",
+        ] {
+            assert!(text.contains(word), "{shell} completions lack {word}");
+        }
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let script = dir.path().join("mcpscope.bash");
+    let out = Command::new(bin)
+        .args(["completions", "bash"])
+        .output()
+        .expect("runs");
+    std::fs::write(&script, &out.stdout).expect("write");
+    let parsed = Command::new("bash")
+        .arg("-n")
+        .arg(&script)
+        .status()
+        .expect("bash");
+    assert!(parsed.success(), "the bash script does not parse");
+    let (code, err) = run(&["completions", "tcsh"]);
+    assert_eq!(code, 2, "{err}");
+    let out = Command::new(bin).arg("man").output().expect("runs");
+    assert!(out.status.success(), "{out:?}");
+    let page = String::from_utf8_lossy(&out.stdout);
+    assert!(page.contains(".TH mcpscope 1"), "{page}");
+    for word in ["matrix", "\\-\\-rescue", "\\-\\-forward"] {
+        assert!(page.contains(word), "the manual page lacks {word}");
+    }
+}
