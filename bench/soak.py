@@ -7,7 +7,9 @@ import argparse
 import json
 import os
 import re
+import shlex
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -48,6 +50,40 @@ def wait_line(proc: subprocess.Popen, pattern: str, seconds: float) -> re.Match:
     raise SystemExit(f"soak: no {pattern!r} within {seconds} s: {''.join(seen)}")
 
 
+class TmuxProxy:
+    """mcpscope with the TUI as its view, in a detached tmux session 200×50 (its stderr to a
+    file): what soak.py needs of a Popen (pid, send_signal, communicate)."""
+
+    stderr = None
+
+    def __init__(self, cmd: list[str], stderr_path: Path, env: dict[str, str]):
+        self.session = f"mcpscope-soak-{os.getpid()}"
+        self.stderr_path = stderr_path
+        line = "exec " + " ".join(shlex.quote(c) for c in cmd)
+        line += f" 2> {shlex.quote(str(stderr_path))}"
+        subprocess.run(["tmux", "new-session", "-d", "-s", self.session, "-x", "200", "-y", "50",
+                        line], check=True, env=env)
+        out = subprocess.run(["tmux", "display", "-p", "-t", self.session, "#{pane_pid}"],
+                             capture_output=True, text=True, check=True)
+        self.pid = int(out.stdout.strip())
+
+    def send_signal(self, sig: int) -> None:
+        os.kill(self.pid, sig)
+
+    def communicate(self, timeout: float) -> tuple[str, str]:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and os.path.exists(f"/proc/{self.pid}"):
+            time.sleep(0.1)
+        subprocess.run(["tmux", "kill-session", "-t", self.session], capture_output=True)
+        return "", self.stderr_path.read_text()
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--mcpscope", required=True)
@@ -57,6 +93,8 @@ def main() -> int:
     ap.add_argument("--clients", type=int, default=4)
     ap.add_argument("--minutes", type=float, default=10)
     ap.add_argument("--out", required=True)
+    ap.add_argument("--tui", action="store_true",
+                    help="the TUI as the view (in tmux, 200x50) instead of --json")
     ap.add_argument("--no-record", action="store_true",
                     help="run the proxy with --no-record (memory of the proxy and view alone)")
     args = ap.parse_args()
@@ -71,17 +109,29 @@ def main() -> int:
         [args.python, args.server, "0"], stdout=subprocess.PIPE, text=True
     )
     port = int(wait_line(server, r"READY (\d+)", 30).group(1))
-    cmd = [args.mcpscope, "--listen", "127.0.0.1:0", "--upstream",
-           f"http://127.0.0.1:{port}/mcp", "--json"]
+    tui_port = free_port() if args.tui else 0
+    cmd = [args.mcpscope, "--listen", f"127.0.0.1:{tui_port}", "--upstream",
+           f"http://127.0.0.1:{port}/mcp"]
+    cmd += [] if args.tui else ["--json"]
     cmd += ["--no-record"] if args.no_record else ["--record", str(recording)]
     for fault in FAULTS:
         cmd += ["--fault", fault]
-    log = open(out / "mcpscope.stderr", "w+")
-    notices = open(out / "notices.jsonl", "w")
-    proxy = subprocess.Popen(cmd, stdout=notices, stderr=subprocess.PIPE, text=True,
-                             env={**os.environ, "MCPSCOPE_LOG": str(out / "mcpscope.log")})
+    env = {**os.environ, "MCPSCOPE_LOG": str(out / "mcpscope.log")}
     listen = None
     deadline = time.monotonic() + 30
+    if args.tui:
+        log = open(out / "mcpscope.tui.log", "w+")
+        proxy = TmuxProxy(cmd, out / "mcpscope.stderr", env)
+        while time.monotonic() < deadline and listen is None:
+            try:
+                socket.create_connection(("127.0.0.1", tui_port), timeout=1).close()
+                listen = f"http://127.0.0.1:{tui_port}"
+            except OSError:
+                time.sleep(0.2)
+    else:
+        log = open(out / "mcpscope.stderr", "w+")
+        notices = open(out / "notices.jsonl", "w")
+        proxy = subprocess.Popen(cmd, stdout=notices, stderr=subprocess.PIPE, text=True, env=env)
     while time.monotonic() < deadline and listen is None:
         line = proxy.stderr.readline() if proxy.stderr else ""
         log.write(line)

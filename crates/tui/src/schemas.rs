@@ -8,6 +8,9 @@ use std::collections::HashMap;
 use mcpscope_engine::model::{Call, Model};
 use mcpscope_engine::schema::{Checker, Violation};
 
+/// Calls whose findings are kept before the forgotten ones are let go of.
+const KEPT: usize = 4_096;
+
 /// Violations by call, each with the event that last changed the call when it was checked.
 #[derive(Debug, Default)]
 pub struct SchemaFindings {
@@ -16,8 +19,20 @@ pub struct SchemaFindings {
 }
 
 impl SchemaFindings {
-    /// Checks the given calls that are new or changed since they were last checked.
+    /// Checks the given calls that are new or changed since they were last checked. What is
+    /// kept is bounded: past [`KEPT`] calls, those the model no longer holds are forgotten.
     pub fn settle(&mut self, model: &Model, calls: impl IntoIterator<Item = usize>) {
+        if self.found.len() > KEPT {
+            self.found.retain(|&index, _| model.calls.contains(index));
+            if self.found.len() > KEPT {
+                // The model still holds them all: keep only the newest half.
+                let mut indices: Vec<usize> = self.found.keys().copied().collect();
+                indices.sort_unstable();
+                for index in &indices[..indices.len() / 2] {
+                    self.found.remove(index);
+                }
+            }
+        }
         for index in calls {
             let Some(call) = model.calls.get(index) else {
                 continue;
