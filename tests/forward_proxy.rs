@@ -12,7 +12,7 @@ use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::forward::{Forward, curl_post, session_of, tls_front};
+use common::forward::{Forward, curl_post, recorded_unobserved, session_of, tls_front};
 use common::peers::{ServeTest, of_kind, root, run_json, venv_python};
 use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -172,19 +172,12 @@ async fn a_host_not_intercepted_is_a_blind_tunnel_showing_the_servers_certificat
     );
     assert!(String::from_utf8_lossy(&via).starts_with("HTTP/1.1 200"));
     // Counted as one line, never observed as MCP.
-    let line = tokio::time::timeout(Duration::from_secs(5), async {
-        loop {
-            let text = std::fs::read_to_string(&record).unwrap_or_default();
-            if let Some(line) = text.lines().find(|l| l.contains(r#""kind":"unobserved""#)) {
-                return (line.to_string(), text);
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    })
-    .await
-    .unwrap_or_else(|_| panic!("no unobserved line\n{}", forward.dump()));
-    let (line, text) = line;
-    let v: Value = serde_json::from_str(&line).expect("json");
+    let text = recorded_unobserved(&record, Duration::from_secs(5), &forward).await;
+    let line = text
+        .lines()
+        .find(|l| l.contains(r#""kind":"unobserved""#))
+        .unwrap_or("");
+    let v: Value = serde_json::from_str(line).expect("json");
     assert_eq!(v["method"], "CONNECT", "{v}");
     assert!(v["bytes_down"].as_u64().unwrap_or(0) > 0, "{v}");
     assert!(!text.contains("stream_opened"), "{text}");
@@ -224,17 +217,7 @@ async fn an_exchange_that_is_not_mcp_is_forwarded_and_only_counted() {
     let _ = tokio::time::timeout(Duration::from_secs(10), tcp.read_to_end(&mut out)).await;
     let out = String::from_utf8_lossy(&out);
     assert!(out.ends_with("secret model words\"}]}"), "{out}");
-    let text = tokio::time::timeout(Duration::from_secs(5), async {
-        loop {
-            let text = std::fs::read_to_string(&record).unwrap_or_default();
-            if text.contains(r#""kind":"unobserved""#) {
-                return text;
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    })
-    .await
-    .unwrap_or_else(|_| panic!("no unobserved line\n{}", forward.dump()));
+    let text = recorded_unobserved(&record, Duration::from_secs(5), &forward).await;
     let line = text
         .lines()
         .find(|l| l.contains(r#""kind":"unobserved""#))
@@ -607,17 +590,7 @@ async fn a_tunnel_that_is_neither_tls_nor_http_is_passed_blind_and_bad_targets_a
         .expect("read");
     assert_eq!(&echo[..n], b"\x01binary hello\n");
     drop(tcp);
-    let text = tokio::time::timeout(Duration::from_secs(10), async {
-        loop {
-            let text = std::fs::read_to_string(&record).unwrap_or_default();
-            if text.contains(r#""kind":"unobserved""#) {
-                return text;
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    })
-    .await
-    .unwrap_or_else(|_| panic!("no unobserved line\n{}", forward.dump()));
+    let text = recorded_unobserved(&record, Duration::from_secs(10), &forward).await;
     let lines: Vec<Value> = text
         .lines()
         .filter(|l| l.contains(r#""kind":"unobserved""#))

@@ -60,30 +60,10 @@ fn upstream() -> String {
 
 fn serve(mut conn: TcpStream) {
     let _ = conn.set_read_timeout(Some(Duration::from_secs(20)));
-    let mut seen = Vec::new();
-    let mut buf = [0u8; 8192];
-    let body_at = loop {
-        let Ok(n @ 1..) = conn.read(&mut buf) else {
-            return;
-        };
-        seen.extend_from_slice(&buf[..n]);
-        if let Some(at) = seen.windows(4).position(|w| w == b"\r\n\r\n") {
-            break at + 4;
-        }
+    let Some((_, body)) = common::peers::read_request(&mut conn) else {
+        return;
     };
-    let head = String::from_utf8_lossy(&seen[..body_at]).to_ascii_lowercase();
-    let length: usize = head
-        .lines()
-        .find_map(|l| l.strip_prefix("content-length:"))
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or(0);
-    while seen.len() < body_at + length {
-        let Ok(n @ 1..) = conn.read(&mut buf) else {
-            return;
-        };
-        seen.extend_from_slice(&buf[..n]);
-    }
-    let request: Value = serde_json::from_slice(&seen[body_at..]).unwrap_or(Value::Null);
+    let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
     let id = request.get("id").cloned();
     let result = match request["method"].as_str().unwrap_or("") {
         "initialize" => json!({"protocolVersion": "2025-06-18", "capabilities": {"tools": {}},

@@ -29,29 +29,9 @@ fn upstream() -> String {
 /// Answers one connection's request (a probe that sends nothing gets nothing).
 fn serve(mut conn: TcpStream) {
     {
-        let mut seen = Vec::new();
-        let mut buf = [0u8; 4096];
         // The request: its head, then as many body bytes as it announces.
-        let body_at = loop {
-            let Ok(n @ 1..) = conn.read(&mut buf) else {
-                return;
-            };
-            seen.extend_from_slice(&buf[..n]);
-            if let Some(at) = seen.windows(4).position(|w| w == b"\r\n\r\n") {
-                break at + 4;
-            }
-        };
-        let head = String::from_utf8_lossy(&seen[..body_at]).to_ascii_lowercase();
-        let length: usize = head
-            .lines()
-            .find_map(|l| l.strip_prefix("content-length:"))
-            .and_then(|v| v.trim().parse().ok())
-            .unwrap_or(0);
-        while seen.len() < body_at + length {
-            let Ok(n @ 1..) = conn.read(&mut buf) else {
-                return;
-            };
-            seen.extend_from_slice(&buf[..n]);
+        if common::peers::read_request(&mut conn).is_none() {
+            return;
         }
         let _ = conn.write_all(
             b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\ndata: ",

@@ -284,3 +284,19 @@ pub fn session_of(head: &str) -> String {
         })
         .unwrap_or_else(|| panic!("no session id in {head}"))
 }
+
+/// The recording at `record` once it holds an `unobserved` line (within `within`): its whole
+/// text; the test fails with the proxy's output otherwise.
+pub async fn recorded_unobserved(record: &Path, within: Duration, forward: &Forward) -> String {
+    tokio::time::timeout(within, async {
+        loop {
+            let text = std::fs::read_to_string(record).unwrap_or_default();
+            if text.contains(r#""kind":"unobserved""#) {
+                return text;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("no unobserved line\n{}", forward.dump()))
+}

@@ -540,3 +540,33 @@ pub fn py_sse_client(url: &str, scenario: &str) -> ClientRun {
         Duration::from_secs(60),
     )
 }
+
+/// Reads one HTTP/1.1 request from a raw connection: its head (lower-cased) and as many body
+/// bytes as its `Content-Length` announces; `None` when the peer closes first.
+pub fn read_request(conn: &mut std::net::TcpStream) -> Option<(String, Vec<u8>)> {
+    use std::io::Read as _;
+    let mut seen = Vec::new();
+    let mut buf = [0u8; 8192];
+    let body_at = loop {
+        let Ok(n @ 1..) = conn.read(&mut buf) else {
+            return None;
+        };
+        seen.extend_from_slice(&buf[..n]);
+        if let Some(at) = seen.windows(4).position(|w| w == b"\r\n\r\n") {
+            break at + 4;
+        }
+    };
+    let head = String::from_utf8_lossy(&seen[..body_at]).to_ascii_lowercase();
+    let length: usize = head
+        .lines()
+        .find_map(|l| l.strip_prefix("content-length:"))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(0);
+    while seen.len() < body_at + length {
+        let Ok(n @ 1..) = conn.read(&mut buf) else {
+            return None;
+        };
+        seen.extend_from_slice(&buf[..n]);
+    }
+    Some((head, seen[body_at..].to_vec()))
+}
