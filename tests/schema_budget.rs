@@ -182,6 +182,7 @@ fn hostile_schemas_are_reported_not_followed() {
     let rss = rss_mib(proxy.proc.child.id());
     assert!(!proxy.proc.exited(), "the proxy died\n{}", proxy.dump());
     assert!(rss < 200.0, "the proxy holds {rss:.0} MiB");
+    eprintln!("the proxy's RSS after the hostile schemas: {rss:.1} MiB");
     let notices = proxy.notices();
     // Each hostile schema said once, for its tool, with why; the ordinary one never.
     assert_eq!(
