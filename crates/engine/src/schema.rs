@@ -292,6 +292,9 @@ impl Checker {
     }
 }
 
+/// Unchecked schemas remembered as said, at most (past it the memory starts over).
+const MAX_SAID: usize = 4_096;
+
 /// Schema checks as calls happen, for the views that print each fact once (headless lines and
 /// JSON, live and replayed): a `tools/call`'s arguments when it starts, its result when it is
 /// answered, an elicitation's content when the client accepts. Give it to
@@ -338,6 +341,10 @@ impl Watch {
                         violation.side,
                         violation.message.clone(),
                     );
+                    // A server that lists ever new tools cannot grow what is remembered without limit.
+                    if self.unchecked_said.len() >= MAX_SAID {
+                        self.unchecked_said.clear();
+                    }
                     if self.unchecked_said.insert(key) {
                         out.push(Notice {
                             t: notice.t,
