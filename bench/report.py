@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Assembles BENCHMARKS.md from the harnesses' Markdown sections and criterion's estimates."""
+"""Assembles docs/benchmarks.md from the harnesses' Markdown sections and criterion's estimates."""
 
 import argparse
 import datetime

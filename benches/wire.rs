@@ -1,5 +1,5 @@
 //! Criterion benches of the in-process parts: SSE framing, JSON-RPC parsing and classification,
-//! and the model fold. Kept short (run by `scripts/bench.sh`; see BENCHMARKS.md).
+//! and the model fold. Kept short (run by `scripts/bench.sh`; see docs/benchmarks.md).
 #![allow(missing_docs)] // criterion_group! generates an undocumented function
 
 #[path = "../bench/synth.rs"]

@@ -1,4 +1,4 @@
-//! Whole-process benchmarks of the proxy (run by `scripts/bench.sh`; see BENCHMARKS.md).
+//! Whole-process benchmarks of the proxy (run by `scripts/bench.sh`; see docs/benchmarks.md).
 //!
 //! One process holds the client(s), a fast in-process hyper upstream and a raw TCP upstream that
 //! can reset streams; it spawns the paths under test as child processes: `socat` (bare TCP

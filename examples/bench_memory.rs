@@ -1,4 +1,4 @@
-//! Memory of the live proxy under a long session (run by `scripts/bench.sh`; see BENCHMARKS.md).
+//! Memory of the live proxy under a long session (run by `scripts/bench.sh`; see docs/benchmarks.md).
 //!
 //! Starts a raw in-process upstream, then the `mcpscope` binary with recording on, once with the
 //! headless `--json` view and once with the TUI (in a detached tmux session, when tmux is

@@ -1,4 +1,4 @@
-//! Opening a long recording in the replay viewer (run by `scripts/bench.sh`; see BENCHMARKS.md).
+//! Opening a long recording in the replay viewer (run by `scripts/bench.sh`; see docs/benchmarks.md).
 //!
 //! For each size (default 1,000,000 and 10,000,000 events): writes a version 2 recording with the
 //! engine's `Recorder` (an SSE flood of progress notifications on one GET stream, with a

@@ -1,4 +1,4 @@
-//! The model, the TUI and replays at scale (run by `scripts/bench.sh`; see BENCHMARKS.md).
+//! The model, the TUI and replays at scale (run by `scripts/bench.sh`; see docs/benchmarks.md).
 //!
 //! 1. Folds a synthetic 1,000,000-event vector (many sessions, calls, SSE events; see
 //!    `bench/synth.rs`): time per event and memory per event.

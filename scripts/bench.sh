@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# bench.sh — the one command for mcpscope's benchmarks; writes BENCHMARKS.md.
+# bench.sh — the one command for mcpscope's benchmarks; writes docs/benchmarks.md.
 #
 #   scripts/bench.sh            full run (< 10 minutes on 2 cores)
 #   scripts/bench.sh --quick    smaller counts, for trying the harness (does not overwrite
-#                               BENCHMARKS.md; writes bench-out/BENCHMARKS.quick.md)
+#                               docs/benchmarks.md; writes bench-out/BENCHMARKS.quick.md)
 #
 # Installs what it needs: socat (apt, if missing) and mitmproxy (pip, into bench-out/venv).
 # Uses the official Python SDK server from .venv when present (scripts/setup-peers.sh makes it).
@@ -16,7 +16,7 @@ cd "$ROOT"
 OUT="$ROOT/bench-out"
 TARGET="${CARGO_TARGET_DIR:-$ROOT/target}"
 QUICK=""
-REPORT="$ROOT/BENCHMARKS.md"
+REPORT="$ROOT/docs/benchmarks.md"
 if [ "${1:-}" = "--quick" ]; then
     QUICK="--quick"
     REPORT="$OUT/BENCHMARKS.quick.md"

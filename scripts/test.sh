@@ -6,6 +6,8 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 scripts/setup-peers.sh
+# The book builds and every relative link of the README and the book resolves.
+scripts/docs.sh
 # Every target with the libtest harness, ignored tests included. Criterion's bench harness
 # rejects `--include-ignored`, so the benches (built as tests: one quick pass each) run apart.
 cargo test --workspace --lib --bins --tests --examples --no-fail-fast "$@" -- --include-ignored

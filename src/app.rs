@@ -246,6 +246,17 @@ pub async fn run_proxy_with(
         .as_deref()
         .map(otlp_options)
         .transpose()?;
+    let metrics_listener = match args.metrics_listen {
+        Some(addr) => {
+            check_listen(addr, args.allow_remote)
+                .map_err(|e| UsageError(e.0.replace("--listen", "--metrics-listen")))?;
+            let listener = tokio::net::TcpListener::bind(addr.0)
+                .await
+                .with_context(|| format!("cannot listen for --metrics-listen on {}", addr.0))?;
+            Some(listener)
+        }
+        None => None,
+    };
     // The upstream's password is scrubbed wherever it reappears (an upstream echoing it).
     let redactor = redactor(&args).with_url_secrets(&upstream.to_string());
     if !redactor.enabled() {
@@ -309,6 +320,24 @@ pub async fn run_proxy_with(
         Some(options) => {
             let (feed, telemetry) = mcpscope_telemetry::start(feed, options);
             (feed, Some(telemetry))
+        }
+        None => (feed, None),
+    };
+    let (feed, metrics) = match metrics_listener {
+        Some(listener) => {
+            let (feed, metrics) = mcpscope_telemetry::metrics::start(feed);
+            let allowed = args.allow_hosts.clone();
+            let guard: mcpscope_telemetry::metrics::serve::HostGuard =
+                Arc::new(move |host| mcpscope_proxy::host_allowed(&allowed, host));
+            if let Ok(addr) = listener.local_addr() {
+                crate::say!("mcpscope: metrics at http://{addr}/metrics");
+            }
+            let server = tokio::spawn(mcpscope_telemetry::metrics::serve::serve(
+                listener,
+                metrics.metrics.clone(),
+                guard,
+            ));
+            (feed, Some((metrics, server)))
         }
         None => (feed, None),
     };
@@ -423,6 +452,10 @@ pub async fn run_proxy_with(
                 FINISH_PATIENCE
             ),
         }
+    }
+    if let Some((metrics, server)) = metrics {
+        server.abort();
+        metrics.stop();
     }
     if let Some(telemetry) = telemetry {
         telemetry

@@ -76,6 +76,27 @@ pub enum Command {
     Completions(CompletionsArgs),
     /// Print the manual page (roff) to stdout: `mcpscope man | man -l -`.
     Man,
+    /// Print a reference chapter of the book (Markdown) to stdout: `cli` (every command and
+    /// option) or `keys` (the TUI's keys), from the same definitions the binary uses.
+    #[command(hide = true)]
+    Reference(ReferenceArgs),
+}
+
+/// `mcpscope reference`.
+#[derive(Debug, clap::Args)]
+pub struct ReferenceArgs {
+    /// Which chapter: cli or keys.
+    #[arg(value_enum)]
+    pub chapter: ReferenceChapter,
+}
+
+/// The generated chapters of the book.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum ReferenceChapter {
+    /// Every command and option.
+    Cli,
+    /// The TUI's keys.
+    Keys,
 }
 
 /// Where to listen: a port, or host:port.
@@ -214,6 +235,11 @@ pub struct ProxyArgs {
     /// e.g. http://127.0.0.1:4318/v1/traces. A slow or absent collector only loses spans.
     #[arg(long, value_name = "URL")]
     pub otlp_endpoint: Option<String>,
+    /// Serve Prometheus metrics at http://ADDR/metrics: a port or host:port (binds 127.0.0.1
+    /// when only a port is given; another address needs --allow-remote, and the Host guard of
+    /// --allow-host applies).
+    #[arg(long, value_name = "ADDR")]
+    pub metrics_listen: Option<Listen>,
     /// Arm a fault rule at start (repeatable); see docs/faults.md for the grammar.
     #[arg(long = "fault", value_name = "SPEC")]
     pub faults: Vec<String>,

@@ -93,6 +93,7 @@ fn main() -> ExitCode {
         Some(Command::Unwrap(args)) => return mcpscope::wrap::unwrap(args),
         Some(Command::Completions(args)) => return completions(args.shell),
         Some(Command::Man) => return man_page(),
+        Some(Command::Reference(args)) => return reference(args.chapter),
         _ => {}
     }
     init_tracing();
@@ -128,7 +129,7 @@ fn main() -> ExitCode {
             Some(Command::Check(_) | Command::Export(_) | Command::Convert(_)) => Ok(()),
             Some(Command::Stdio(_) | Command::Index(_)) => Ok(()),
             Some(Command::Diff(_) | Command::Wrap(_) | Command::Unwrap(_)) => Ok(()),
-            Some(Command::Completions(_) | Command::Man) => Ok(()),
+            Some(Command::Completions(_) | Command::Man | Command::Reference(_)) => Ok(()),
             Some(Command::Ca(args)) => mcpscope::forward::ca(&args),
             Some(Command::Env(args)) => mcpscope::forward::env(&args),
             Some(Command::Run(args)) => mcpscope::app::run_command(&args).await,
@@ -334,6 +335,21 @@ fn man_page() -> ExitCode {
         return ExitCode::FAILURE;
     }
     write_stdout(&out)
+}
+
+/// `mcpscope reference cli|keys`: a generated chapter of the book (docs/reference/).
+fn reference(chapter: mcpscope::cli::ReferenceChapter) -> ExitCode {
+    let text = match chapter {
+        mcpscope::cli::ReferenceChapter::Cli => {
+            let options = clap_markdown::MarkdownOptions::new()
+                .title("Command-line reference".to_owned())
+                .show_footer(false)
+                .show_table_of_contents(true);
+            clap_markdown::help_markdown_custom::<Cli>(&options)
+        }
+        mcpscope::cli::ReferenceChapter::Keys => mcpscope_tui::keys_markdown(),
+    };
+    write_stdout(text.as_bytes())
 }
 
 fn write_stdout(bytes: &[u8]) -> ExitCode {

@@ -544,3 +544,62 @@ fn sessions_leave_memory_as_finished_calls_do() {
     }
     assert_eq!(model.sessions.len(), 301, "the session-less one and 300");
 }
+
+#[test]
+fn calls_that_went_wrong_are_held_in_full_up_to_the_window_then_as_rows_that_outlive_answered_ones()
+{
+    let keep = 1_000;
+    let mut feed = Feed::new(Retention::window(keep));
+    let r = feed.model.retention();
+    let total: u64 = 20_000;
+    let mut orphans = Vec::new();
+    for stream in 1..=total {
+        if stream % 8 == 0 {
+            orphans.push(stream as i64);
+            feed.call(stream, Fate::Dies);
+        } else {
+            feed.call(stream, Fate::Answered);
+        }
+    }
+    let model = &feed.model;
+    // 2,500 orphans: more than the window holds in full, fewer than the rows can list.
+    assert!(orphans.len() > keep && orphans.len() < keep + r.max_rows);
+    let orphan = |id: &i64| {
+        model
+            .calls
+            .iter()
+            .find(|c| c.id.value() == json!(id))
+            .unwrap_or_else(|| panic!("orphan {id} was dropped"))
+    };
+    let full_orphans = orphans
+        .iter()
+        .filter(|id| orphan(id).evicted.is_none())
+        .count();
+    assert!(
+        (keep..=keep + keep / 8 + 256).contains(&full_orphans),
+        "{full_orphans} orphans held in full"
+    );
+    // The newest are the ones in full; every older one is still listed, as what it was.
+    for id in orphans.iter().rev().take(keep) {
+        assert!(orphan(id).evicted.is_none(), "orphan {id} was compacted");
+    }
+    for id in &orphans {
+        assert!(
+            matches!(orphan(id).verdict, Verdict::Orphaned { .. }),
+            "{id}"
+        );
+    }
+    // Rows stay within their cap: the answered ones gave way, oldest first.
+    let rows = model.calls.iter().filter(|c| c.evicted.is_some()).count();
+    assert!(rows <= r.max_rows + r.max_rows / 8 + 256, "{rows} rows");
+    let oldest_answered_row = model
+        .calls
+        .iter()
+        .find(|c| c.evicted.is_some() && c.verdict == Verdict::Answered)
+        .expect("answered rows are kept too");
+    assert!(
+        oldest_answered_row.index > orphans.len(),
+        "the oldest answered row kept is call {}",
+        oldest_answered_row.index
+    );
+}

@@ -49,6 +49,7 @@ pub use forward_proxy::{ForwardMode, UPSTREAM_LABEL};
 use mcpscope_engine::event::EventKind;
 pub use shared::Shared;
 use sink::EventSink;
+pub use stage::guard::host_allowed;
 use stage::pending::Pending;
 use stage::plan::Decision;
 use stage::read::Unread;

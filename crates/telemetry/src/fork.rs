@@ -47,28 +47,42 @@ impl Telemetry {
     }
 }
 
-/// Starts an exporter on `feed` (call inside a tokio runtime): returns the feed for the view,
-/// carrying every event as before, and the exporter's handle.
-pub fn start(
+/// Splits `feed` in two: the view's, carrying every event as before, and a bounded queue of
+/// copies (`queue` long) for a consumer beside it; a copy that finds the queue full is dropped
+/// (`on_drop` is told), so the consumer never slows the traffic or the view.
+pub(crate) fn split(
     mut feed: mpsc::UnboundedReceiver<Event>,
-    options: Options,
-) -> (mpsc::UnboundedReceiver<Event>, Telemetry) {
-    let stats = Arc::new(Stats::default());
+    queue: usize,
+    on_drop: impl Fn() + Send + 'static,
+) -> (mpsc::UnboundedReceiver<Event>, mpsc::Receiver<Event>) {
     let (view_tx, view_rx) = mpsc::unbounded_channel();
-    let (copy_tx, copy_rx) = mpsc::channel(options.queue.max(1));
-    let (finish_tx, finish_rx) = oneshot::channel();
-    let fork_stats = stats.clone();
+    let (copy_tx, copy_rx) = mpsc::channel(queue.max(1));
     tokio::spawn(async move {
         let mut view = Some(view_tx);
         while let Some(event) = feed.recv().await {
             if copy_tx.try_send(event.clone()).is_err() {
-                Stats::add(&fork_stats.dropped_events, 1);
+                on_drop();
             }
             if view.as_ref().is_some_and(|v| v.send(event).is_err()) {
                 view = None;
             }
         }
     });
+    (view_rx, copy_rx)
+}
+
+/// Starts an exporter on `feed` (call inside a tokio runtime): returns the feed for the view,
+/// carrying every event as before, and the exporter's handle.
+pub fn start(
+    feed: mpsc::UnboundedReceiver<Event>,
+    options: Options,
+) -> (mpsc::UnboundedReceiver<Event>, Telemetry) {
+    let stats = Arc::new(Stats::default());
+    let fork_stats = stats.clone();
+    let (view_rx, copy_rx) = split(feed, options.queue, move || {
+        Stats::add(&fork_stats.dropped_events, 1);
+    });
+    let (finish_tx, finish_rx) = oneshot::channel();
     let task = tokio::spawn(fold::run(copy_rx, finish_rx, options, stats.clone()));
     let telemetry = Telemetry {
         stats,

@@ -7,6 +7,7 @@
 pub mod convert;
 mod fold;
 mod fork;
+pub mod metrics;
 pub mod send;
 
 use std::sync::Arc;

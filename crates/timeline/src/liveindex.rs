@@ -51,7 +51,7 @@ pub struct LiveConfig {
 }
 
 impl Default for LiveConfig {
-    /// The viewer's index points; checkpoints kept within 32 MiB, at most 4 (only the last
+    /// The viewer's index points; checkpoints kept within 16 MiB, at most 4 (only the last
     /// and two more are saved); a save every 5 s; the file looked at every 50 ms; 300 ms to
     /// catch up at the end (quitting stays prompt: what is left unread the viewer folds on
     /// from the last save).
@@ -59,7 +59,7 @@ impl Default for LiveConfig {
         Self {
             index: IndexConfig {
                 max_checkpoints: 4,
-                checkpoint_budget: 32 << 20,
+                checkpoint_budget: 16 << 20,
                 ..IndexConfig::default()
             },
             save_every: Duration::from_secs(5),

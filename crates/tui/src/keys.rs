@@ -175,6 +175,42 @@ pub(crate) fn help_lines(
         })
 }
 
+/// The keys chapter of the book (Markdown), from [`BINDINGS`]: what the help overlay lists, and
+/// where each key applies.
+pub fn keys_markdown() -> String {
+    let mut out = String::from(
+        "# Keys\n\n\
+         Generated from the TUI's key table (the same table the `?` overlay is drawn from) by \
+         `mcpscope reference keys`. Where a key applies: *everywhere* in the live view, a \
+         replay and `attach`; *live* only while watching a running proxy; *proxy* only in the \
+         view of a proxy that takes commands (the live TUI of `mcpscope`, not a replay or \
+         `attach`); *replay* only in the replay viewer.\n\n\
+         | Keys | What they do | Where |\n|---|---|---|\n",
+    );
+    for binding in BINDINGS {
+        let Line(keys, what) = binding.help else {
+            continue;
+        };
+        let place = match binding.context {
+            Live => "live",
+            Control => "proxy",
+            Replay => "replay",
+            _ => "everywhere",
+        };
+        let cell = |text: &str| text.replace('|', "\\|");
+        out.push_str(&format!(
+            "| `{}` | {} | {place} |\n",
+            keys.replace('`', "'"),
+            cell(what)
+        ));
+    }
+    out.push_str(
+        "\nAn overlay (the fault menu `x`, the held requests `I`, a line being typed) says its \
+         own keys at its foot.\n",
+    );
+    out
+}
+
 /// The action bound to `key` in the first of `contexts` that binds it.
 pub(crate) fn lookup(contexts: &[Context], key: &KeyEvent) -> Option<Action> {
     contexts.iter().find_map(|&context| {

@@ -35,6 +35,7 @@ use tokio::sync::mpsc::UnboundedReceiver;
 
 pub use app::{App, Effect, Pane, ReplayStatus, Selected};
 pub use grouping::server_node;
+pub use keys::keys_markdown;
 pub use node::Node;
 #[cfg(any(test, feature = "test-util"))]
 pub use screen::render_to_buffer;

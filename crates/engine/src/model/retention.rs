@@ -1,12 +1,13 @@
 //! The retention policy: what the model keeps in memory, in one place.
 //!
 //! Held in full, always: calls still waiting (pending, resumable, or asked for input), and up
-//! to ten times [`Retention::keep_calls`] calls that went wrong (orphaned, failed, cancelled,
-//! hit by a fault), the newest. Held in full while they are recent: everything of the last
+//! to [`Retention::keep_calls`] calls that went wrong (orphaned, failed, cancelled, hit by a
+//! fault), the newest, besides the recent ones. Held in full while they are recent: everything of the last
 //! [`Retention::keep_calls`] calls and streams, within [`Retention::keep_bytes`] of message
 //! detail. Older answered calls collapse to a compact row (method, tool, timings, verdict and
 //! the event sequence numbers that find their detail in the recording, [`Call::seq`]); past
-//! [`Retention::max_rows`] rows they are only counted ([`Evicted`]). An open stream keeps its
+//! [`Retention::max_rows`] rows they are only counted ([`Evicted`]), the rows of answered calls
+//! before those of calls that went wrong. An open stream keeps its
 //! newest SSE events and messages, at most [`Retention::stream_detail`] of them and
 //! [`Retention::stream_detail_bytes`] of their bodies; all streams together keep at most
 //! [`Retention::streams_detail_bytes`], shared evenly when they hold more. What a stream no
@@ -19,7 +20,7 @@ use crate::event::Direction;
 /// How much of the past the model holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Retention {
-    /// Recent calls (and streams) held in full; ten times as many calls that went wrong are.
+    /// Recent calls (and streams) held in full; as many calls that went wrong are, besides.
     pub keep_calls: usize,
     /// Bytes of message detail held, at most (roughly: the size of the JSON text).
     pub keep_bytes: usize,
@@ -43,7 +44,7 @@ pub struct Retention {
 
 impl Retention {
     /// The default number of recent calls held in full.
-    pub const DEFAULT_KEEP_CALLS: usize = 10_000;
+    pub const DEFAULT_KEEP_CALLS: usize = 2_000;
     /// The default bytes of message detail held.
     pub const DEFAULT_KEEP_BYTES: usize = 64 << 20;
     /// The default bytes of message bodies one stream keeps.
@@ -100,9 +101,9 @@ impl Retention {
         }
     }
 
-    /// Calls that went wrong held in full, at most (the newest): ten times the window.
+    /// Calls that went wrong held in full, at most (the newest): as many as the window.
     fn keep_wrong(&self) -> usize {
-        self.keep_calls.saturating_mul(10)
+        self.keep_calls
     }
 
     /// Messages held, at most: sixteen per recent call, and room for one stream's detail.
@@ -176,7 +177,7 @@ impl Call {
         self.verdict.is_open() || self.input_required
     }
 
-    /// Whether the call went wrong (held in full up to ten times [`Retention::keep_calls`]).
+    /// Whether the call went wrong (held in full up to [`Retention::keep_calls`] of them).
     fn went_wrong(&self) -> bool {
         !matches!(self.verdict, Verdict::Answered) || self.injected
     }
@@ -372,12 +373,15 @@ impl Model {
     /// stream or call is gone.
     fn drop_unneeded(&mut self, stream_window: usize) {
         let r = self.retention;
-        // Compact rows past the cap, oldest first.
+        // Compact rows past the cap, oldest first: those of answered calls, then the rest.
         let rows = self.calls.iter().filter(|c| c.evicted.is_some()).count();
         let mut excess = rows.saturating_sub(r.max_rows);
-        if excess > 0 {
+        for wrong_too in [false, true] {
+            if excess == 0 {
+                break;
+            }
             let dropped = self.calls.retain(|_, call| {
-                if excess > 0 && call.evicted.is_some() {
+                if excess > 0 && call.evicted.is_some() && (wrong_too || !call.went_wrong()) {
                     excess -= 1;
                     false
                 } else {

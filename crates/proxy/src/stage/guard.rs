@@ -46,7 +46,7 @@ pub(crate) fn check(shared: &Shared, req: &Request<Incoming>) -> Result<(), Refu
     // no proxy address to rebind.
     let forwarded = req.extensions().get::<super::ForwardTarget>().is_some();
     let guarded = !config.pass_host && !forwarded;
-    if guarded && !is_loopback_host(&host) && !names_allowed_host(&config.allow_hosts, &host) {
+    if guarded && !host_allowed(&config.allow_hosts, &host) {
         return Err(Refusal::ForeignHost(host.into_owned()));
     }
     let origins = req.headers().get_all(http::header::ORIGIN);
@@ -60,6 +60,12 @@ pub(crate) fn check(shared: &Shared, req: &Request<Incoming>) -> Result<(), Refu
         return Err(Refusal::ServerDown);
     }
     Ok(())
+}
+
+/// Whether a request naming `host` (`name[:port]`) passes the DNS-rebinding guard: a loopback
+/// name, or one of `allowed` (`--allow-host`). Every listener of ours guards with this.
+pub fn host_allowed(allowed: &[String], host: &str) -> bool {
+    is_loopback_host(host) || names_allowed_host(allowed, host)
 }
 
 /// Whether `host` (`name[:port]`) is one of `allowed` (names, or `name:port` to pin a port).
