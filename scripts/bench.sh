@@ -47,43 +47,43 @@ if [ -x "$ROOT/.venv/bin/python" ]; then
 fi
 
 # --- build ------------------------------------------------------------------------------------
-say "building (release)"
-cargo build --release --quiet --bin mcpscope --example bench_e2e --example bench_scale \
+say "building (profile dist: whole-program optimised, as shipped)"
+cargo build --profile dist --quiet --bin mcpscope --example bench_e2e --example bench_scale \
     --example bench_record_size --example bench_memory --example bench_replay_open
 cargo bench --quiet --bench wire --no-run >/dev/null 2>&1 || cargo bench --bench wire --no-run
 
 # --- run (one at a time: the machine is small) ------------------------------------------------
 say "end to end: round trips, throughput, per-event latency, deaths, held streams"
-"$TARGET/release/examples/bench_e2e" --mcpscope "$TARGET/release/mcpscope" \
+"$TARGET/dist/examples/bench_e2e" --mcpscope "$TARGET/dist/mcpscope" \
     ${SOCAT:+--socat "$SOCAT"} --mitmdump "$OUT/venv/bin/mitmdump" "${PY_ARGS[@]}" \
     --addon "$ROOT/bench/mitm_stream.py" --work "$OUT" --out "$OUT/e2e.md" $QUICK
 say "scale: model fold, TUI frame, replay open + seek"
 if [ -n "$QUICK" ]; then
-    "$TARGET/release/examples/bench_scale" --events 200000 --work "$OUT" --out "$OUT/scale.md"
+    "$TARGET/dist/examples/bench_scale" --events 200000 --work "$OUT" --out "$OUT/scale.md"
 else
-    "$TARGET/release/examples/bench_scale" --work "$OUT" --out "$OUT/scale.md"
+    "$TARGET/dist/examples/bench_scale" --work "$OUT" --out "$OUT/scale.md"
 fi
 say "recording size: bytes per byte on the wire (SSE flood, small calls)"
 if [ -n "$QUICK" ]; then
-    "$TARGET/release/examples/bench_record_size" --events 10000 --calls 300 --work "$OUT" --out "$OUT/size.md"
+    "$TARGET/dist/examples/bench_record_size" --events 10000 --calls 300 --work "$OUT" --out "$OUT/size.md"
 else
-    "$TARGET/release/examples/bench_record_size" --work "$OUT" --out "$OUT/size.md"
+    "$TARGET/dist/examples/bench_record_size" --work "$OUT" --out "$OUT/size.md"
 fi
 say "memory: the live proxy's RSS through an SSE flood, many calls and an idle pause"
 if [ -n "$QUICK" ]; then
-    "$TARGET/release/examples/bench_memory" --mcpscope "$TARGET/release/mcpscope" \
+    "$TARGET/dist/examples/bench_memory" --mcpscope "$TARGET/dist/mcpscope" \
         --events 100000 --calls 10000 --work "$OUT" --out "$OUT/memory.md"
 else
-    "$TARGET/release/examples/bench_memory" --mcpscope "$TARGET/release/mcpscope" \
+    "$TARGET/dist/examples/bench_memory" --mcpscope "$TARGET/dist/mcpscope" \
         --events 1000000,10000000 --calls 100000 --work "$OUT" --out "$OUT/memory.md"
 fi
 say "replay: first screen, seek to the end and peak RSS of a 1 M and a 10 M-event recording"
 if command -v tmux >/dev/null; then
     if [ -n "$QUICK" ]; then
-        "$TARGET/release/examples/bench_replay_open" --mcpscope "$TARGET/release/mcpscope" \
+        "$TARGET/dist/examples/bench_replay_open" --mcpscope "$TARGET/dist/mcpscope" \
             --events 200000 --work "$OUT" --out "$OUT/replay.md"
     else
-        "$TARGET/release/examples/bench_replay_open" --mcpscope "$TARGET/release/mcpscope" \
+        "$TARGET/dist/examples/bench_replay_open" --mcpscope "$TARGET/dist/mcpscope" \
             --events 1000000,10000000 --work "$OUT" --out "$OUT/replay.md"
     fi
 else
@@ -98,7 +98,7 @@ python3 "$ROOT/bench/report.py" --out "$REPORT" --e2e "$OUT/e2e.md" --scale "$OU
     --replay "$OUT/replay.md" \
     --criterion "$TARGET/criterion" --seconds "$(( $(date +%s) - START ))" \
     --mitm "$MITM_VERSION" --socat "$( ($SOCAT -V 2>/dev/null || true) | grep -m1 'socat version' || echo '?')" \
-    --command "scripts/bench.sh${QUICK:+ --quick}"
+    --command "scripts/bench.sh${QUICK:+ --quick} (cargo profile dist; criterion: profile bench, the same settings)"
 say "wrote $REPORT"
 # Each target, met or missed, as measured in this run.
 grep -E '^\| .* \| \*\*(met|MISSED)\*\* \|$' "$REPORT" | sed -e 's/\*\*//g' -e 's/^| /bench: /' -e 's/ |$//' >&2 || true

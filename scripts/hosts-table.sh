@@ -2,11 +2,11 @@
 # hosts-table.sh — remakes the tables of docs/hosts.md: `mcpscope matrix --json` once per client
 # (Claude Code newest and older and Codex as agent hosts in their loopback-only namespace; the Python SDK
 # 2.x and 1.x and the TypeScript SDK as client commands), without and with --rescue, one column
-# each. Needs the peers of scripts/setup-peers.sh and a release build (cargo build --release).
+# each. Needs the peers of scripts/setup-peers.sh and a build of the dist profile (cargo build --profile dist).
 # Prints the tables' Markdown on stdout; `scripts/hosts-table.sh > /tmp/t.md` and paste.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-BIN="${MCPSCOPE:-$ROOT/target/release/mcpscope}"
+BIN="${MCPSCOPE:-$ROOT/target/dist/mcpscope}"
 OUT="$(mktemp -d)"
 trap 'rm -rf "$OUT"' EXIT
 HOSTS="$ROOT/tests/peers/hosts/node_modules"

@@ -27,8 +27,8 @@ while [ $# -gt 0 ]; do
     esac
 done
 scripts/setup-peers.sh
-cargo build --release --quiet --bin mcpscope
+cargo build --profile dist --quiet --bin mcpscope
 mkdir -p "$OUT"
-exec "$ROOT/.venv/bin/python" "$ROOT/bench/soak.py" --mcpscope "${CARGO_TARGET_DIR:-$ROOT/target}/release/mcpscope" \
+exec "$ROOT/.venv/bin/python" "$ROOT/bench/soak.py" --mcpscope "${CARGO_TARGET_DIR:-$ROOT/target}/dist/mcpscope" \
     --python "$ROOT/.venv/bin/python" --server "$ROOT/tests/peers/py_server.py" \
     --client "$ROOT/tests/peers/py_soak_client.py" --clients "$CLIENTS" --minutes "$MINUTES" --out "$OUT" "${EXTRA[@]}"

@@ -504,23 +504,30 @@ pub struct MatrixArgs {
     /// Run every cell's proxy with --rescue.
     #[arg(long)]
     pub rescue: bool,
-    /// Drive an agent host instead of a client command: claude-code, codex, gemini-cli, or
-    /// custom (its command after `--`, with `{url}` and `{model_url}`). Its model API goes to a
+    /// Drive an agent host instead of a client command: a preset's name (see --hosts:
+    /// claude-code, codex, gemini-cli, or one of yours in ~/.config/mcpscope/hosts/), or custom
+    /// (its command after `--`, with `{url}` and `{model_url}`). Its model API goes to a
     /// built-in scripted model; everything runs in a loopback-only network namespace.
-    #[arg(long, value_name = "HOST")]
+    #[arg(long, value_name = "HOST", group = "agent_host")]
     pub host: Option<String>,
-    /// The host's program [default: claude, codex or gemini on PATH].
-    #[arg(long, value_name = "PATH", requires = "host")]
+    /// Drive the agent host this preset file (TOML, as in hosts/) describes.
+    #[arg(long, value_name = "PATH", group = "agent_host")]
+    pub host_file: Option<PathBuf>,
+    /// Print the host presets (what each needs, whether its program is on PATH) and exit.
+    #[arg(long)]
+    pub hosts: bool,
+    /// The host's program [default: the preset's, found on PATH].
+    #[arg(long, value_name = "PATH", requires = "agent_host")]
     pub host_bin: Option<String>,
     /// The prompt the host is given.
-    #[arg(long, value_name = "TEXT", requires = "host")]
+    #[arg(long, value_name = "TEXT", requires = "agent_host")]
     pub prompt: Option<String>,
     /// The model API a `--host custom` speaks: anthropic, openai-responses, openai-chat, gemini.
-    #[arg(long, value_name = "API", requires = "host")]
+    #[arg(long, value_name = "API", requires = "agent_host")]
     pub model_api: Option<String>,
     /// The arguments the model asks the host to call the tool with, a JSON object [default:
     /// 3 steps 150 ms apart for the built-in server's `slow`, else `{}`].
-    #[arg(long, value_name = "JSON", requires = "host")]
+    #[arg(long, value_name = "JSON", requires = "agent_host")]
     pub tool_args: Option<String>,
 }
 

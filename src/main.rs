@@ -103,8 +103,9 @@ fn main() -> ExitCode {
     // An agent host runs only in a loopback-only network namespace, entered while this process
     // is still single-threaded: the runtime, stub, servers, proxies and host all start inside.
     if let Some(Command::Matrix(args)) = &cli.command
-        && args.host.is_some()
+        && (args.host.is_some() || args.host_file.is_some())
         && !args.list
+        && !args.hosts
         && let Err(refused) = mcpscope_hosts::sandbox::enter()
     {
         mcpscope::say!("mcpscope: {refused}");

@@ -369,3 +369,117 @@ fn a_host_named_by_a_relative_path_runs() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// Whether a process whose command line holds `needle` is running.
+fn running_with(needle: &str) -> bool {
+    std::fs::read_dir("/proc")
+        .expect("/proc")
+        .filter_map(|e| e.ok())
+        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+        .any(|cmd| {
+            String::from_utf8_lossy(&cmd)
+                .replace('\0', " ")
+                .contains(needle)
+        })
+}
+
+/// A daemon a host starts (one that leaves the cell's process group, as `cline` does) dies with
+/// its cell: each host runs in a PID namespace of its own.
+#[test]
+fn a_daemon_a_host_starts_dies_with_its_cell() {
+    // An odd duration names the daemon among every process of the machine.
+    let needle = format!("{}.{}", 900 + std::process::id() % 97, std::process::id());
+    let (cells, err) = matrix(&[
+        "matrix",
+        "--cases",
+        "healthy",
+        "--timeout",
+        "2s",
+        "--json",
+        "--host",
+        "custom",
+        "--model-api",
+        "anthropic",
+        "--",
+        "sh",
+        "-c",
+        &format!("setsid sleep {needle} < /dev/null > /dev/null 2>&1 & echo started"),
+    ]);
+    let cell = cells.get("healthy").unwrap_or_else(|| panic!("{err}"));
+    assert_eq!(cell["last_lines"][0], "started", "{cell}\n{err}");
+    // The kernel kills the namespace's processes as its first one ends: give it a moment.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while running_with(&format!("sleep {needle}")) {
+        assert!(
+            Instant::now() < deadline,
+            "the daemon `sleep {needle}` outlived its cell\n{err}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// `--hosts` lists the shipped presets with what each needs; `--host-file` runs a preset from
+/// anywhere, its files written into the cell's HOME and its templates filled.
+#[test]
+fn presets_are_files_listed_by_hosts_and_run_from_host_file() {
+    let out = Command::new(env!("CARGO_BIN_EXE_mcpscope"))
+        .args(["matrix", "--hosts"])
+        .env("XDG_CONFIG_HOME", "/nonexistent-for-this-test")
+        .stdin(Stdio::null())
+        .output()
+        .expect("mcpscope runs");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    for name in ["claude-code", "codex", "gemini-cli", "custom"] {
+        assert!(text.lines().any(|l| l.starts_with(name)), "{name}:\n{text}");
+    }
+    assert!(text.contains("needs: Node.js 20 or later"), "{text}");
+    let dir = tempfile::tempdir().expect("temp");
+    let preset = dir.path().join("echoer.toml");
+    std::fs::write(
+        &preset,
+        r#"name = "echoer"
+description = "prints what it was given"
+api = "openai-chat"
+bin = "sh"
+tool_name = "{tool}"
+argv = ["{bin}", "-c", "echo url={url}; cat $HOME/conf/echoer.json; echo; echo key=$ECHOER_KEY"]
+
+[env]
+ECHOER_KEY = "{key}"
+
+[[files]]
+path = "conf/echoer.json"
+text = '{"server": "{server}", "model": "{model_url}"}'
+"#,
+    )
+    .expect("write the preset");
+    let preset = preset.display().to_string();
+    let (cells, err) = matrix(&[
+        "matrix",
+        "--cases",
+        "healthy",
+        "--timeout",
+        "2s",
+        "--json",
+        "--host-file",
+        &preset,
+    ]);
+    let cell = cells.get("healthy").unwrap_or_else(|| panic!("{err}"));
+    let lines: Vec<&str> = cell["last_lines"]
+        .as_array()
+        .expect("last_lines")
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert!(
+        lines[0].starts_with("url=http://127.0.0.1:"),
+        "{lines:?}\n{err}"
+    );
+    assert!(
+        lines[1].starts_with(r#"{"server": "mcpscope", "model": "http://127.0.0.1:"#),
+        "{lines:?}"
+    );
+    assert_eq!(lines[2], "key=mcpscope-model-stub-key", "{lines:?}");
+    assert_eq!(cell["host"], "echoer");
+}

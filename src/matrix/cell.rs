@@ -104,7 +104,7 @@ pub struct HostCell {
     /// The host and its version, e.g. `claude-code 2.1.332`.
     pub label: String,
     /// Its name.
-    pub name: &'static str,
+    pub name: String,
     /// Its version.
     pub version: Option<String>,
     /// The first tool result that reached the model.
@@ -369,7 +369,7 @@ pub async fn run(case: &'static Case, plan: &Plan) -> anyhow::Result<CellResult>
             let first_request = model.streams.iter().map(|s| s.opened_at).min();
             Some(HostCell {
                 label: plan_host.label(),
-                name: plan_host.host.name(),
+                name: plan_host.host.name.clone(),
                 version: plan_host.version.clone(),
                 tool_result_ms: host_run
                     .result

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use anyhow::Context;
 use chrono::{DateTime, Utc};
 use mcpscope_engine::UsageError;
-use mcpscope_hosts::preset::{self, Host};
+use mcpscope_hosts::preset::{self, Host, Source};
 use mcpscope_hosts::stub::{self, Options, ToolResult};
 use serde_json::{Value, json};
 
@@ -37,9 +37,9 @@ impl HostPlan {
     /// The plan from `matrix` arguments; `None` without `--host`. Runs the host's `--version`
     /// (inside the sandbox, which the caller has entered).
     pub async fn from_args(args: &MatrixArgs) -> anyhow::Result<Option<Arc<HostPlan>>> {
-        let Some(name) = &args.host else {
+        if args.host.is_none() && args.host_file.is_none() {
             return Ok(None);
-        };
+        }
         if args.upstream.is_some() {
             return Err(UsageError(
                 "--host cannot use --upstream: the host runs in a network namespace of its own, \
@@ -48,27 +48,35 @@ impl HostPlan {
             )
             .into());
         }
-        let host = if name == "custom" {
-            let api = args.model_api.as_deref().ok_or_else(|| {
-                UsageError("--host custom needs --model-api (anthropic, openai-responses, openai-chat or gemini)".into())
-            })?;
-            let mut command = args.command.clone();
-            if let Some(program) = command.first_mut() {
-                *program = absolute_bin(program)?;
+        let host = match (&args.host, &args.host_file) {
+            (Some(name), _) if name == "custom" => {
+                let api = args.model_api.as_deref().ok_or_else(|| {
+                    UsageError("--host custom needs --model-api (anthropic, openai-responses, openai-chat or gemini)".into())
+                })?;
+                let mut command = args.command.clone();
+                if let Some(program) = command.first_mut() {
+                    *program = absolute_bin(program)?;
+                }
+                Host::custom(api, command).map_err(UsageError)?
             }
-            Host::custom(api, command).map_err(UsageError)?
-        } else {
-            if !args.command.is_empty() {
-                return Err(UsageError(format!(
-                    "--host {name} starts the host itself: no command after `--` (use --host custom for your own)"
-                ))
-                .into());
+            (name, file) => {
+                if !args.command.is_empty() {
+                    return Err(UsageError(
+                        "a host preset starts the host itself: no command after `--` (use --host custom for your own)"
+                            .into(),
+                    )
+                    .into());
+                }
+                match (name, file) {
+                    (Some(name), _) => Host::find(name).map_err(UsageError)?,
+                    (None, Some(file)) => Host::from_file(file).map_err(UsageError)?,
+                    (None, None) => return Ok(None),
+                }
             }
-            Host::parse(name).map_err(UsageError)?
         };
-        let bin = match (&args.host_bin, &host) {
-            (Some(bin), _) => absolute_bin(bin)?,
-            (None, host) => host.default_bin().unwrap_or_default().to_string(),
+        let bin = match &args.host_bin {
+            Some(bin) => absolute_bin(bin)?,
+            None => host.bin.clone(),
         };
         let tool = args.tool.clone().unwrap_or_else(|| DEFAULT_TOOL.into());
         let tool_args = match &args.tool_args {
@@ -76,7 +84,7 @@ impl HostPlan {
             None if tool == DEFAULT_TOOL => json!({"steps": 3, "interval_ms": 150}),
             None => json!({}),
         };
-        let version = if matches!(host, Host::Custom { .. }) {
+        let version = if host.source == Source::Command {
             None
         } else {
             let home = tempfile::tempdir().context("a throwaway HOME")?;
@@ -94,9 +102,13 @@ impl HostPlan {
                 .await
                 .context("the host's --version")?;
             if version.is_none() && !runs(&bin) {
+                let how = host
+                    .install
+                    .as_deref()
+                    .map_or(String::new(), |how| format!(" ({how})"));
                 return Err(UsageError(format!(
-                    "cannot run the {} host {bin:?}: install it (scripts/setup-peers.sh puts Claude Code in tests/peers/hosts/) or name it with --host-bin",
-                    host.name()
+                    "cannot run the {} host {bin:?}: install it{how}, or name it with --host-bin",
+                    host.name
                 ))
                 .into());
             }
@@ -118,10 +130,54 @@ impl HostPlan {
     /// How the host is named in reports: `claude-code 2.1.332`.
     pub fn label(&self) -> String {
         match &self.version {
-            Some(v) => format!("{} {v}", self.host.name()),
-            None => self.host.name().to_string(),
+            Some(v) => format!("{} {v}", self.host.name),
+            None => self.host.name.clone(),
         }
     }
+}
+
+/// The `--hosts` text: each preset, what it speaks and needs, where it comes from, and whether
+/// its program is on PATH (found, not run: a host runs only inside the sandbox).
+pub fn list() -> String {
+    let (hosts, problems) = Host::all();
+    let mut out = String::new();
+    for host in &hosts {
+        let from = match &host.source {
+            Source::File(path) => path.display().to_string(),
+            Source::Shipped | Source::Command => "shipped".into(),
+        };
+        let installed = match host.installed() {
+            Some(path) => format!("installed: {}", path.display()),
+            None => format!("not on PATH: {}", host.bin),
+        };
+        out.push_str(&format!(
+            "{:<14} {} ({}; {from})\n{:<14} {installed}\n",
+            host.name,
+            host.description,
+            host.api.name(),
+            ""
+        ));
+        if !host.needs.is_empty() {
+            out.push_str(&format!("{:<14} needs: {}\n", "", host.needs.join(", ")));
+        }
+        if let Some(how) = &host.install {
+            out.push_str(&format!("{:<14} install: {how}\n", ""));
+        }
+    }
+    out.push_str(
+        "custom         any other host: --host custom --model-api API -- COMMAND ({url}, {model_url})\n",
+    );
+    if let Some(dir) = preset::user_dir() {
+        out.push_str(&format!(
+            "\nYour presets go in {} (NAME.toml, as in hosts/ of mcpscope's repository); \
+             --host-file PATH runs one from anywhere.\n",
+            dir.display()
+        ));
+    }
+    for problem in problems {
+        out.push_str(&format!("\nnot read: {problem}\n"));
+    }
+    out
 }
 
 /// A `--host-bin` that names a path (it has a `/`) made absolute against the working directory:
@@ -189,7 +245,12 @@ pub async fn run(
         dir: Some(home.path().to_path_buf()),
         activity: Some(activity),
     };
-    let mut run = client::run_in(&launch.argv, &setting, stop).await;
+    // Daemons the host starts die with it, not with the next cell.
+    let (argv, not_isolated) = mcpscope_hosts::sandbox::own_pid_namespace(launch.argv);
+    if let Some(why) = not_isolated {
+        tracing::warn!("the host runs without a PID namespace of its own: {why}");
+    }
+    let mut run = client::run_in(&argv, &setting, stop).await;
     let result = stub.log.first_result();
     run.model_reaction = result.as_ref().map(|r| r.at);
     let mut offered: Vec<String> = Vec::new();

@@ -85,12 +85,17 @@ pub async fn run(args: &MatrixArgs) -> anyhow::Result<()> {
         print!("{}", list());
         return Ok(());
     }
-    if args.command.is_empty() && args.host.is_none() {
+    if args.hosts {
+        print!("{}", host::list());
+        return Ok(());
+    }
+    let agent_host = args.host.is_some() || args.host_file.is_some();
+    if args.command.is_empty() && !agent_host {
         return Err(
             UsageError("matrix needs a client command after `--`, or --host".into()).into(),
         );
     }
-    if let (None, Some(program)) = (&args.host, args.command.first())
+    if let (false, Some(program)) = (agent_host, args.command.first())
         && !client::can_run(program)
     {
         return Err(UsageError(format!(

@@ -1,10 +1,13 @@
 //! How each agent host is started for one cell: its non-interactive mode, an MCP configuration
 //! naming the cell's proxy, its model API pointed at the stub, a throwaway HOME, and its
-//! switches for telemetry, update checks and tool search off.
+//! switches for telemetry, update checks and tool search off. A host is data: a preset file
+//! (TOML; the shipped ones are `hosts/*.toml`, a user's are in `~/.config/mcpscope/hosts/`, or
+//! any file named with `--host-file`), or a custom command given on the command line.
 
-use std::path::{Path, PathBuf};
+use std::collections::BTreeMap;
+use std::path::{Component, Path, PathBuf};
 
-use serde_json::json;
+use serde::Deserialize;
 
 use crate::stub::Api;
 
@@ -15,88 +18,265 @@ pub const SERVER_NAME: &str = "mcpscope";
 pub const DEFAULT_PROMPT: &str =
     "Call the MCP tool once with the given arguments, then report its result in one line.";
 
-/// The model Gemini CLI is pinned to, past its router.
-const GEMINI_MODEL: &str = "gemini-2.5-flash";
+/// The presets shipped with mcpscope (`hosts/` in the repository).
+const SHIPPED: &[(&str, &str)] = &[
+    (
+        "claude-code.toml",
+        include_str!("../presets/claude-code.toml"),
+    ),
+    ("codex.toml", include_str!("../presets/codex.toml")),
+    (
+        "gemini-cli.toml",
+        include_str!("../presets/gemini-cli.toml"),
+    ),
+];
 
-/// An agent host.
+/// A file a preset writes into the cell's HOME.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HomeFile {
+    /// Its path, relative to HOME (a template).
+    pub path: String,
+    /// Its text (a template).
+    pub text: String,
+}
+
+/// A preset file, as written.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PresetText {
+    name: String,
+    #[serde(default)]
+    aliases: Vec<String>,
+    description: String,
+    api: String,
+    bin: String,
+    #[serde(default)]
+    install: Option<String>,
+    #[serde(default)]
+    needs: Vec<String>,
+    tool_name: String,
+    argv: Vec<String>,
+    #[serde(default)]
+    env: BTreeMap<String, String>,
+    #[serde(default)]
+    files: Vec<HomeFile>,
+}
+
+/// Where a host's definition came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Host {
-    /// Claude Code (`claude -p`), Anthropic Messages.
-    ClaudeCode,
-    /// OpenAI Codex CLI (`codex exec`), OpenAI Responses.
-    Codex,
-    /// Gemini CLI (`gemini -p`), Gemini `streamGenerateContent`.
-    GeminiCli,
-    /// Any other host: its command (with `{url}` and `{model_url}`) and the API it speaks.
-    Custom {
-        /// The model API.
-        api: Api,
-        /// The command.
-        command: Vec<String>,
-    },
+pub enum Source {
+    /// Shipped with mcpscope.
+    Shipped,
+    /// A preset file (the user's, or `--host-file`).
+    File(PathBuf),
+    /// `--host custom` and its command.
+    Command,
+}
+
+/// An agent host: how it is started for a cell, and what it needs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Host {
+    /// Its name in reports (`claude-code`).
+    pub name: String,
+    /// Other names `--host` accepts.
+    pub aliases: Vec<String>,
+    /// One line on what it is.
+    pub description: String,
+    /// The model API it speaks.
+    pub api: Api,
+    /// The program run when `--host-bin` is not given (found on PATH).
+    pub bin: String,
+    /// How to install it.
+    pub install: Option<String>,
+    /// What it needs besides itself (`Node.js 22 or later`).
+    pub needs: Vec<String>,
+    /// How it names an MCP tool to the model (a template: `mcp__{server}__{tool}`).
+    pub tool_name: String,
+    /// Its command line (templates; the first is usually `{bin}`).
+    pub argv: Vec<String>,
+    /// Its environment besides the cell's own (templates).
+    pub env: BTreeMap<String, String>,
+    /// The files it finds in its HOME.
+    pub files: Vec<HomeFile>,
+    /// Where it was defined.
+    pub source: Source,
+}
+
+/// Parses a model API's name.
+pub fn parse_api(name: &str) -> Result<Api, String> {
+    match name {
+        "anthropic" => Ok(Api::Anthropic),
+        "openai-responses" => Ok(Api::OpenAiResponses),
+        "openai-chat" => Ok(Api::OpenAiChat),
+        "gemini" => Ok(Api::Gemini),
+        other => Err(format!(
+            "unknown model API {other:?} (anthropic, openai-responses, openai-chat or gemini)"
+        )),
+    }
+}
+
+/// The directory of the user's presets: `$XDG_CONFIG_HOME/mcpscope/hosts` (an absolute
+/// `XDG_CONFIG_HOME`), else `$HOME/.config/mcpscope/hosts`.
+pub fn user_dir() -> Option<PathBuf> {
+    let base = match std::env::var_os("XDG_CONFIG_HOME").map(PathBuf::from) {
+        Some(dir) if dir.is_absolute() => dir,
+        _ => PathBuf::from(std::env::var_os("HOME").filter(|h| !h.is_empty())?).join(".config"),
+    };
+    Some(base.join("mcpscope").join("hosts"))
 }
 
 impl Host {
-    /// Parses `claude-code`, `codex`, `gemini-cli` (`custom` needs its command: see
-    /// [`Host::custom`]).
-    pub fn parse(name: &str) -> Result<Host, String> {
-        match name {
-            "claude-code" | "claude" => Ok(Host::ClaudeCode),
-            "codex" => Ok(Host::Codex),
-            "gemini-cli" | "gemini" => Ok(Host::GeminiCli),
-            other => Err(format!(
-                "unknown host {other:?} (claude-code, codex, gemini-cli or custom)"
-            )),
+    /// A preset from its TOML text (`origin` names it in errors).
+    pub fn from_toml(text: &str, source: Source, origin: &str) -> Result<Host, String> {
+        let preset: PresetText =
+            toml::from_str(text).map_err(|e| format!("the host preset {origin}: {e}"))?;
+        let api = parse_api(&preset.api).map_err(|e| format!("the host preset {origin}: {e}"))?;
+        if preset.argv.is_empty() {
+            return Err(format!("the host preset {origin}: `argv` is empty"));
         }
-    }
-
-    /// A custom host speaking `api` (`anthropic`, `openai-responses`, `openai-chat`, `gemini`).
-    pub fn custom(api: &str, command: Vec<String>) -> Result<Host, String> {
-        let api = match api {
-            "anthropic" => Api::Anthropic,
-            "openai-responses" => Api::OpenAiResponses,
-            "openai-chat" => Api::OpenAiChat,
-            "gemini" => Api::Gemini,
-            other => {
+        for file in &preset.files {
+            let path = Path::new(&file.path);
+            if !path.components().all(|c| matches!(c, Component::Normal(_))) {
                 return Err(format!(
-                    "unknown model API {other:?} (anthropic, openai-responses, openai-chat or gemini)"
+                    "the host preset {origin}: the file {:?} must be a relative path inside HOME",
+                    file.path
                 ));
             }
-        };
-        if command.is_empty() {
+        }
+        Ok(Host {
+            name: preset.name,
+            aliases: preset.aliases,
+            description: preset.description,
+            api,
+            bin: preset.bin,
+            install: preset.install,
+            needs: preset.needs,
+            tool_name: preset.tool_name,
+            argv: preset.argv,
+            env: preset.env,
+            files: preset.files,
+            source,
+        })
+    }
+
+    /// The preset in the file at `path` (`--host-file`).
+    pub fn from_file(path: &Path) -> Result<Host, String> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("cannot read the host preset {}: {e}", path.display()))?;
+        Host::from_toml(
+            &text,
+            Source::File(path.to_path_buf()),
+            &path.display().to_string(),
+        )
+    }
+
+    /// The shipped presets.
+    pub fn shipped() -> Vec<Host> {
+        SHIPPED
+            .iter()
+            .filter_map(|(file, text)| {
+                Host::from_toml(text, Source::Shipped, file)
+                    .map_err(|e| tracing::error!("{e}"))
+                    .ok()
+            })
+            .collect()
+    }
+
+    /// Every preset `--host` can name: the user's (in [`user_dir`]; one named like a shipped
+    /// one replaces it), then the shipped ones; and what was wrong with any that could not be
+    /// read.
+    pub fn all() -> (Vec<Host>, Vec<String>) {
+        let mut hosts = Vec::new();
+        let mut problems = Vec::new();
+        if let Some(dir) = user_dir()
+            && let Ok(entries) = std::fs::read_dir(&dir)
+        {
+            let mut paths: Vec<PathBuf> = entries
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+                .collect();
+            paths.sort();
+            for path in paths {
+                match Host::from_file(&path) {
+                    Ok(host) => hosts.push(host),
+                    Err(e) => problems.push(e),
+                }
+            }
+        }
+        for host in Host::shipped() {
+            if !hosts.iter().any(|h: &Host| h.name == host.name) {
+                hosts.push(host);
+            }
+        }
+        (hosts, problems)
+    }
+
+    /// The preset `--host NAME` names (its name or an alias).
+    pub fn find(name: &str) -> Result<Host, String> {
+        let (hosts, problems) = Host::all();
+        if let Some(host) = hosts
+            .iter()
+            .find(|h| h.name == name || h.aliases.iter().any(|a| a == name))
+        {
+            return Ok(host.clone());
+        }
+        let names: Vec<&str> = hosts.iter().map(|h| h.name.as_str()).collect();
+        let mut message = format!(
+            "unknown host {name:?} (presets: {}; or custom, or --host-file PATH)",
+            names.join(", ")
+        );
+        for problem in problems {
+            message.push_str(&format!("\n{problem}"));
+        }
+        Err(message)
+    }
+
+    /// A custom host speaking `api` (`anthropic`, `openai-responses`, `openai-chat`, `gemini`):
+    /// its command (with `{url}` and `{model_url}`), and both URLs in its environment
+    /// (`MCPSCOPE_MCP_URL`, `MCPSCOPE_MODEL_URL`).
+    pub fn custom(api: &str, command: Vec<String>) -> Result<Host, String> {
+        let api = parse_api(api)?;
+        let Some(bin) = command.first().cloned() else {
             return Err("--host custom needs the host's command after `--`".into());
-        }
-        Ok(Host::Custom { api, command })
+        };
+        let mut argv = command;
+        argv[0] = "{bin}".into();
+        Ok(Host {
+            name: "custom".into(),
+            aliases: Vec::new(),
+            description: "a command given after `--`".into(),
+            api,
+            bin,
+            install: None,
+            needs: Vec::new(),
+            tool_name: "{tool}".into(),
+            argv,
+            env: BTreeMap::from([
+                ("MCPSCOPE_MCP_URL".into(), "{url}".into()),
+                ("MCPSCOPE_MODEL_URL".into(), "{model_url}".into()),
+            ]),
+            files: Vec::new(),
+            source: Source::Command,
+        })
     }
 
-    /// Its name in reports.
-    pub fn name(&self) -> &'static str {
-        match self {
-            Host::ClaudeCode => "claude-code",
-            Host::Codex => "codex",
-            Host::GeminiCli => "gemini-cli",
-            Host::Custom { .. } => "custom",
-        }
+    /// How it names `tool` of the MCP server to the model.
+    pub fn tool_name_of(&self, tool: &str) -> String {
+        self.tool_name
+            .replace("{server}", SERVER_NAME)
+            .replace("{tool}", tool)
     }
 
-    /// The model API it speaks.
-    pub fn api(&self) -> Api {
-        match self {
-            Host::ClaudeCode => Api::Anthropic,
-            Host::Codex => Api::OpenAiResponses,
-            Host::GeminiCli => Api::Gemini,
-            Host::Custom { api, .. } => *api,
+    /// Where its program is, when `--host-bin` does not say: the first `bin` on PATH.
+    pub fn installed(&self) -> Option<PathBuf> {
+        let bin = Path::new(&self.bin);
+        if bin.components().count() > 1 {
+            return bin.is_file().then(|| bin.to_path_buf());
         }
-    }
-
-    /// The program run when `--host-bin` is not given.
-    pub fn default_bin(&self) -> Option<&str> {
-        match self {
-            Host::ClaudeCode => Some("claude"),
-            Host::Codex => Some("codex"),
-            Host::GeminiCli => Some("gemini"),
-            Host::Custom { command, .. } => command.first().map(String::as_str),
-        }
+        std::env::split_paths(&std::env::var_os("PATH")?)
+            .map(|dir| dir.join(bin))
+            .find(|p| p.is_file())
     }
 }
 
@@ -150,14 +330,6 @@ fn base_env(home: &Path) -> Vec<(String, String)> {
     env
 }
 
-fn pairs(items: &[(&str, &str)]) -> impl Iterator<Item = (String, String)> {
-    items
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect::<Vec<_>>()
-        .into_iter()
-}
-
 fn write(path: PathBuf, text: &str) -> anyhow::Result<()> {
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir)?;
@@ -165,112 +337,62 @@ fn write(path: PathBuf, text: &str) -> anyhow::Result<()> {
     std::fs::write(&path, text).map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))
 }
 
+/// A template with the cell's values in place of its placeholders, in one pass (a value that
+/// holds a placeholder's name, a prompt saying `{url}`, stays as it is).
+fn fill(template: &str, cell: &Cell<'_>) -> String {
+    let home = cell.home.display().to_string();
+    let value = |name: &str| match name {
+        "bin" => Some(cell.bin),
+        "prompt" => Some(cell.prompt),
+        "url" => Some(cell.mcp_url),
+        "model_url" => Some(cell.model_url),
+        "home" => Some(home.as_str()),
+        "server" => Some(SERVER_NAME),
+        "tool" => Some(cell.tool),
+        "key" => Some(DUMMY_KEY),
+        _ => None,
+    };
+    let mut out = String::with_capacity(template.len());
+    let mut rest = template;
+    while let Some(open) = rest.find('{') {
+        out.push_str(&rest[..open]);
+        let after = &rest[open + 1..];
+        let name_end = after
+            .find(|c: char| !(c.is_ascii_lowercase() || c == '_'))
+            .unwrap_or(after.len());
+        match (
+            value(&after[..name_end]),
+            after[name_end..].starts_with('}'),
+        ) {
+            (Some(v), true) => {
+                out.push_str(v);
+                rest = &after[name_end + 1..];
+            }
+            _ => {
+                out.push('{');
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
 /// The host's launch for one cell; writes its configuration files into `cell.home`.
 pub fn launch(host: &Host, cell: &Cell<'_>) -> anyhow::Result<Launch> {
     std::fs::create_dir_all(cell.home.join("tmp"))?;
     let mut env = base_env(cell.home);
-    let argv = match host {
-        Host::ClaudeCode => {
-            let config =
-                json!({"mcpServers": {SERVER_NAME: {"type": "http", "url": cell.mcp_url}}});
-            env.extend(pairs(&[
-                ("ANTHROPIC_BASE_URL", cell.model_url),
-                ("ANTHROPIC_API_KEY", DUMMY_KEY),
-                // Without it the MCP tools hide behind a tool search the stub never does.
-                ("ENABLE_TOOL_SEARCH", "false"),
-                ("DISABLE_TELEMETRY", "1"),
-                ("DISABLE_AUTOUPDATER", "1"),
-                ("DISABLE_ERROR_REPORTING", "1"),
-                ("DISABLE_BUG_COMMAND", "1"),
-                ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1"),
-                ("CLAUDE_CODE_DISABLE_TERMINAL_TITLE", "1"),
-            ]));
-            env.push((
-                "CLAUDE_CONFIG_DIR".into(),
-                cell.home.join(".claude").display().to_string(),
-            ));
-            vec![
-                cell.bin.to_string(),
-                "-p".into(),
-                cell.prompt.to_string(),
-                "--strict-mcp-config".into(),
-                "--mcp-config".into(),
-                config.to_string(),
-                "--allowedTools".into(),
-                format!("mcp__{SERVER_NAME}__{}", cell.tool),
-            ]
-        }
-        Host::Codex => {
-            let codex_home = cell.home.join(".codex");
-            write(
-                codex_home.join("config.toml"),
-                &format!(
-                    "model = \"mcpscope-model-stub\"\nmodel_provider = \"mcpscope\"\n\
-                     approval_policy = \"never\"\nsandbox_mode = \"read-only\"\n\
-                     check_for_update_on_startup = false\n\n\
-                     [model_providers.mcpscope]\nname = \"mcpscope model stub\"\n\
-                     base_url = \"{}/v1\"\nwire_api = \"responses\"\nenv_key = \"OPENAI_API_KEY\"\n\
-                     request_max_retries = 0\nstream_max_retries = 0\n\n\
-                     [mcp_servers.{SERVER_NAME}]\nurl = \"{}\"\n\n\
-                     [analytics]\nenabled = false\n\n[otel]\nexporter = \"none\"\n",
-                    cell.model_url, cell.mcp_url
-                ),
-            )?;
-            env.extend(pairs(&[
-                ("OPENAI_API_KEY", DUMMY_KEY),
-                ("OPENAI_BASE_URL", &format!("{}/v1", cell.model_url)),
-                ("CODEX_HOME", &codex_home.display().to_string()),
-            ]));
-            vec![
-                cell.bin.to_string(),
-                "exec".into(),
-                "--skip-git-repo-check".into(),
-                cell.prompt.to_string(),
-            ]
-        }
-        Host::GeminiCli => {
-            let settings = json!({
-                "mcpServers": {SERVER_NAME: {"httpUrl": cell.mcp_url, "trust": true}},
-                "telemetry": {"enabled": false},
-                "privacy": {"usageStatisticsEnabled": false},
-                "general": {"disableAutoUpdate": true, "disableUpdateNag": true},
-                "security": {"auth": {"selectedType": "gemini-api-key"}},
-            });
-            write(
-                cell.home.join(".gemini/settings.json"),
-                &serde_json::to_string_pretty(&settings)?,
-            )?;
-            env.extend(pairs(&[
-                ("GEMINI_API_KEY", DUMMY_KEY),
-                ("GOOGLE_GEMINI_BASE_URL", cell.model_url),
-                ("GEMINI_CLI_NO_RELAUNCH", "true"),
-                ("GEMINI_CLI_TRUST_WORKSPACE", "true"),
-            ]));
-            // The model pinned: in `-p` mode Gemini CLI otherwise first asks a router model
-            // (with no tools offered) which model to use.
-            vec![
-                cell.bin.to_string(),
-                "-m".into(),
-                GEMINI_MODEL.into(),
-                "-p".into(),
-                cell.prompt.to_string(),
-                "--yolo".into(),
-            ]
-        }
-        Host::Custom { command, .. } => {
-            env.extend(pairs(&[
-                ("MCPSCOPE_MCP_URL", cell.mcp_url),
-                ("MCPSCOPE_MODEL_URL", cell.model_url),
-            ]));
-            command
-                .iter()
-                .map(|a| {
-                    a.replace("{url}", cell.mcp_url)
-                        .replace("{model_url}", cell.model_url)
-                })
-                .collect()
-        }
-    };
+    for (name, value) in &host.env {
+        env.retain(|(k, _)| k != name);
+        env.push((name.clone(), fill(value, cell)));
+    }
+    for file in &host.files {
+        write(
+            cell.home.join(fill(&file.path, cell)),
+            &fill(&file.text, cell),
+        )?;
+    }
+    let argv = host.argv.iter().map(|a| fill(a, cell)).collect();
     Ok(Launch { argv, env })
 }
 
@@ -293,6 +415,7 @@ pub fn version(bin: &str, env: &[(String, String)]) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     fn cell(home: &Path) -> Cell<'_> {
         Cell {
@@ -316,7 +439,8 @@ mod tests {
     #[test]
     fn claude_code_gets_the_proxy_the_stub_and_no_tool_search() {
         let home = tempfile::tempdir().expect("tempdir");
-        let launch = launch(&Host::ClaudeCode, &cell(home.path())).expect("launch");
+        let host = Host::find("claude-code").expect("shipped");
+        let launch = launch(&host, &cell(home.path())).expect("launch");
         assert_eq!(launch.argv[..3], ["/opt/claude", "-p", "go"]);
         let config = launch
             .argv
@@ -354,26 +478,92 @@ mod tests {
             vec!["h".into(), "--mcp={url}".into(), "{model_url}/v1".into()],
         )
         .expect("host");
-        let launch = launch(&host, &cell(home.path())).expect("launch");
+        // The program is the cell's (the command's own, unless --host-bin names another).
+        assert_eq!(host.bin, "h");
+        let mut custom_cell = cell(home.path());
+        custom_cell.bin = &host.bin;
+        let launch = launch(&host, &custom_cell).expect("launch");
         assert_eq!(
             launch.argv,
             ["h", "--mcp=http://127.0.0.1:1/mcp", "http://127.0.0.1:2/v1"]
         );
         assert!(Host::custom("cobol", vec!["h".into()]).is_err());
         assert!(Host::custom("gemini", vec![]).is_err());
+        assert_eq!(
+            env_of(&launch, "MCPSCOPE_MODEL_URL"),
+            Some("http://127.0.0.1:2")
+        );
+    }
+
+    #[test]
+    fn every_shipped_preset_reads_and_names_a_program() {
+        let shipped = Host::shipped();
+        assert_eq!(
+            shipped.len(),
+            SHIPPED.len(),
+            "a shipped preset did not read"
+        );
+        for host in &shipped {
+            assert!(!host.bin.is_empty() && host.argv[0] == "{bin}", "{host:?}");
+            assert_eq!(Host::find(&host.name).expect("found").name, host.name);
+        }
+        assert_eq!(Host::find("claude").expect("alias").name, "claude-code");
+        let unknown = Host::find("nope").expect_err("unknown");
+        assert!(
+            unknown.contains("claude-code, codex, gemini-cli"),
+            "{unknown}"
+        );
+    }
+
+    #[test]
+    fn a_preset_file_is_checked_before_it_is_used() {
+        let text = |extra: &str| {
+            format!(
+                "name = \"h\"\ndescription = \"d\"\napi = \"openai-chat\"\nbin = \"h\"\n\
+                 tool_name = \"{{tool}}\"\nargv = [\"{{bin}}\"]\n{extra}"
+            )
+        };
+        assert!(Host::from_toml(&text(""), Source::Command, "t").is_ok());
+        let escape = text("[[files]]\npath = \"../outside\"\ntext = \"x\"\n");
+        let e = Host::from_toml(&escape, Source::Command, "t").expect_err("refused");
+        assert!(e.contains("relative path inside HOME"), "{e}");
+        let e =
+            Host::from_toml(&text("colour = 1\n"), Source::Command, "t").expect_err("unknown key");
+        assert!(e.contains("colour"), "{e}");
+        let e = Host::from_toml(
+            &text("").replace("openai-chat", "cobol"),
+            Source::Command,
+            "t",
+        )
+        .expect_err("bad api");
+        assert!(e.contains("unknown model API"), "{e}");
+    }
+
+    #[test]
+    fn placeholders_are_filled_once_and_unknown_braces_stay() {
+        let home = tempfile::tempdir().expect("tempdir");
+        let mut c = cell(home.path());
+        c.prompt = "say {url} and {tool}";
+        assert_eq!(
+            fill("{prompt} {nope} {\"a\": 1} {tool}", &c),
+            "say {url} and {tool} {nope} {\"a\": 1} slow"
+        );
     }
 
     #[test]
     fn codex_and_gemini_get_their_configuration_files() {
         let home = tempfile::tempdir().expect("tempdir");
-        launch(&Host::Codex, &cell(home.path())).expect("codex");
+        let codex = Host::find("codex").expect("shipped");
+        launch(&codex, &cell(home.path())).expect("codex");
         let toml = std::fs::read_to_string(home.path().join(".codex/config.toml")).expect("toml");
         assert!(
             toml.contains("base_url = \"http://127.0.0.1:2/v1\""),
             "{toml}"
         );
         assert!(toml.contains("url = \"http://127.0.0.1:1/mcp\""), "{toml}");
-        launch(&Host::GeminiCli, &cell(home.path())).expect("gemini");
+        let gemini = Host::find("gemini-cli").expect("shipped");
+        let launch = launch(&gemini, &cell(home.path())).expect("gemini");
+        assert_eq!(launch.argv[1..3], ["-m", "gemini-2.5-flash"]);
         let settings =
             std::fs::read_to_string(home.path().join(".gemini/settings.json")).expect("json");
         assert!(

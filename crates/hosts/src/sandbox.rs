@@ -130,6 +130,42 @@ pub fn enter() -> Result<(), Refused> {
     verify_current()
 }
 
+/// `argv` run as the first process of a PID namespace of its own (util-linux `unshare --pid
+/// --fork --kill-child`): when it ends, or is killed with its cell, the kernel kills every
+/// process it started, daemons that left its process group included, so none outlives its cell
+/// or is shared by the next. Where a PID namespace cannot be made (no `unshare`, no privilege),
+/// `argv` as it is and why not.
+pub fn own_pid_namespace(argv: Vec<String>) -> (Vec<String>, Option<String>) {
+    static WORKS: std::sync::OnceLock<Result<(), String>> = std::sync::OnceLock::new();
+    let works = WORKS.get_or_init(|| {
+        let probe = std::process::Command::new("unshare")
+            .args(["--pid", "--fork", "--kill-child", "true"])
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .output();
+        match probe {
+            Ok(out) if out.status.success() => Ok(()),
+            Ok(out) => Err(format!(
+                "unshare --pid failed: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            )),
+            Err(e) => Err(format!("cannot run unshare (util-linux): {e}")),
+        }
+    });
+    match works {
+        Ok(()) => {
+            let mut wrapped: Vec<String> = ["unshare", "--pid", "--fork", "--kill-child", "--"]
+                .iter()
+                .map(|s| s.to_string())
+                .collect();
+            wrapped.extend(argv);
+            (wrapped, None)
+        }
+        Err(why) => (argv, Some(why.clone())),
+    }
+}
+
 /// Not Linux: no network namespaces, so no host may run.
 #[cfg(not(target_os = "linux"))]
 pub fn enter() -> Result<(), Refused> {

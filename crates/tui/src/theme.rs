@@ -11,11 +11,11 @@ use ratatui::style::{Color, Modifier, Style};
 
 /// The built-in themes: (name, TOML text).
 pub const BUILTIN: &[(&str, &str)] = &[
-    ("dark", include_str!("../../../themes/dark.toml")),
-    ("light", include_str!("../../../themes/light.toml")),
+    ("dark", include_str!("../themes/dark.toml")),
+    ("light", include_str!("../themes/light.toml")),
     (
         "high-contrast",
-        include_str!("../../../themes/high-contrast.toml"),
+        include_str!("../themes/high-contrast.toml"),
     ),
 ];
 
