@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # hosts-table.sh — remakes the tables of docs/hosts.md: `mcpscope matrix --json` once per client
-# (Claude Code newest and older and Codex as agent hosts in their loopback-only namespace; the Python SDK
+# (Claude Code newest and older, Codex and Gemini CLI as agent hosts in their loopback-only namespace; the Python SDK
 # 2.x and 1.x and the TypeScript SDK as client commands), without and with --rescue, one column
 # each. Needs the peers of scripts/setup-peers.sh and a build of the dist profile (cargo build --profile dist).
 # Prints the tables' Markdown on stdout; `scripts/hosts-table.sh > /tmp/t.md` and paste.
@@ -10,7 +10,7 @@ BIN="${MCPSCOPE:-$ROOT/target/dist/mcpscope}"
 OUT="$(mktemp -d)"
 trap 'rm -rf "$OUT"' EXIT
 HOSTS="$ROOT/tests/peers/hosts/node_modules"
-declare -a NAMES=(claude-newest claude-older codex py2 py1 ts)
+declare -a NAMES=(claude-newest claude-older codex gemini py2 py1 ts)
 run() { # NAME RESCUE(0/1)
     local name=$1 rescue=() ; [ "$2" = 1 ] && rescue=(--rescue)
     local args
@@ -18,6 +18,7 @@ run() { # NAME RESCUE(0/1)
         claude-newest) args=(--host claude-code --host-bin "$HOSTS/claude-code-newest/bin/claude.exe") ;;
         claude-older)  args=(--host claude-code --host-bin "$HOSTS/claude-code-older/bin/claude.exe") ;;
         codex) args=(--host codex --host-bin "$HOSTS/codex/bin/codex.js") ;;
+        gemini) args=(--host gemini-cli --host-bin "$HOSTS/.bin/gemini") ;;
         py2) args=(-- "$ROOT/.venv/bin/python" "$ROOT/tests/peers/py_matrix_client.py" '{url}') ;;
         py1) args=(-- "$ROOT/.venv-mcp1/bin/python" "$ROOT/tests/peers/py_matrix_client.py" '{url}') ;;
         ts)  args=(-- node "$ROOT/tests/peers/node/matrix_client.mjs" '{url}') ;;
@@ -33,7 +34,7 @@ python3 - "$OUT" "$("$ROOT/.venv/bin/python" -c 'from importlib.metadata import 
     "$(node -p "require('$ROOT/tests/peers/node/node_modules/@modelcontextprotocol/sdk/package.json').version")" <<'PY'
 import json, sys
 out, py2, py1, ts = sys.argv[1:5]
-names = ["claude-newest", "claude-older", "codex", "py2", "py1", "ts"]
+names = ["claude-newest", "claude-older", "codex", "gemini", "py2", "py1", "ts"]
 def load(name, rescue):
     with open(f"{out}/{name}-{rescue}.jsonl") as f:
         return [json.loads(line) for line in f if line.strip()]
@@ -45,9 +46,9 @@ for rescue, heading in ((0, "Without --rescue"), (1, "With --rescue")):
         if n.startswith("claude"):
             v = next((c.get("host_version") for c in cells if c.get("host_version")), "?")
             heads.append(f"Claude Code {v}")
-        elif n == "codex":
+        elif n in ("codex", "gemini"):
             v = next((c.get("host_version") for c in cells if c.get("host_version")), "?")
-            heads.append(f"Codex {v}")
+            heads.append(f"{'Codex' if n == 'codex' else 'Gemini CLI'} {v}")
         else:
             heads.append({"py2": f"Python SDK {py2}", "py1": f"Python SDK {py1}", "ts": f"TypeScript SDK {ts}"}[n])
     print(f"## {heading}\n")

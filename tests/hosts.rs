@@ -483,3 +483,51 @@ text = '{"server": "{server}", "model": "{model_url}"}'
     assert_eq!(lines[2], "key=mcpscope-model-stub-key", "{lines:?}");
     assert_eq!(cell["host"], "echoer");
 }
+
+/// Gemini CLI (installed by scripts/setup-peers.sh), its preset's model pinned past the router:
+/// the column docs/hosts.md shows, without and with --rescue. With --rescue every stream death
+/// reaches the model as a tool result.
+#[test]
+#[ignore = "needs Gemini CLI in tests/peers/hosts (scripts/setup-peers.sh) and root or unprivileged user namespaces: run scripts/test.sh"]
+fn gemini_cli_matches_its_column_without_and_with_rescue() {
+    let bin = root().join("tests/peers/hosts/node_modules/.bin/gemini");
+    assert!(
+        bin.exists(),
+        "{} is missing: run scripts/setup-peers.sh",
+        bin.display()
+    );
+    let bin = bin.to_str().expect("utf-8 path");
+    let column = |cells: &BTreeMap<String, Value>| {
+        let version = cells
+            .values()
+            .find_map(|c| c["host_version"].as_str())
+            .expect("host_version");
+        format!("Gemini CLI {version}")
+    };
+    let (cells, err) = matrix(&[
+        "matrix",
+        "--host",
+        "gemini-cli",
+        "--host-bin",
+        bin,
+        "--json",
+    ]);
+    assert_eq!(verdict(&cells, "healthy"), "ok: correct", "{err}");
+    assert_eq!(cells["healthy"]["host"], "gemini-cli");
+    assert_matches_docs(&cells, "Without --rescue", &column(&cells));
+    let (cells, err) = matrix(&[
+        "matrix",
+        "--host",
+        "gemini-cli",
+        "--host-bin",
+        bin,
+        "--json",
+        "--rescue",
+    ]);
+    for case in ["reset-after-event", "eof-before-result", "server-dies"] {
+        let cell = &cells[case];
+        assert_eq!(verdict(&cells, case), "failed: correct", "{cell}\n{err}");
+        assert!(cell["tool_result_ms"].as_i64().is_some(), "{case}: {cell}");
+    }
+    assert_matches_docs(&cells, "With --rescue", &column(&cells));
+}
