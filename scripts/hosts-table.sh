@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # hosts-table.sh — remakes the tables of docs/hosts.md: `mcpscope matrix --json` once per client
-# (Claude Code newest and older, Codex and Gemini CLI as agent hosts in their loopback-only namespace; the Python SDK
+# (Claude Code newest and older, Codex, Gemini CLI and Qwen Code as agent hosts in their loopback-only namespace; the Python SDK
 # 2.x and 1.x and the TypeScript SDK as client commands), without and with --rescue, one column
 # each. Needs the peers of scripts/setup-peers.sh and a build of the dist profile (cargo build --profile dist).
 # Prints the tables' Markdown on stdout; `scripts/hosts-table.sh > /tmp/t.md` and paste.
@@ -10,7 +10,7 @@ BIN="${MCPSCOPE:-$ROOT/target/dist/mcpscope}"
 OUT="$(mktemp -d)"
 trap 'rm -rf "$OUT"' EXIT
 HOSTS="$ROOT/tests/peers/hosts/node_modules"
-declare -a NAMES=(claude-newest claude-older codex gemini py2 py1 ts)
+declare -a NAMES=(claude-newest claude-older codex gemini qwen py2 py1 ts)
 run() { # NAME RESCUE(0/1)
     local name=$1 rescue=() ; [ "$2" = 1 ] && rescue=(--rescue)
     local args
@@ -19,6 +19,7 @@ run() { # NAME RESCUE(0/1)
         claude-older)  args=(--host claude-code --host-bin "$HOSTS/claude-code-older/bin/claude.exe") ;;
         codex) args=(--host codex --host-bin "$HOSTS/codex/bin/codex.js") ;;
         gemini) args=(--host gemini-cli --host-bin "$HOSTS/.bin/gemini") ;;
+        qwen) args=(--host qwen-code --host-bin "$HOSTS/.mcpscope/qwen") ;;
         py2) args=(-- "$ROOT/.venv/bin/python" "$ROOT/tests/peers/py_matrix_client.py" '{url}') ;;
         py1) args=(-- "$ROOT/.venv-mcp1/bin/python" "$ROOT/tests/peers/py_matrix_client.py" '{url}') ;;
         ts)  args=(-- node "$ROOT/tests/peers/node/matrix_client.mjs" '{url}') ;;
@@ -34,7 +35,7 @@ python3 - "$OUT" "$("$ROOT/.venv/bin/python" -c 'from importlib.metadata import 
     "$(node -p "require('$ROOT/tests/peers/node/node_modules/@modelcontextprotocol/sdk/package.json').version")" <<'PY'
 import json, sys
 out, py2, py1, ts = sys.argv[1:5]
-names = ["claude-newest", "claude-older", "codex", "gemini", "py2", "py1", "ts"]
+names = ["claude-newest", "claude-older", "codex", "gemini", "qwen", "py2", "py1", "ts"]
 def load(name, rescue):
     with open(f"{out}/{name}-{rescue}.jsonl") as f:
         return [json.loads(line) for line in f if line.strip()]
@@ -46,9 +47,9 @@ for rescue, heading in ((0, "Without --rescue"), (1, "With --rescue")):
         if n.startswith("claude"):
             v = next((c.get("host_version") for c in cells if c.get("host_version")), "?")
             heads.append(f"Claude Code {v}")
-        elif n in ("codex", "gemini"):
+        elif n in ("codex", "gemini", "qwen"):
             v = next((c.get("host_version") for c in cells if c.get("host_version")), "?")
-            heads.append(f"{'Codex' if n == 'codex' else 'Gemini CLI'} {v}")
+            heads.append(f"{ {'codex': 'Codex', 'gemini': 'Gemini CLI', 'qwen': 'Qwen Code'}[n] } {v}")
         else:
             heads.append({"py2": f"Python SDK {py2}", "py1": f"Python SDK {py1}", "ts": f"TypeScript SDK {ts}"}[n])
     print(f"## {heading}\n")

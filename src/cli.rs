@@ -505,7 +505,7 @@ pub struct MatrixArgs {
     #[arg(long)]
     pub rescue: bool,
     /// Drive an agent host instead of a client command: a preset's name (see --hosts:
-    /// claude-code, codex, gemini-cli, or one of yours in ~/.config/mcpscope/hosts/), or custom
+    /// claude-code, codex, gemini-cli, qwen-code, or one of yours in ~/.config/mcpscope/hosts/), or custom
     /// (its command after `--`, with `{url}` and `{model_url}`). Its model API goes to a
     /// built-in scripted model; everything runs in a loopback-only network namespace.
     #[arg(long, value_name = "HOST", group = "agent_host")]

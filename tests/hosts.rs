@@ -484,13 +484,11 @@ text = '{"server": "{server}", "model": "{model_url}"}'
     assert_eq!(cell["host"], "echoer");
 }
 
-/// Gemini CLI (installed by scripts/setup-peers.sh), its preset's model pinned past the router:
-/// the column docs/hosts.md shows, without and with --rescue. With --rescue every stream death
-/// reaches the model as a tool result.
-#[test]
-#[ignore = "needs Gemini CLI in tests/peers/hosts (scripts/setup-peers.sh) and root or unprivileged user namespaces: run scripts/test.sh"]
-fn gemini_cli_matches_its_column_without_and_with_rescue() {
-    let bin = root().join("tests/peers/hosts/node_modules/.bin/gemini");
+/// A preset host's column, without and with --rescue, against docs/hosts.md (column `label
+/// VERSION`); with --rescue every stream death without an event id reaches the model (as an
+/// error where the host's model API can say so).
+fn assert_host_column(preset: &str, bin: &str, label: &str) {
+    let bin = root().join(bin);
     assert!(
         bin.exists(),
         "{} is missing: run scripts/setup-peers.sh",
@@ -502,23 +500,16 @@ fn gemini_cli_matches_its_column_without_and_with_rescue() {
             .values()
             .find_map(|c| c["host_version"].as_str())
             .expect("host_version");
-        format!("Gemini CLI {version}")
+        format!("{label} {version}")
     };
-    let (cells, err) = matrix(&[
-        "matrix",
-        "--host",
-        "gemini-cli",
-        "--host-bin",
-        bin,
-        "--json",
-    ]);
+    let (cells, err) = matrix(&["matrix", "--host", preset, "--host-bin", bin, "--json"]);
     assert_eq!(verdict(&cells, "healthy"), "ok: correct", "{err}");
-    assert_eq!(cells["healthy"]["host"], "gemini-cli");
+    assert_eq!(cells["healthy"]["host"], preset);
     assert_matches_docs(&cells, "Without --rescue", &column(&cells));
     let (cells, err) = matrix(&[
         "matrix",
         "--host",
-        "gemini-cli",
+        preset,
         "--host-bin",
         bin,
         "--json",
@@ -530,4 +521,27 @@ fn gemini_cli_matches_its_column_without_and_with_rescue() {
         assert!(cell["tool_result_ms"].as_i64().is_some(), "{case}: {cell}");
     }
     assert_matches_docs(&cells, "With --rescue", &column(&cells));
+}
+
+/// Gemini CLI (installed by scripts/setup-peers.sh), its preset's model pinned past the router.
+#[test]
+#[ignore = "needs Gemini CLI in tests/peers/hosts (scripts/setup-peers.sh) and root or unprivileged user namespaces: run scripts/test.sh"]
+fn gemini_cli_matches_its_column_without_and_with_rescue() {
+    assert_host_column(
+        "gemini-cli",
+        "tests/peers/hosts/node_modules/.bin/gemini",
+        "Gemini CLI",
+    );
+}
+
+/// Qwen Code (installed by scripts/setup-peers.sh, run by Node 22), its MCP tools made visible
+/// past its tool search.
+#[test]
+#[ignore = "needs Qwen Code in tests/peers/hosts (scripts/setup-peers.sh) and root or unprivileged user namespaces: run scripts/test.sh"]
+fn qwen_code_matches_its_column_without_and_with_rescue() {
+    assert_host_column(
+        "qwen-code",
+        "tests/peers/hosts/node_modules/.mcpscope/qwen",
+        "Qwen Code",
+    );
 }

@@ -29,6 +29,7 @@ const SHIPPED: &[(&str, &str)] = &[
         "gemini-cli.toml",
         include_str!("../presets/gemini-cli.toml"),
     ),
+    ("qwen-code.toml", include_str!("../presets/qwen-code.toml")),
 ];
 
 /// A file a preset writes into the cell's HOME.
@@ -510,7 +511,7 @@ mod tests {
         assert_eq!(Host::find("claude").expect("alias").name, "claude-code");
         let unknown = Host::find("nope").expect_err("unknown");
         assert!(
-            unknown.contains("claude-code, codex, gemini-cli"),
+            unknown.contains("claude-code, codex, gemini-cli, qwen-code"),
             "{unknown}"
         );
     }
