@@ -227,10 +227,9 @@ fn claude_code_through_rescue_gets_every_death_as_an_error_within_a_second() {
     assert_matches_docs(&cells, "With --rescue", &claude_column(&cells));
 }
 
-/// A custom host runs in a network namespace with loopback alone: `lo` is its only link and it
-/// has no route. (It never calls the tool, so the cell is inconclusive; only where it ran counts.)
-#[test]
-fn a_custom_host_runs_with_loopback_alone() {
+/// The healthy cell of a custom host that is a shell script (`sh -c SCRIPT`), 2 s per cell,
+/// and what mcpscope printed on stderr.
+fn custom_shell_cell(script: &str) -> (Value, String) {
     let (cells, err) = matrix(&[
         "matrix",
         "--cases",
@@ -245,15 +244,33 @@ fn a_custom_host_runs_with_loopback_alone() {
         "--",
         "sh",
         "-c",
-        "echo model={model_url}; tail -n +3 /proc/self/net/dev | cut -d: -f1 | tr -d ' '; echo routes=$(tail -n +2 /proc/self/net/route | wc -l); echo home=$HOME",
+        script,
     ]);
-    let cell = cells.get("healthy").unwrap_or_else(|| panic!("{err}"));
-    let lines: Vec<&str> = cell["last_lines"]
+    let cell = cells
+        .get("healthy")
+        .cloned()
+        .unwrap_or_else(|| panic!("{err}"));
+    (cell, err)
+}
+
+/// The last lines a cell's client printed.
+fn last_lines(cell: &Value) -> Vec<&str> {
+    cell["last_lines"]
         .as_array()
         .expect("last_lines")
         .iter()
         .filter_map(Value::as_str)
-        .collect();
+        .collect()
+}
+
+/// A custom host runs in a network namespace with loopback alone: `lo` is its only link and it
+/// has no route. (It never calls the tool, so the cell is inconclusive; only where it ran counts.)
+#[test]
+fn a_custom_host_runs_with_loopback_alone() {
+    let (cell, err) = custom_shell_cell(
+        "echo model={model_url}; tail -n +3 /proc/self/net/dev | cut -d: -f1 | tr -d ' '; echo routes=$(tail -n +2 /proc/self/net/route | wc -l); echo home=$HOME",
+    );
+    let lines = last_lines(&cell);
     assert!(lines[0].starts_with("model=http://127.0.0.1:"), "{lines:?}");
     assert_eq!(lines[1..3], ["lo", "routes=0"], "{lines:?}\n{err}");
     assert!(
@@ -389,23 +406,9 @@ fn running_with(needle: &str) -> bool {
 fn a_daemon_a_host_starts_dies_with_its_cell() {
     // An odd duration names the daemon among every process of the machine.
     let needle = format!("{}.{}", 900 + std::process::id() % 97, std::process::id());
-    let (cells, err) = matrix(&[
-        "matrix",
-        "--cases",
-        "healthy",
-        "--timeout",
-        "2s",
-        "--json",
-        "--host",
-        "custom",
-        "--model-api",
-        "anthropic",
-        "--",
-        "sh",
-        "-c",
-        &format!("setsid sleep {needle} < /dev/null > /dev/null 2>&1 & echo started"),
-    ]);
-    let cell = cells.get("healthy").unwrap_or_else(|| panic!("{err}"));
+    let (cell, err) = custom_shell_cell(&format!(
+        "setsid sleep {needle} < /dev/null > /dev/null 2>&1 & echo started"
+    ));
     assert_eq!(cell["last_lines"][0], "started", "{cell}\n{err}");
     // The kernel kills the namespace's processes as its first one ends: give it a moment.
     let deadline = Instant::now() + Duration::from_secs(5);
@@ -466,12 +469,7 @@ text = '{"server": "{server}", "model": "{model_url}"}'
         &preset,
     ]);
     let cell = cells.get("healthy").unwrap_or_else(|| panic!("{err}"));
-    let lines: Vec<&str> = cell["last_lines"]
-        .as_array()
-        .expect("last_lines")
-        .iter()
-        .filter_map(Value::as_str)
-        .collect();
+    let lines = last_lines(cell);
     assert!(
         lines[0].starts_with("url=http://127.0.0.1:"),
         "{lines:?}\n{err}"
