@@ -71,12 +71,25 @@ venv_with "$VENV1" "$MCP1_PY_PIN"
     || die "the Python SDK 1.x in $VENV1 does not import"
 
 # npm_ci DIR: npm ci from DIR's committed package-lock.json, when node_modules is missing or older.
+# A lock can name optional, per-platform packages the registry does not serve (Qwen Code's
+# clipboard helper for macOS and Windows): `npm ci` refuses such a lock as "not in sync" while
+# `npm install` skips them. Then the same lock is installed with `npm install --no-save`, and the
+# lock must come out unchanged (nothing resolved anew).
 npm_ci() {
-    local dir=$1 log
+    local dir=$1 log before
     if [ ! -d "$dir/node_modules" ] || [ "$dir/package-lock.json" -nt "$dir/node_modules/.package-lock.json" ]; then
         log="$(mktemp)"
         if ! (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error) >"$log" 2>&1; then
-            cat "$log" >&2; rm -f "$log"; die "npm ci in $dir failed"
+            grep -q 'are in sync' "$log" || { cat "$log" >&2; rm -f "$log"; die "npm ci in $dir failed"; }
+            before="$(mktemp)"; cp "$dir/package-lock.json" "$before"
+            if ! (cd "$dir" && npm install --no-save --no-audit --no-fund --loglevel=error) >"$log" 2>&1; then
+                cat "$log" >&2; rm -f "$log" "$before"; die "npm install from the lock in $dir failed"
+            fi
+            if ! cmp -s "$before" "$dir/package-lock.json"; then
+                cp "$before" "$dir/package-lock.json"; rm -f "$log" "$before"
+                die "npm install in $dir changed package-lock.json: the lock is stale"
+            fi
+            rm -f "$before"
         fi
         rm -f "$log"
     fi
