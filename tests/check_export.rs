@@ -523,3 +523,46 @@ fn a_dead_task_result_wait_the_client_recovered_from_passes() {
     ]);
     assert!(out.status.success(), "{}", text(&out.stdout));
 }
+
+#[test]
+fn a_resumption_from_an_older_event_id_is_found_on_the_call_that_waited_by_default() {
+    let s1: &[(&str, &str)] = &[("mcp-session-id", "s1")];
+    let mut s = Script::ticking();
+    s.initialize("2025-11-25")
+        .post(
+            2,
+            s1,
+            json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slow"}}),
+        )
+        .respond(2, 200, "text/event-stream", s1)
+        .event(2, Some("s2-0"), None)
+        .event(2, Some("s2-1"), None)
+        .finish(2, EndHow::Reset, Leg::Upstream)
+        .open_with(
+            3,
+            "GET",
+            &[("mcp-session-id", "s1"), ("last-event-id", "s2-0")],
+        )
+        .respond(3, 200, "text/event-stream", s1)
+        .event(
+            3,
+            Some("s2-2"),
+            Some(json!({"jsonrpc":"2.0","id":1,"result":{"content":[]}})),
+        );
+    let default = Rule::parse_list(mcpscope_export::check::DEFAULT_FAIL_ON).expect("rules");
+    assert_eq!(
+        found(s.events.clone(), &default),
+        vec![(Rule::ResumeMismatch, Some("1".into()))],
+        "answered through the replay, and still found"
+    );
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = write_recording(dir.path(), "stale.jsonl", &s.events);
+    let out = mcpscope(&["check", path.to_str().expect("utf-8")]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(
+        stdout.contains("resume-mismatch")
+            && stdout.contains("from event id s2-0, an older id; the last id #2 carried was s2-1"),
+        "{stdout}"
+    );
+}

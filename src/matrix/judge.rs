@@ -182,6 +182,8 @@ struct Seen<'a> {
     resumed_early: Option<i64>,
     /// The client's later calls repeating it.
     retries: Vec<&'a Call>,
+    /// A resumption of it named another event id than the last one it received: the defect.
+    resume_mismatch: Option<String>,
 }
 
 /// The call the case is about: the first the fault hit, else the first the target matches.
@@ -232,6 +234,18 @@ fn seen<'a>(model: &'a Model, call: &'a Call) -> Seen<'a> {
         .filter(|s| s.resumes == Some(call.request_stream))
         .map(|s| s.opened_at)
         .min();
+    let resume_mismatch = model.streams.iter().find_map(|s| {
+        let m = s.resume_mismatch.as_ref()?;
+        let waiting = model.stream(m.waiting)?;
+        waiting.calls.contains(&call.index).then(|| {
+            format!(
+                "resumes from {} ({}, not {})",
+                m.kind.words(),
+                s.request_header("last-event-id").unwrap_or("-"),
+                m.expected
+            )
+        })
+    });
     let resumed_early = match (hint, first_resume) {
         (Some(hint), Some(at)) => {
             let waited = ms_between(broke_at, at);
@@ -244,9 +258,10 @@ fn seen<'a>(model: &'a Model, call: &'a Call) -> Seen<'a> {
         call,
         broke_at,
         resumable,
-        tried_resume,
+        tried_resume: tried_resume || resume_mismatch.is_some(),
         resumed_early,
         retries,
+        resume_mismatch,
     }
 }
 
@@ -584,6 +599,9 @@ fn verdict(
     let expected = expected_text(expect, seen.resumable).to_string();
     if double_execution {
         return (expected, Some("double execution".into()));
+    }
+    if let Some(mismatch) = &seen.resume_mismatch {
+        return (expected, Some(mismatch.clone()));
     }
     if let Some(early) = seen.resumed_early {
         return (
@@ -962,6 +980,44 @@ mod tests {
             &killed(),
         );
         assert_eq!((j.outcome, j.defect), (Outcome::Resumed, None));
+    }
+
+    #[test]
+    fn a_resumption_from_an_older_id_is_a_defect_even_when_the_server_answers_it() {
+        let mut s = Script::ticking();
+        s.initialize("2025-11-25")
+            .post(
+                2,
+                S1,
+                json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "poke"}}),
+            )
+            .respond(2, 200, "text/event-stream", S1)
+            .event(2, Some("s1-0"), None)
+            .event(2, Some("s1-1"), None)
+            .finish(2, EndHow::Reset, Leg::Upstream)
+            .open_with(
+                3,
+                "GET",
+                &[("mcp-session-id", "s1"), ("last-event-id", "s1-0")],
+            )
+            .respond(3, 200, "text/event-stream", S1)
+            .event(
+                3,
+                Some("s1-2"),
+                Some(json!({"jsonrpc": "2.0", "id": 1, "result": {"content": []}})),
+            );
+        let j = judge(
+            &s.fold().0,
+            &Target::AnyTool,
+            (None, Expect::Death),
+            &Evidence::default(),
+            &killed(),
+        );
+        assert_eq!(j.outcome, Outcome::Resumed);
+        assert_eq!(
+            j.defect.as_deref(),
+            Some("resumes from an older id (s1-0, not s1-1)")
+        );
     }
 
     /// A task-augmented `slow_task` (stream 2) whose `tasks/result` stream (3) is reset; then,

@@ -33,6 +33,7 @@ fn kinds(notices: &[Notice]) -> Vec<&'static str> {
             What::CallOrphaned { .. } => "call_orphaned",
             What::CallResumable { .. } => "call_resumable",
             What::CallResumed { .. } => "call_resumed",
+            What::ResumeMismatch { .. } => "resume_mismatch",
             What::CallAnswered { .. } => "call_answered",
             What::CallFailed { .. } => "call_failed",
             What::CallCancelled { .. } => "call_cancelled",
@@ -178,6 +179,73 @@ fn r2025_11_25_event_ids_make_it_resumable_then_resumed_and_answered_on_the_get(
         Some("GET#3 resumed")
     );
     assert!(kinds(&notices).contains(&"call_resumed"));
+}
+
+/// A call on stream 2 that died after events `e1`, `e2`; a second stream (4) that carried `o1`
+/// and ended; then a resumption GET (3) from `last`.
+fn resumed_from(
+    last: &str,
+) -> (
+    mcpscope_engine::model::Model,
+    Vec<mcpscope_engine::model::Notice>,
+) {
+    let mut s = sse_call("2025-11-25", "slow");
+    s.post(4, S1, call("other", 7))
+        .respond(4, 200, "text/event-stream", S1)
+        .event(4, Some("o1"), Some(result(7)))
+        .finish(4, EndHow::Eof, Leg::Upstream);
+    s.event(2, Some("e1"), None).event(2, Some("e2"), None);
+    s.finish(2, EndHow::Reset, Leg::Upstream);
+    s.open_with(
+        3,
+        "GET",
+        &[("mcp-session-id", "s1"), ("last-event-id", last)],
+    );
+    s.fold()
+}
+
+#[test]
+fn a_resumption_from_any_id_but_the_last_one_received_is_a_mismatch() {
+    use mcpscope_engine::model::MismatchKind;
+    let (model, notices) = resumed_from("e2");
+    assert!(!kinds(&notices).contains(&"resume_mismatch"));
+    assert_eq!(
+        model.stream(3).and_then(|s| s.resume_mismatch.clone()),
+        None
+    );
+    for (last, kind) in [
+        ("e1", MismatchKind::Older),
+        ("o1", MismatchKind::OtherStream),
+        ("zz", MismatchKind::Unknown),
+    ] {
+        let (model, notices) = resumed_from(last);
+        let mismatch = model
+            .stream(3)
+            .and_then(|s| s.resume_mismatch.clone())
+            .unwrap_or_else(|| panic!("{last}: no mismatch"));
+        assert_eq!(
+            (mismatch.waiting, mismatch.expected.as_str(), mismatch.kind),
+            (2, "e2", kind)
+        );
+        let line = notices
+            .iter()
+            .find(|n| matches!(n.what, What::ResumeMismatch { .. }))
+            .map(|n| n.line())
+            .expect("notice");
+        assert!(
+            line.contains(&format!("from event id {last}, {}", kind.words()))
+                && line.contains("#2 carried was e2"),
+            "{line}"
+        );
+    }
+    // An older id still resumes the call (the server may replay); another stream's does not.
+    let (model, _) = resumed_from("e1");
+    assert_eq!(verdict_of(&model, "slow"), Verdict::Pending);
+    let (model, _) = resumed_from("o1");
+    assert!(matches!(
+        verdict_of(&model, "slow"),
+        Verdict::Resumable { .. }
+    ));
 }
 
 #[test]

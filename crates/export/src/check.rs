@@ -11,7 +11,8 @@ use serde_json::{Value, json};
 use crate::{Error, Folded, describe};
 
 /// The rules `--fail-on` takes when none are given.
-pub const DEFAULT_FAIL_ON: &str = "orphaned,pending,double-execution,invalid-message";
+pub const DEFAULT_FAIL_ON: &str =
+    "orphaned,pending,double-execution,resume-mismatch,invalid-message";
 
 /// What makes a recording fail a check.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -30,6 +31,9 @@ pub enum Rule {
     DoubleExecution,
     /// Any retry of a tool not marked read-only or idempotent.
     NonIdempotentRetry,
+    /// A resumption that named another `Last-Event-ID` than the last one the client received
+    /// on the stream whose calls waited.
+    ResumeMismatch,
     /// Bytes that should have been a JSON-RPC message but were not.
     InvalidMessage,
     /// An HTTP status of 400 or more.
@@ -52,7 +56,7 @@ pub enum Rule {
 
 impl Rule {
     /// Every rule, in the order reports list them.
-    pub const ALL: [Rule; 15] = [
+    pub const ALL: [Rule; 16] = [
         Rule::Orphaned,
         Rule::Pending,
         Rule::ResumableNeverResumed,
@@ -60,6 +64,7 @@ impl Rule {
         Rule::ToolError,
         Rule::DoubleExecution,
         Rule::NonIdempotentRetry,
+        Rule::ResumeMismatch,
         Rule::InvalidMessage,
         Rule::HttpError,
         Rule::InjectedFault,
@@ -88,6 +93,7 @@ impl Rule {
             Rule::ToolError => "tool-error",
             Rule::DoubleExecution => "double-execution",
             Rule::NonIdempotentRetry => "non-idempotent-retry",
+            Rule::ResumeMismatch => "resume-mismatch",
             Rule::InvalidMessage => "invalid-message",
             Rule::HttpError => "http-error",
             Rule::InjectedFault => "injected-fault",
@@ -113,6 +119,10 @@ impl Rule {
                 "A tool not annotated read-only or idempotent may have run twice."
             }
             Rule::NonIdempotentRetry => "A tool not annotated read-only or idempotent was retried.",
+            Rule::ResumeMismatch => {
+                "A resumption named another Last-Event-ID than the last one the client received on \
+                 the stream whose calls waited."
+            }
             Rule::InvalidMessage => "Bytes that should have been a JSON-RPC message were not.",
             Rule::HttpError => "An HTTP status of 400 or more, or an unreachable upstream.",
             Rule::InjectedFault => "A fault the proxy injected.",
@@ -361,6 +371,19 @@ pub fn findings(model: &Model, rules: &[Rule]) -> Vec<Finding> {
                 format!("upstream unreachable (502): {error}"),
             ));
         }
+        if let Some(mismatch) = &stream.resume_mismatch
+            && has(Rule::ResumeMismatch)
+        {
+            let detail = format!(
+                "{} resumed from event id {}, {}; the last id #{} carried was {}",
+                stream.label(),
+                stream.request_header("last-event-id").unwrap_or("-"),
+                mismatch.kind.words(),
+                mismatch.waiting,
+                mismatch.expected
+            );
+            out.extend(on_waiting_calls(model, stream.id, mismatch.waiting, detail));
+        }
         for fault in &stream.faults {
             if has(Rule::InjectedFault) {
                 out.extend(on_calls(
@@ -374,6 +397,47 @@ pub fn findings(model: &Model, rules: &[Rule]) -> Vec<Finding> {
     }
     out.sort_by_key(|f| (f.call.is_none(), f.call, f.stream, f.rule));
     out
+}
+
+/// A resume mismatch, on each call of the `waiting` stream that had not been answered on it
+/// (those that waited for the resumption), or on the resuming stream alone.
+fn on_waiting_calls(
+    model: &Model,
+    resuming: StreamId,
+    waiting: StreamId,
+    detail: String,
+) -> Vec<Finding> {
+    let calls: Vec<usize> = model
+        .stream(waiting)
+        .map(|s| s.calls.clone())
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|&i| {
+            model
+                .calls
+                .get(i)
+                .is_some_and(|c| !(c.owner == waiting && c.verdict == Verdict::Answered))
+        })
+        .collect();
+    if calls.is_empty() {
+        return vec![Finding {
+            rule: Rule::ResumeMismatch,
+            call: None,
+            stream: Some(resuming),
+            detail,
+            schema: None,
+        }];
+    }
+    calls
+        .into_iter()
+        .map(|index| Finding {
+            rule: Rule::ResumeMismatch,
+            call: Some(index),
+            stream: None,
+            detail: detail.clone(),
+            schema: None,
+        })
+        .collect()
 }
 
 /// A finding about a stream, repeated on each call it carried, or on the stream alone.
@@ -652,6 +716,7 @@ mod tests {
                 Rule::Orphaned,
                 Rule::Pending,
                 Rule::DoubleExecution,
+                Rule::ResumeMismatch,
                 Rule::InvalidMessage
             ]
         );

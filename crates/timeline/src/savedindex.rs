@@ -23,7 +23,7 @@ use mcpscope_engine::model::{Model, Retention};
 use mcpscope_engine::record::IndexPoint;
 
 /// The version of the cache file's layout; a cache of another version is ignored.
-pub const FORMAT_VERSION: u32 = 5;
+pub const FORMAT_VERSION: u32 = 6;
 
 /// What names a cache file as one.
 const FORMAT: &str = "mcpscope-index";

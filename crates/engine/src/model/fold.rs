@@ -518,6 +518,7 @@ impl Model {
             last_event_id: None,
             retry_ms: None,
             resumes: None,
+            resume_mismatch: None,
             ended: None,
             request_aborted: None,
             unreachable: None,
@@ -531,68 +532,6 @@ impl Model {
         self.sessions[session].streams.push(id);
         self.counts.open_streams += 1;
         si
-    }
-
-    fn resume(
-        &mut self,
-        t: DateTime<Utc>,
-        si: usize,
-        session: usize,
-        last: &str,
-        out: &mut Vec<Notice>,
-    ) {
-        let Some(&target) = self.event_owner.get(&(session, last.to_string())) else {
-            return;
-        };
-        self.streams[si].resumes = Some(target);
-        self.streams[si].last_event_id = None;
-        let new_id = self.streams[si].id;
-        let Some(&ti) = self.stream_index.get(&target) else {
-            return;
-        };
-        for index in self.streams[ti].calls.clone() {
-            let call = &mut self.calls[index];
-            if call.owner != target || !matches!(call.verdict, Verdict::Resumable { .. }) {
-                continue;
-            }
-            call.reaction.resume_attempts += 1;
-            if call.first_death().is_none() {
-                let death = call.verdict.death().copied();
-                call.aside_mut().first_death = death;
-            }
-            self.set_verdict(index, Verdict::Pending, None);
-            self.calls[index].owner = new_id;
-            self.streams[si].calls.push(index);
-            out.push(Notice {
-                server: None,
-                t,
-                what: What::CallResumed {
-                    call: self.call_ref(index),
-                    stream: new_id,
-                    last_event_id: last.to_string(),
-                },
-            });
-        }
-    }
-
-    /// A resumption that never reached the upstream leaves the call as it was before it:
-    /// waiting for a resumption since its first stream died (the window still counts from that
-    /// death). Returns whether it did.
-    fn resume_unreached(&mut self, si: usize, index: usize) -> bool {
-        let stream = &self.streams[si];
-        let (Some(target), Some(death)) = (stream.resumes, self.calls[index].first_death()) else {
-            return false;
-        };
-        let last_event_id = stream.request_header("last-event-id").map(str::to_string);
-        let retry_ms = self.stream(target).and_then(|s| s.retry_ms);
-        self.calls[index].owner = target;
-        let verdict = Verdict::Resumable {
-            death,
-            last_event_id,
-            retry_ms,
-        };
-        self.set_verdict(index, verdict, None);
-        true
     }
 
     fn response_head(

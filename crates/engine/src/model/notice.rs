@@ -129,6 +129,20 @@ pub enum What {
         /// The `Last-Event-ID` it sent.
         last_event_id: String,
     },
+    /// A resumption named another `Last-Event-ID` than the last id the client received on the
+    /// stream whose calls wait for it.
+    ResumeMismatch {
+        /// The resuming stream.
+        stream: StreamId,
+        /// The `Last-Event-ID` it sent.
+        last_event_id: String,
+        /// The stream whose calls wait.
+        waiting: StreamId,
+        /// The last event id that stream carried.
+        expected: String,
+        /// What the sent id was instead.
+        mismatch: super::MismatchKind,
+    },
     /// A call got its result.
     CallAnswered {
         /// The call.
@@ -400,6 +414,7 @@ impl What {
             | What::SessionRevision { .. }
             | What::SessionEnded { .. }
             | What::StreamEnded { .. }
+            | What::ResumeMismatch { .. }
             | What::UpstreamUnreachable { .. }
             | What::InvalidMessage { .. }
             | What::FaultInjected { .. }
@@ -418,6 +433,7 @@ impl What {
             | What::CallOrphaned { stream, .. }
             | What::CallResumable { stream, .. }
             | What::CallResumed { stream, .. }
+            | What::ResumeMismatch { stream, .. }
             | What::CallAnswered { stream, .. }
             | What::ServerRequest { stream, .. }
             | What::UpstreamUnreachable { stream, .. }
@@ -534,6 +550,17 @@ impl Notice {
                     call(c)
                 )
             }
+            What::ResumeMismatch {
+                stream,
+                last_event_id,
+                waiting,
+                expected,
+                mismatch,
+            } => format!(
+                "RESUME MISMATCH   #{stream} resumed from event id {last_event_id}, {}; \
+                 the last id #{waiting} carried was {expected}",
+                mismatch.words()
+            ),
             What::CallAnswered {
                 call: c,
                 elapsed_ms,

@@ -80,6 +80,10 @@ pub struct Stream {
     pub retry_ms: Option<u64>,
     /// The stream this one resumes (GET with `Last-Event-ID`).
     pub resumes: Option<StreamId>,
+    /// How its `Last-Event-ID` differs from the last id the client received on the stream
+    /// whose calls waited for it, if it does.
+    #[serde(default)]
+    pub resume_mismatch: Option<super::ResumeMismatch>,
     /// How the response ended.
     pub ended: Option<End>,
     /// How the request body ended, if abnormally.

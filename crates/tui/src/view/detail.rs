@@ -463,6 +463,18 @@ fn stream_lines(app: &App, model: &Model, stream: &Stream) -> Vec<Line<'static>>
     if let Some(r) = stream.resumes {
         out.push(kv(theme, "resumes", format!("#{r}")));
     }
+    if let Some(m) = &stream.resume_mismatch {
+        out.push(Line::from(Span::styled(
+            format!(
+                "resume mismatch: Last-Event-ID {} is {}; the last id #{} carried was {}",
+                stream.request_header("last-event-id").unwrap_or("-"),
+                m.kind.words(),
+                m.waiting,
+                m.expected
+            ),
+            theme.error(),
+        )));
+    }
     if !stream.faults.is_empty() {
         out.push(Line::from(Span::styled(
             format!("faults: {}", stream.faults.join(", ")),
