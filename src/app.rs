@@ -504,6 +504,8 @@ pub async fn serve_test(args: &ServeTestArgs) -> anyhow::Result<()> {
         json_responses: args.json_responses,
         event_ids: !args.no_event_ids,
         retry_ms: (args.retry_ms > 0).then_some(args.retry_ms),
+        keepalive: (args.keepalive > 0).then(|| std::time::Duration::from_secs(args.keepalive)),
+        slow: None,
     })
     .await?;
     crate::say!("mcpscope serve-test: listening on {}", server.url());

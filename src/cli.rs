@@ -314,6 +314,10 @@ pub struct ServeTestArgs {
     /// The `retry:` hint (ms) of the priming event of 2025-11-25 streams; 0 sends none.
     #[arg(long, value_name = "MS", default_value_t = 1000)]
     pub retry_ms: u64,
+    /// Seconds of silence after which an idle SSE stream gets a `: keep-alive` comment; 0
+    /// sends none (an idle stream is then silent on the wire).
+    #[arg(long, value_name = "SECONDS", default_value_t = 15)]
+    pub keepalive: u64,
 }
 
 /// Options of `demo`.
@@ -464,6 +468,10 @@ pub struct MatrixArgs {
     /// Comma-separated cases to run (default: all; see --list).
     #[arg(long, value_name = "LIST")]
     pub cases: Option<String>,
+    /// Leave out the cases about slow calls (progress-keeps-alive, silent-slow: 30 s and 45 s
+    /// each) when --cases is not given.
+    #[arg(long)]
+    pub quick: bool,
     /// Print the cases and exit.
     #[arg(long)]
     pub list: bool,

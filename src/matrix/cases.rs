@@ -1,6 +1,6 @@
 //! The matrix's cases: one stream death (or control) each, with the test server set up for it.
 
-use mcpscope_testserver::GetRefusal;
+use mcpscope_testserver::{GetRefusal, SlowPlan};
 
 /// What a correct client does when the case's fault hits its call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -13,6 +13,12 @@ pub enum Expect {
     HttpError(&'static str),
     /// The result never comes on a live stream: waiting is no defect (it looks like a slow tool).
     Stall,
+    /// A slow, healthy call whose stream carries a notification every few seconds: correct is
+    /// waiting for the result; giving up while they still flow is a defect.
+    SlowAnswer,
+    /// A slow, healthy call whose stream is silent until the result: waiting and giving up are
+    /// both facts about the client (when it gave up is reported), neither a defect.
+    Silent,
     /// A task's `tasks/result` wait dies; the task lives: ask `tasks/result` again. Only for
     /// clients that make task-augmented calls (2025-11-25 tasks); the fault hits `tasks/result`.
     TaskWait,
@@ -29,6 +35,11 @@ pub struct ServerSetup {
     pub refusal: GetRefusal,
     /// The `retry:` hint of the priming event (2025-11-25), ms.
     pub retry_ms: Option<u64>,
+    /// `: keep-alive` comments on idle streams (every 15 s); without them an idle stream is
+    /// silent on the wire.
+    pub keepalive: bool,
+    /// How the `slow` tool behaves whatever the client asks (the case's timing).
+    pub slow: Option<SlowPlan>,
 }
 
 /// One case of the matrix.
@@ -47,6 +58,9 @@ pub struct Case {
     pub needs_server: Option<&'static str>,
     /// What a correct client does.
     pub expect: Expect,
+    /// The host's own idle timeout for a tool call, ms, set for the cell where the host has
+    /// one (its preset's `idle_timeout_env`).
+    pub host_idle_timeout_ms: Option<u64>,
 }
 
 const NO_IDS: ServerSetup = ServerSetup {
@@ -57,6 +71,8 @@ const NO_IDS: ServerSetup = ServerSetup {
         resumption: None,
     },
     retry_ms: None,
+    keepalive: true,
+    slow: None,
 };
 
 const WITH_IDS: ServerSetup = ServerSetup {
@@ -67,6 +83,9 @@ const WITH_IDS: ServerSetup = ServerSetup {
 /// The `retry:` hint of the `retry-hint` case, ms.
 pub const RETRY_HINT_MS: u64 = 1_500;
 
+/// The idle timeout the slow cases give a host that has one, ms.
+pub const HOST_IDLE_TIMEOUT_MS: u64 = 10_000;
+
 /// Every case, in the order they are shown.
 pub const CASES: &[Case] = &[
     Case {
@@ -75,6 +94,7 @@ pub const CASES: &[Case] = &[
         fault: None,
         server: WITH_IDS,
         needs_server: None,
+        host_idle_timeout_ms: None,
         expect: Expect::Answer,
     },
     Case {
@@ -83,6 +103,7 @@ pub const CASES: &[Case] = &[
         fault: Some("reset after 1 events"),
         server: NO_IDS,
         needs_server: None,
+        host_idle_timeout_ms: None,
         expect: Expect::Death,
     },
     Case {
@@ -91,6 +112,7 @@ pub const CASES: &[Case] = &[
         fault: Some("reset"),
         server: NO_IDS,
         needs_server: None,
+        host_idle_timeout_ms: None,
         expect: Expect::Death,
     },
     Case {
@@ -99,6 +121,7 @@ pub const CASES: &[Case] = &[
         fault: Some("eof after 1 events"),
         server: NO_IDS,
         needs_server: None,
+        host_idle_timeout_ms: None,
         expect: Expect::Death,
     },
     Case {
@@ -107,6 +130,7 @@ pub const CASES: &[Case] = &[
         fault: Some("server-dies:0s after 1 events"),
         server: NO_IDS,
         needs_server: None,
+        host_idle_timeout_ms: None,
         expect: Expect::Death,
     },
     Case {
@@ -115,6 +139,7 @@ pub const CASES: &[Case] = &[
         fault: Some("server-dies:3s after 1 events"),
         server: NO_IDS,
         needs_server: None,
+        host_idle_timeout_ms: None,
         expect: Expect::Death,
     },
     Case {
@@ -126,6 +151,7 @@ pub const CASES: &[Case] = &[
             ..NO_IDS
         },
         needs_server: None,
+        host_idle_timeout_ms: None,
         expect: Expect::Death,
     },
     Case {
@@ -140,6 +166,7 @@ pub const CASES: &[Case] = &[
             ..WITH_IDS
         },
         needs_server: Some("needs the built-in server's priming event ids and GETs answered 405"),
+        host_idle_timeout_ms: None,
         expect: Expect::Death,
     },
     Case {
@@ -148,6 +175,7 @@ pub const CASES: &[Case] = &[
         fault: Some("reset after 2 events"),
         server: WITH_IDS,
         needs_server: Some("needs the built-in server's event ids and resumption"),
+        host_idle_timeout_ms: None,
         expect: Expect::Death,
     },
     Case {
@@ -162,6 +190,7 @@ pub const CASES: &[Case] = &[
             ..WITH_IDS
         },
         needs_server: Some("needs the built-in server's event ids and its refused resumption"),
+        host_idle_timeout_ms: None,
         expect: Expect::Death,
     },
     Case {
@@ -173,6 +202,7 @@ pub const CASES: &[Case] = &[
             ..WITH_IDS
         },
         needs_server: Some("needs the built-in server's priming event with a retry hint"),
+        host_idle_timeout_ms: None,
         expect: Expect::Death,
     },
     Case {
@@ -181,7 +211,40 @@ pub const CASES: &[Case] = &[
         fault: Some("stall"),
         server: NO_IDS,
         needs_server: None,
+        host_idle_timeout_ms: None,
         expect: Expect::Stall,
+    },
+    Case {
+        name: "progress-keeps-alive",
+        about: "healthy 30 s call; its stream carries a notification every 2 s (progress with a progress token, else a log message), no keep-alive comments; the host's idle timeout 10 s",
+        fault: None,
+        server: ServerSetup {
+            keepalive: false,
+            slow: Some(SlowPlan {
+                steps: 15,
+                interval_ms: 2_000,
+            }),
+            ..WITH_IDS
+        },
+        needs_server: Some("needs the built-in server's `slow` tool, timed by the case"),
+        host_idle_timeout_ms: Some(HOST_IDLE_TIMEOUT_MS),
+        expect: Expect::SlowAnswer,
+    },
+    Case {
+        name: "silent-slow",
+        about: "healthy 45 s call; its stream carries the head and the priming event, then nothing (no keep-alive comments) until one notification and the result at 45 s; the host's idle timeout 10 s",
+        fault: None,
+        server: ServerSetup {
+            keepalive: false,
+            slow: Some(SlowPlan {
+                steps: 1,
+                interval_ms: 45_000,
+            }),
+            ..WITH_IDS
+        },
+        needs_server: Some("needs the built-in server's `slow` tool, timed by the case"),
+        host_idle_timeout_ms: Some(HOST_IDLE_TIMEOUT_MS),
+        expect: Expect::Silent,
     },
     Case {
         name: "task-result-reset",
@@ -189,6 +252,7 @@ pub const CASES: &[Case] = &[
         fault: Some("reset"),
         server: NO_IDS,
         needs_server: None,
+        host_idle_timeout_ms: None,
         expect: Expect::TaskWait,
     },
     Case {
@@ -197,6 +261,7 @@ pub const CASES: &[Case] = &[
         fault: Some("404"),
         server: WITH_IDS,
         needs_server: None,
+        host_idle_timeout_ms: None,
         expect: Expect::HttpError("session expiry"),
     },
     Case {
@@ -205,6 +270,7 @@ pub const CASES: &[Case] = &[
         fault: Some("503"),
         server: WITH_IDS,
         needs_server: None,
+        host_idle_timeout_ms: None,
         expect: Expect::HttpError("HTTP 503"),
     },
 ];
@@ -214,10 +280,14 @@ pub fn find(name: &str) -> Option<&'static Case> {
     CASES.iter().find(|c| c.name == name)
 }
 
-/// The cases `--cases a,b` names (all when `None`); an unknown name is an error naming it.
-pub fn select(list: Option<&str>) -> Result<Vec<&'static Case>, String> {
+/// The cases `--cases a,b` names (all when `None`, or with `quick` all but the slow calls of
+/// 30 s and more); an unknown name is an error naming it.
+pub fn select(list: Option<&str>, quick: bool) -> Result<Vec<&'static Case>, String> {
     let Some(list) = list else {
-        return Ok(CASES.iter().collect());
+        return Ok(CASES
+            .iter()
+            .filter(|c| !(quick && c.server.slow.is_some()))
+            .collect());
     };
     let mut out = Vec::new();
     for name in list.split(',').map(str::trim).filter(|n| !n.is_empty()) {
@@ -295,10 +365,13 @@ mod tests {
 
     #[test]
     fn select_keeps_order_given_and_refuses_unknown_names() {
-        let picked = select(Some("stall,healthy,stall")).expect("known");
+        let picked = select(Some("stall,healthy,stall"), false).expect("known");
         let names: Vec<&str> = picked.iter().map(|c| c.name).collect();
         assert_eq!(names, ["stall", "healthy"]);
-        assert!(select(Some("nope")).is_err_and(|e| e.contains("nope")));
-        assert_eq!(select(None).map(|v| v.len()), Ok(CASES.len()));
+        assert!(select(Some("nope"), false).is_err_and(|e| e.contains("nope")));
+        assert_eq!(select(None, false).map(|v| v.len()), Ok(CASES.len()));
+        let quick = select(None, true).expect("quick");
+        assert_eq!(quick.len(), CASES.len() - 2);
+        assert!(quick.iter().all(|c| c.server.slow.is_none()));
     }
 }

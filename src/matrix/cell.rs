@@ -98,6 +98,24 @@ pub struct CellResult {
     pub broke_at: Option<chrono::DateTime<chrono::Utc>>,
 }
 
+/// The built-in server's tool the slow cases time.
+const SLOW_TOOL: &str = "slow";
+
+impl CellResult {
+    /// A cell not run, for `reason`.
+    fn skipped(case: &'static Case, reason: &str) -> Self {
+        CellResult {
+            case,
+            judgement: Judgement::skipped(case.expect, reason, None),
+            client: ClientRun::default(),
+            elapsed_ms: 0,
+            recording: None,
+            host: None,
+            broke_at: None,
+        }
+    }
+}
+
 /// What a cell's agent host did.
 #[derive(Debug, Clone)]
 pub struct HostCell {
@@ -132,6 +150,36 @@ struct Seen {
     call: bool,
     /// The case's fault fired.
     fault: bool,
+    /// The call the case is about ended at the proxy: answered, failed, cancelled, or its
+    /// stream closed.
+    call_done: bool,
+}
+
+/// What a cell watches for before its idle timeout starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Watch {
+    /// The fault firing.
+    Fault,
+    /// The call being sent.
+    Call,
+    /// A stall firing, then [`STALL_WATCH`].
+    Stall,
+    /// The call ending (a slow call: waiting for it is no hang), for at most this long after
+    /// it was sent.
+    CallDone(Duration),
+}
+
+impl Watch {
+    fn of(case: &Case, bounds: Bounds) -> Self {
+        match (case.expect, case.fault, case.server.slow) {
+            (Expect::Stall, _, _) => Watch::Stall,
+            (Expect::SlowAnswer | Expect::Silent, _, Some(slow)) => Watch::CallDone(
+                Duration::from_millis(slow.steps.saturating_mul(slow.interval_ms)) + bounds.cap,
+            ),
+            (_, Some(_), _) => Watch::Fault,
+            (_, None, _) => Watch::Call,
+        }
+    }
 }
 
 /// How long a client may take, in its phases.
@@ -160,21 +208,37 @@ impl Bounds {
 }
 
 /// Stops the client (returns) when, and says why: the start-up bound passed before the call
-/// (and its fault); the client sat idle for `timeout` after the fault (or the call); it was still
-/// busy at the cap; or, for a stall, [`STALL_WATCH`] passed after it fired.
+/// (and its fault); the client sat idle for `timeout` after the fault (or the call, or a slow
+/// call's end); it was still busy at the cap; or, for a stall, [`STALL_WATCH`] passed after it
+/// fired.
 async fn stop_when(
     mut seen: tokio::sync::watch::Receiver<Seen>,
     bounds: Bounds,
-    (has_fault, stall): (bool, bool),
+    watch: Watch,
     activity: ActivityLog,
 ) -> Stop {
-    let armed = seen.wait_for(|s| if has_fault { s.fault } else { s.call });
+    let armed = seen.wait_for(|s| {
+        if watch == Watch::Fault {
+            s.fault
+        } else {
+            s.call
+        }
+    });
     if !matches!(tokio::time::timeout(bounds.startup, armed).await, Ok(Ok(_))) {
         return Stop::Startup;
     }
-    if stall {
-        tokio::time::sleep(STALL_WATCH).await;
-        return Stop::Watched;
+    match watch {
+        Watch::Stall => {
+            tokio::time::sleep(STALL_WATCH).await;
+            return Stop::Watched;
+        }
+        Watch::CallDone(longest) => {
+            let done = seen.wait_for(|s| s.call_done);
+            if !matches!(tokio::time::timeout(longest, done).await, Ok(Ok(_))) {
+                return Stop::Busy;
+            }
+        }
+        Watch::Fault | Watch::Call => {}
     }
     let from = chrono::Utc::now();
     let began = tokio::time::Instant::now();
@@ -194,19 +258,17 @@ async fn stop_when(
 pub async fn run(case: &'static Case, plan: &Plan) -> anyhow::Result<CellResult> {
     if let (Some(_), Some(reason)) = (&plan.upstream, case.needs_server) {
         // Another server cannot be set up for the case: what it describes cannot happen.
-        return Ok(CellResult {
+        return Ok(CellResult::skipped(
             case,
-            judgement: Judgement::skipped(
-                case.expect,
-                &format!("{reason} (not available with --upstream)"),
-                None,
-            ),
-            client: ClientRun::default(),
-            elapsed_ms: 0,
-            recording: None,
-            host: None,
-            broke_at: None,
-        });
+            &format!("{reason} (not available with --upstream)"),
+        ));
+    }
+    if case.server.slow.is_some() && matches!(&plan.target, Target::Tool(tool) if tool != SLOW_TOOL)
+    {
+        return Ok(CellResult::skipped(
+            case,
+            &format!("times the built-in server's `{SLOW_TOOL}` tool; --tool names another"),
+        ));
     }
     let server = match &plan.upstream {
         Some(_) => None,
@@ -216,6 +278,8 @@ pub async fn run(case: &'static Case, plan: &Plan) -> anyhow::Result<CellResult>
                     json_responses: case.server.json,
                     event_ids: case.server.event_ids,
                     retry_ms: case.server.retry_ms,
+                    keepalive: case.server.keepalive.then_some(testserver::KEEPALIVE),
+                    slow: case.server.slow,
                     ..testserver::Options::default()
                 },
                 case.server.refusal,
@@ -294,8 +358,16 @@ pub async fn run(case: &'static Case, plan: &Plan) -> anyhow::Result<CellResult>
             }
             evidence.see(&event.kind);
             model.apply(&event);
-            if !seen_tx.borrow().call && judge::first_target(&model, &target).is_some() {
-                seen_tx.send_modify(|s| s.call = true);
+            if !seen_tx.borrow().call_done
+                && let Some(call) = judge::first_target(&model, &target)
+            {
+                let done = judge::call_done(&model, call);
+                seen_tx.send_if_modified(|s| {
+                    let changed = !s.call || (done && !s.call_done);
+                    s.call = true;
+                    s.call_done |= done;
+                    changed
+                });
             }
         }
         (model, evidence, rescued_at)
@@ -312,7 +384,7 @@ pub async fn run(case: &'static Case, plan: &Plan) -> anyhow::Result<CellResult>
     let stop = stop_when(
         seen,
         plan.bounds,
-        (case.fault.is_some(), case.expect == Expect::Stall),
+        Watch::of(case, plan.bounds),
         activity.clone(),
     );
     let stopped = Arc::clone(&why_stopped);
@@ -323,7 +395,7 @@ pub async fn run(case: &'static Case, plan: &Plan) -> anyhow::Result<CellResult>
         }
         shared.note(None, KILL_NOTE);
     };
-    let (url, extra_env) = match &plan.forward {
+    let (url, mut extra_env) = match &plan.forward {
         Some(forward) => {
             let mut vars = crate::forward::proxy_vars(running.proxy.addr);
             vars.extend(forward.trust.iter().cloned());
@@ -331,6 +403,11 @@ pub async fn run(case: &'static Case, plan: &Plan) -> anyhow::Result<CellResult>
         }
         None => (format!("http://{}/mcp", running.proxy.addr), Vec::new()),
     };
+    if let (Some(host), Some(ms)) = (&plan.host, case.host_idle_timeout_ms)
+        && let Some(name) = &host.host.idle_timeout_env
+    {
+        extra_env.push((name.clone(), ms.to_string()));
+    }
     let (run, host_run) = match &plan.host {
         Some(host) => {
             let (run, host_run) = super::host::run(host, &url, &extra_env, activity, stop).await?;

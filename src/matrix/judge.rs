@@ -362,6 +362,9 @@ pub fn judge(
         }
         return Judgement::skipped(expect, &reason, Some(call));
     }
+    if matches!(expect, Expect::SlowAnswer | Expect::Silent) {
+        return judge_slow(model, call, expect, run);
+    }
     let seen = seen(model, call);
     let answered = matches!(call.verdict, Verdict::Answered);
     let resumed = answered
@@ -438,6 +441,104 @@ pub fn judge(
     }
 }
 
+/// Whether the call ended at the proxy: answered, failed or cancelled, or its stream closed.
+pub fn call_done(model: &Model, call: &Call) -> bool {
+    !matches!(call.verdict, Verdict::Pending)
+        || model
+            .stream(call.owner)
+            .is_some_and(|s| s.ended.is_some() || s.unreachable.is_some())
+}
+
+/// The defect of a client that abandons a slow call whose stream still carries notifications.
+pub const ABORTS_LIVE_CALL: &str = "aborts a call whose notifications still flow";
+
+/// A slow, healthy call (`progress-keeps-alive`, `silent-slow`): answered is correct; giving up
+/// is a defect while notifications flow, and a fact about the client (when, after how much
+/// silence) when the stream was silent.
+fn judge_slow(model: &Model, call: &Call, expect: Expect, run: &ClientRun) -> Judgement {
+    let expected = expected_text(expect, false).to_string();
+    // A host whose model got a tool result before the proxy saw the answer gave up first.
+    let answered = matches!(call.verdict, Verdict::Answered | Verdict::Error { .. })
+        && !run
+            .model_reaction
+            .zip(call.ended_at)
+            .is_some_and(|(at_model, answered)| at_model < answered);
+    let own = |t: &DateTime<Utc>| *t >= call.started_at && run.killed_at.is_none_or(|k| *t < k);
+    let stream = model.stream(call.request_stream);
+    let mut times: Vec<DateTime<Utc>> = Vec::new();
+    if let Verdict::Cancelled { at } = call.verdict {
+        times.push(at);
+    }
+    times.extend(
+        stream
+            .and_then(|s| s.ended.as_ref())
+            .filter(|end| end.leg == Leg::Client)
+            .map(|end| end.at),
+    );
+    times.extend(run.exited_at);
+    times.extend(run.model_reaction);
+    let gave_up = times.into_iter().filter(own).min();
+    let base = Judgement {
+        outcome: Outcome::Ok,
+        reaction_ms: None,
+        verdict: "correct".into(),
+        defect: None,
+        expected,
+        double_execution: false,
+        call_verdict: Some(call.verdict.name().to_string()),
+        provoked: false,
+        skipped: None,
+        inconclusive: None,
+    };
+    if answered {
+        return Judgement {
+            reaction_ms: call.ended_at.map(|t| ms_between(call.started_at, t)),
+            ..base
+        };
+    }
+    let Some(at) = gave_up else {
+        return Judgement::inconclusive(
+            expect,
+            "the call neither ended nor was given up before the client was stopped",
+            Some(call),
+        );
+    };
+    // The silence before giving up: since the last bytes of the call's stream.
+    let last_bytes = stream
+        .map(|s| {
+            s.marks
+                .iter()
+                .map(|m| m.at)
+                .filter(|t| *t <= at)
+                .chain(s.head_at)
+                .max()
+                .unwrap_or(call.started_at)
+        })
+        .unwrap_or(call.started_at);
+    // Whole seconds: a host's timer is checked in seconds, and the board stays stable.
+    let after_s = (ms_between(call.started_at, at) + 500) / 1000;
+    let silent_s = (ms_between(last_bytes, at) + 500) / 1000;
+    let (verdict, defect) = match expect {
+        Expect::SlowAnswer => {
+            let defect = format!(
+                "{ABORTS_LIVE_CALL} (gave up after {after_s} s, {silent_s} s after the last)"
+            );
+            (defect.clone(), Some(defect))
+        }
+        _ => (
+            format!("gave up after {after_s} s, {silent_s} s silent (a fact, no defect)"),
+            None,
+        ),
+    };
+    Judgement {
+        outcome: Outcome::Failed,
+        reaction_ms: Some(ms_between(call.started_at, at)),
+        verdict,
+        defect,
+        ..base
+    }
+}
+
 /// A cell in which the call the case is about was never sent: nothing was provoked, so nothing
 /// is judged; the reason says how far the client got.
 fn no_call(expect: Expect, run: &ClientRun) -> Judgement {
@@ -484,6 +585,8 @@ fn expected_text(expect: Expect, resumable: bool) -> &'static str {
         Expect::Death => "fails at once (no event id to resume from)",
         Expect::HttpError(_) => "fails at once or starts over",
         Expect::Stall => "waits or gives up (a stall looks like a slow tool)",
+        Expect::SlowAnswer => "waits for the result while notifications flow",
+        Expect::Silent => "waits, or gives up (when is reported; no defect)",
         Expect::TaskWait => "asks tasks/result again and gets the result (the task lives)",
     }
 }
@@ -616,7 +719,7 @@ fn verdict(
         (Expect::Answer, Outcome::Ok) => None,
         (Expect::Answer, Outcome::Hung) => Some("hangs on a healthy call"),
         (Expect::Answer, _) => Some("fails a healthy call"),
-        (Expect::Stall | Expect::TaskWait, _) => None,
+        (Expect::Stall | Expect::TaskWait | Expect::SlowAnswer | Expect::Silent, _) => None,
         (Expect::HttpError(_), Outcome::Failed | Outcome::Retried) => None,
         (Expect::HttpError("session expiry"), _) => Some("hangs on session expiry"),
         (Expect::HttpError(_), _) => Some("hangs on HTTP error"),
@@ -1018,6 +1121,85 @@ mod tests {
             j.defect.as_deref(),
             Some("resumes from an older id (s1-0, not s1-1)")
         );
+    }
+
+    /// A `slow` call whose stream carries a notification every 2 s; the client closes it at
+    /// `close_ms` (or the result comes at 30 s when `None`).
+    fn slow_call(close_ms: Option<i64>) -> Model {
+        let mut s = Script::ticking();
+        s.initialize("2025-11-25")
+            .post(
+                2,
+                S1,
+                json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "slow"}}),
+            )
+            .respond(2, 200, "text/event-stream", S1);
+        let end = close_ms.unwrap_or(30_000);
+        for _ in 0..end / 2_000 {
+            s.wait(2_000).event(
+                2,
+                None,
+                Some(json!({"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": "step"}})),
+            );
+        }
+        match close_ms {
+            Some(_) => {
+                s.wait(end % 2_000)
+                    .finish(2, EndHow::Cancelled, Leg::Client);
+            }
+            None => {
+                s.event(
+                    2,
+                    None,
+                    Some(json!({"jsonrpc": "2.0", "id": 1, "result": {"content": []}})),
+                )
+                .finish(2, EndHow::Eof, Leg::Upstream);
+            }
+        }
+        s.fold().0
+    }
+
+    #[test]
+    fn a_slow_call_is_awaited_while_notifications_flow_and_giving_up_on_silence_is_a_fact() {
+        let judged = |model: &Model, expect| {
+            judge(
+                model,
+                &Target::AnyTool,
+                (None, expect),
+                &Evidence::default(),
+                &killed(),
+            )
+        };
+        let answered = slow_call(None);
+        for expect in [Expect::SlowAnswer, Expect::Silent] {
+            let j = judged(&answered, expect);
+            assert_eq!((j.outcome, j.verdict.as_str()), (Outcome::Ok, "correct"));
+            assert!(j.reaction_ms.is_some_and(|ms| ms >= 30_000), "{j:?}");
+        }
+        let closed = slow_call(Some(12_500));
+        let j = judged(&closed, Expect::SlowAnswer);
+        assert_eq!(j.outcome, Outcome::Failed);
+        assert!(
+            j.defect
+                .as_deref()
+                .is_some_and(|d| d.starts_with(ABORTS_LIVE_CALL)
+                    && d.contains("gave up after 13 s, 1 s after the last")),
+            "{j:?}"
+        );
+        let j = judged(&closed, Expect::Silent);
+        assert_eq!((j.outcome, j.defect.as_deref()), (Outcome::Failed, None));
+        assert!(j.verdict.starts_with("gave up after 13 s"), "{j:?}");
+        // Neither ended nor given up when the client was stopped: not judged.
+        let mut s = Script::ticking();
+        s.initialize("2025-11-25")
+            .post(
+                2,
+                S1,
+                json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "slow"}}),
+            )
+            .respond(2, 200, "text/event-stream", S1);
+        let j = judged(&s.fold().0, Expect::SlowAnswer);
+        assert_eq!(j.outcome, Outcome::Inconclusive, "{j:?}");
     }
 
     /// A task-augmented `slow_task` (stream 2) whose `tasks/result` stream (3) is reset; then,

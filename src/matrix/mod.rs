@@ -104,7 +104,7 @@ pub async fn run(args: &MatrixArgs) -> anyhow::Result<()> {
         .into());
     }
     let host = host::HostPlan::from_args(args).await?;
-    let selected = cases::select(args.cases.as_deref()).map_err(UsageError)?;
+    let selected = cases::select(args.cases.as_deref(), args.quick).map_err(UsageError)?;
     let upstream = args
         .upstream
         .as_deref()

@@ -62,6 +62,8 @@ struct PresetText {
     env: BTreeMap<String, String>,
     #[serde(default)]
     files: Vec<HomeFile>,
+    #[serde(default)]
+    idle_timeout_env: Option<String>,
 }
 
 /// Where a host's definition came from.
@@ -100,6 +102,10 @@ pub struct Host {
     pub env: BTreeMap<String, String>,
     /// The files it finds in its HOME.
     pub files: Vec<HomeFile>,
+    /// The environment variable that sets its idle timeout for a tool call, in ms (Claude
+    /// Code's `CLAUDE_CODE_MCP_TOOL_IDLE_TIMEOUT`): the matrix sets it in the cases about slow
+    /// calls.
+    pub idle_timeout_env: Option<String>,
     /// Where it was defined.
     pub source: Source,
 }
@@ -157,6 +163,7 @@ impl Host {
             argv: preset.argv,
             env: preset.env,
             files: preset.files,
+            idle_timeout_env: preset.idle_timeout_env,
             source,
         })
     }
@@ -258,6 +265,7 @@ impl Host {
                 ("MCPSCOPE_MODEL_URL".into(), "{model_url}".into()),
             ]),
             files: Vec::new(),
+            idle_timeout_env: None,
             source: Source::Command,
         })
     }

@@ -71,6 +71,20 @@ pub struct Options {
     pub event_ids: bool,
     /// `retry:` to send in the priming event (2025-11-25).
     pub retry_ms: Option<u64>,
+    /// Write a `: keep-alive` comment on a stream idle this long; `None`: idle streams are
+    /// silent on the wire.
+    pub keepalive: Option<Duration>,
+    /// How the `slow` tool behaves whatever its arguments say (a matrix case's timing).
+    pub slow: Option<SlowPlan>,
+}
+
+/// How the `slow` tool behaves: `steps` notifications `interval_ms` apart, then the result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SlowPlan {
+    /// Notifications before the result (progress with a progress token, else log messages).
+    pub steps: u64,
+    /// The wait before each, ms.
+    pub interval_ms: u64,
 }
 
 impl Default for Options {
@@ -80,6 +94,8 @@ impl Default for Options {
             json_responses: false,
             event_ids: true,
             retry_ms: None,
+            keepalive: Some(KEEPALIVE),
+            slow: None,
         }
     }
 }
@@ -187,7 +203,7 @@ async fn accept_loop(
 /// State shared by all connections.
 #[derive(Debug)]
 pub(crate) struct Shared {
-    opts: Options,
+    pub(crate) opts: Options,
     refusal: GetRefusal,
     sessions: Mutex<HashMap<String, Session>>,
     /// The `peek`/`poke` counter.
@@ -581,7 +597,7 @@ async fn initialize(shared: &Arc<Shared>, msg: &Value) -> Response<Body> {
         let log = open_stream(shared, Some(&session_id), &version);
         log.push_message(&response);
         log.finish();
-        sse_response(log.body(0, KEEPALIVE))
+        sse_response(log.body(0, shared.opts.keepalive))
     };
     with_session_header(resp, &session_id)
 }
@@ -634,7 +650,7 @@ async fn respond(
         let req = requests.first().cloned().unwrap_or(Value::Null);
         let id = req.get("id").cloned().unwrap_or(Value::Null);
         let params = req.get("params").cloned().unwrap_or(Value::Null);
-        let body = log.body(0, KEEPALIVE);
+        let body = log.body(0, shared.opts.keepalive);
         shared.listeners.open(&id, &params, log);
         sse_response(body)
     } else if shared.opts.json_responses {
@@ -683,7 +699,7 @@ async fn respond(
             futures_util::future::join_all(futs).await;
             task_log.finish();
         });
-        sse_response(log.body(0, KEEPALIVE))
+        sse_response(log.body(0, shared.opts.keepalive))
     };
     match session {
         Some(id) => with_session_header(resp, id),
@@ -736,7 +752,10 @@ fn get(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Body> {
             );
         };
         tracing::debug!(stream = %log.name, from, "serve-test: resuming stream");
-        return with_session_header(sse_response(log.body(from, KEEPALIVE)), &session_id);
+        return with_session_header(
+            sse_response(log.body(from, shared.opts.keepalive)),
+            &session_id,
+        );
     }
     let log = open_stream(&shared, Some(&session_id), &version);
     if let Some(s) = shared.sessions().get_mut(&session_id) {
@@ -745,7 +764,10 @@ fn get(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Body> {
             s.gets.pop_front();
         }
     }
-    with_session_header(sse_response(log.body(0, KEEPALIVE)), &session_id)
+    with_session_header(
+        sse_response(log.body(0, shared.opts.keepalive)),
+        &session_id,
+    )
 }
 
 fn delete(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Body> {

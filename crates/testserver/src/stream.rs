@@ -151,8 +151,8 @@ impl StreamLog {
     }
 
     /// A response body reading this stream from sequence number `from`, with a keep-alive
-    /// comment whenever nothing was sent for `keepalive`.
-    pub(crate) fn body(self: &Arc<Self>, from: u64, keepalive: Duration) -> Body {
+    /// comment whenever nothing was sent for `keepalive` (none when it is `None`).
+    pub(crate) fn body(self: &Arc<Self>, from: u64, keepalive: Option<Duration>) -> Body {
         let state = Reader {
             log: Arc::clone(self),
             epoch: self.lock().epoch,
@@ -174,7 +174,7 @@ impl StreamLog {
                             return None;
                         }
                     }
-                    _ = tokio::time::sleep(r.keepalive) => {
+                    _ = idle(r.keepalive) => {
                         return Some((Ok(Frame::data(Bytes::from_static(b": keep-alive\n\n"))), r));
                     }
                 }
@@ -195,7 +195,15 @@ struct Reader {
     epoch: u64,
     next: u64,
     rx: watch::Receiver<u64>,
-    keepalive: Duration,
+    keepalive: Option<Duration>,
+}
+
+/// Waits `keepalive`, or forever when there is none.
+async fn idle(keepalive: Option<Duration>) {
+    match keepalive {
+        Some(wait) => tokio::time::sleep(wait).await,
+        None => std::future::pending().await,
+    }
 }
 
 /// Splits an event id `<stream>-<n>` into its parts.

@@ -312,8 +312,15 @@ async fn call_tool(ctx: &Ctx<'_>, id: &Value, params: &Value) -> Value {
             result(id, text_result(text))
         }
         "slow" => {
-            let steps = u64_arg(&args, "steps", 5).min(10_000);
-            let interval = Duration::from_millis(u64_arg(&args, "interval_ms", 200).min(60_000));
+            let (steps, interval_ms) = match shared.opts.slow {
+                Some(plan) => (plan.steps, plan.interval_ms),
+                None => (
+                    u64_arg(&args, "steps", 5),
+                    u64_arg(&args, "interval_ms", 200),
+                ),
+            };
+            let steps = steps.min(10_000);
+            let interval = Duration::from_millis(interval_ms.min(60_000));
             for step in 1..=steps {
                 tokio::time::sleep(interval).await;
                 let message = format!("step {step}/{steps}");
