@@ -459,10 +459,10 @@ fn judge_slow(model: &Model, call: &Call, expect: Expect, run: &ClientRun) -> Ju
     let expected = expected_text(expect, false).to_string();
     // A host whose model got a tool result before the proxy saw the answer gave up first.
     let answered = matches!(call.verdict, Verdict::Answered | Verdict::Error { .. })
-        && !run
+        && run
             .model_reaction
             .zip(call.ended_at)
-            .is_some_and(|(at_model, answered)| at_model < answered);
+            .is_none_or(|(at_model, answered)| at_model >= answered);
     let own = |t: &DateTime<Utc>| *t >= call.started_at && run.killed_at.is_none_or(|k| *t < k);
     let stream = model.stream(call.request_stream);
     let mut times: Vec<DateTime<Utc>> = Vec::new();
