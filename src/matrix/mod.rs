@@ -103,16 +103,13 @@ pub async fn run(args: &MatrixArgs) -> anyhow::Result<()> {
         ))
         .into());
     }
-    let host = host::HostPlan::from_args(args).await?;
+    let hosts = host::HostPlan::from_args(args).await?;
     let selected = cases::select(args.cases.as_deref(), args.quick).map_err(UsageError)?;
     let upstream = args
         .upstream
         .as_deref()
         .map(crate::app::parse_upstream)
         .transpose()?;
-    if let Some(dir) = &args.record_dir {
-        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    }
     let forward = match args.forward {
         true => {
             let ca = crate::forward::load_ca()?;
@@ -125,7 +122,7 @@ pub async fn run(args: &MatrixArgs) -> anyhow::Result<()> {
         }
         false => None,
     };
-    let plan = Arc::new(Plan {
+    let base = Plan {
         forward,
         command: args.command.clone(),
         bounds: cell::Bounds::new(args.timeout, args.startup_timeout),
@@ -133,23 +130,82 @@ pub async fn run(args: &MatrixArgs) -> anyhow::Result<()> {
         upstream,
         record_dir: args.record_dir.clone(),
         rescue: args.rescue,
-        host: host.clone(),
+        host: None,
         starting: Arc::new(Semaphore::new(
             std::thread::available_parallelism().map_or(2, |n| n.get()),
         )),
-    });
+    };
     let jobs = args
         .jobs
-        .unwrap_or_else(|| default_jobs(host.is_some()))
+        .unwrap_or_else(|| default_jobs(!hosts.is_empty()))
         .max(1);
+    // One column per host program (a version sweep), else the one client command.
+    let columns: Vec<Plan> = match hosts.len() {
+        0 => vec![base],
+        1 => vec![Plan {
+            host: hosts.first().cloned(),
+            ..base
+        }],
+        _ => hosts
+            .iter()
+            .map(|h| Plan {
+                host: Some(Arc::clone(h)),
+                record_dir: base
+                    .record_dir
+                    .as_ref()
+                    .map(|d| d.join(file_label(&h.label()))),
+                ..base.clone()
+            })
+            .collect(),
+    };
+    let mut columns_done = Vec::new();
+    for plan in columns {
+        if let Some(dir) = &plan.record_dir {
+            std::fs::create_dir_all(dir)
+                .with_context(|| format!("cannot create {}", dir.display()))?;
+        }
+        announce(args, &plan, selected.len(), jobs);
+        columns_done.push(run_column(Arc::new(plan), &selected, jobs).await?);
+    }
+    write_outputs(args, &columns_done)?;
+    let cells: Vec<&CellResult> = columns_done.iter().flatten().collect();
+    let defects = cells
+        .iter()
+        .filter(|c| c.judgement.defect.is_some())
+        .count();
+    let inconclusive = cells
+        .iter()
+        .filter(|c| c.judgement.inconclusive.is_some())
+        .count();
+    match (defects, inconclusive) {
+        (0, 0) => Ok(()),
+        (0, n) => Err(Inconclusive(n).into()),
+        (n, _) => Err(DefectsFound(n).into()),
+    }
+}
+
+/// A host's label as a file name: `claude-code 2.1.332` → `claude-code-2.1.332`.
+fn file_label(label: &str) -> String {
+    label
+        .chars()
+        .map(
+            |c| match c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_') {
+                true => c,
+                false => '-',
+            },
+        )
+        .collect()
+}
+
+/// The line that says what a column of the matrix runs.
+fn announce(args: &MatrixArgs, plan: &Plan, cells: usize, jobs: usize) {
     crate::say!(
-        "mcpscope matrix: {}{} cells, {jobs} at a time{}, start-up {:?} at most, hung after {:?} \
+        "mcpscope matrix: {}{cells} cells, {jobs} at a time{}, start-up {:?} at most, hung after {:?} \
          idle{}{}",
-        host.as_ref().map_or_else(String::new, |h| format!(
+        plan.host.as_ref().map_or_else(String::new, |h| format!(
             "{} in a loopback-only network namespace, ",
             h.label()
         )),
-        selected.len(),
         if args.jobs.is_none() { " (--jobs)" } else { "" },
         args.startup_timeout,
         args.timeout,
@@ -164,12 +220,20 @@ pub async fn run(args: &MatrixArgs) -> anyhow::Result<()> {
             ""
         }
     );
+}
+
+/// Runs every selected case for one client (`jobs` cells at a time), in case order.
+async fn run_column(
+    plan: Arc<Plan>,
+    selected: &[&'static cases::Case],
+    jobs: usize,
+) -> anyhow::Result<Vec<CellResult>> {
     let gate = Arc::new(Semaphore::new(jobs));
     let total = selected.len();
     let done = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let tasks: Vec<_> = selected
-        .into_iter()
-        .map(|case| {
+        .iter()
+        .map(|&case| {
             let (plan, gate, done) = (Arc::clone(&plan), Arc::clone(&gate), Arc::clone(&done));
             tokio::spawn(async move {
                 let _permit = gate.acquire_owned().await;
@@ -192,46 +256,40 @@ pub async fn run(args: &MatrixArgs) -> anyhow::Result<()> {
             })
         })
         .collect();
-    let mut cells: Vec<CellResult> = Vec::new();
+    let mut cells = Vec::new();
     for task in tasks {
         cells.push(task.await.context("a matrix cell panicked")??);
     }
-    write_outputs(args, &cells)?;
-    let defects = cells
-        .iter()
-        .filter(|c| c.judgement.defect.is_some())
-        .count();
-    let inconclusive = cells
-        .iter()
-        .filter(|c| c.judgement.inconclusive.is_some())
-        .count();
-    match (defects, inconclusive) {
-        (0, 0) => Ok(()),
-        (0, n) => Err(Inconclusive(n).into()),
-        (n, _) => Err(DefectsFound(n).into()),
-    }
+    Ok(cells)
 }
 
-fn write_outputs(args: &MatrixArgs, cells: &[CellResult]) -> anyhow::Result<()> {
-    let command = match cells.iter().find_map(|c| c.host.as_ref()) {
-        Some(host) => host.label.clone(),
-        None => args.command.join(" "),
-    };
+fn write_outputs(args: &MatrixArgs, columns: &[Vec<CellResult>]) -> anyhow::Result<()> {
+    let labels: Vec<String> = columns
+        .iter()
+        .map(|cells| match cells.iter().find_map(|c| c.host.as_ref()) {
+            Some(host) => host.label.clone(),
+            None => args.command.join(" "),
+        })
+        .collect();
+    let command = labels.join(", ");
+    let cells: Vec<CellResult> = columns.iter().flatten().cloned().collect();
     let mut stdout = std::io::stdout().lock();
     if args.json {
-        for cell in cells {
+        for cell in &cells {
             writeln!(stdout, "{}", report::json(cell))?;
         }
+    } else if columns.len() > 1 {
+        write!(stdout, "{}", report::sweep(&labels, columns))?;
     } else {
-        write!(stdout, "{}", report::table(cells))?;
+        write!(stdout, "{}", report::table(&cells))?;
     }
     stdout.flush()?;
     if let Some(path) = &args.junit {
-        mcpscope_engine::record::write_private(path, &report::junit(cells, &command))
+        mcpscope_engine::record::write_private(path, &report::junit(&cells, &command))
             .with_context(|| format!("cannot write {}", path.display()))?;
     }
     if let Some(path) = &args.markdown {
-        mcpscope_engine::record::write_private(path, &report::markdown(cells, &command))
+        mcpscope_engine::record::write_private(path, &report::markdown(&cells, &command))
             .with_context(|| format!("cannot write {}", path.display()))?;
     }
     Ok(())

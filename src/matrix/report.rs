@@ -77,6 +77,77 @@ pub fn table(cells: &[CellResult]) -> String {
     out
 }
 
+/// A version sweep: one row per case, one column per client (`labels`), each cell its outcome
+/// and verdict; a `≠` marks the rows whose verdict changes from one column to the next, and a
+/// line per column counts its defects.
+pub fn sweep(labels: &[String], columns: &[Vec<CellResult>]) -> String {
+    let cases: Vec<&'static str> = columns
+        .first()
+        .map(|cells| cells.iter().map(|c| c.case.name).collect())
+        .unwrap_or_default();
+    let word = |cell: Option<&CellResult>| {
+        cell.map_or_else(
+            || "-".to_string(),
+            |c| format!("{}: {}", c.judgement.outcome.word(), c.judgement.verdict),
+        )
+    };
+    let mut rows: Vec<Vec<String>> = vec![
+        std::iter::once("case".to_string())
+            .chain(labels.iter().cloned())
+            .collect(),
+    ];
+    let mut changed = Vec::new();
+    for case in &cases {
+        let row: Vec<String> = columns
+            .iter()
+            .map(|cells| word(cells.iter().find(|c| c.case.name == *case)))
+            .collect();
+        let differs = row.windows(2).any(|pair| pair[0] != pair[1]);
+        if differs {
+            changed.push(*case);
+        }
+        let mark = if differs { "≠ " } else { "  " };
+        rows.push(
+            std::iter::once(format!("{mark}{case}"))
+                .chain(row)
+                .collect(),
+        );
+    }
+    let columns_n = rows[0].len();
+    let widths: Vec<usize> = (0..columns_n)
+        .map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0))
+        .collect();
+    let mut out = String::new();
+    for row in &rows {
+        let line: Vec<String> = row
+            .iter()
+            .zip(&widths)
+            .map(|(cell, w)| format!("{cell:<w$}"))
+            .collect();
+        let _ = writeln!(out, "{}", line.join("  ").trim_end());
+    }
+    for (label, cells) in labels.iter().zip(columns) {
+        let defects = cells
+            .iter()
+            .filter(|c| c.judgement.defect.is_some())
+            .count();
+        let _ = writeln!(
+            out,
+            "{label}: {} cells, {defects} with a defect, {} skipped, {} inconclusive",
+            cells.len(),
+            skipped(cells),
+            inconclusive(cells)
+        );
+    }
+    match changed.is_empty() {
+        true => out.push_str("every row is the same in every column\n"),
+        false => {
+            let _ = writeln!(out, "rows that change (≠): {}", changed.join(", "));
+        }
+    }
+    out
+}
+
 /// Cells not judged (what their case describes cannot happen here).
 fn skipped(cells: &[CellResult]) -> usize {
     cells
@@ -133,6 +204,7 @@ pub fn json(cell: &CellResult) -> Value {
     if let (Some(host), Some(object)) = (&cell.host, value.as_object_mut()) {
         object.insert("host".into(), json!(host.name));
         object.insert("host_version".into(), json!(host.version));
+        object.insert("host_bin".into(), json!(host.bin));
         object.insert("host_startup_ms".into(), json!(host.startup_ms));
         object.insert("model_requests".into(), json!(host.model_requests));
         object.insert("tool_result_ms".into(), json!(host.tool_result_ms));
