@@ -494,6 +494,20 @@ pub struct MatrixArgs {
     /// The MCP server to use (default: a built-in test server per cell, set up for its case).
     #[arg(long, value_name = "URL")]
     pub upstream: Option<String>,
+    /// Start your own Streamable HTTP server for each cell instead of the built-in one: its
+    /// command line (split into words as a shell does), where `{port}` is the cell's port; with
+    /// --host it runs inside the cell's loopback-only network namespace. The cases that need the
+    /// built-in server's own setup are skipped, as with --upstream.
+    #[arg(long, value_name = "COMMAND", conflicts_with = "upstream")]
+    pub server_command: Option<String>,
+    /// The MCP endpoint's path on --server-command's port.
+    #[arg(
+        long,
+        value_name = "PATH",
+        default_value = "/mcp",
+        requires = "server_command"
+    )]
+    pub server_path: String,
     /// Print one JSON object per cell instead of the table.
     #[arg(long)]
     pub json: bool,

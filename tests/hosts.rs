@@ -629,3 +629,38 @@ fn several_host_programs_make_one_column_each() {
         assert_eq!(cell["outcome"], "inconclusive", "{cell}");
     }
 }
+
+/// A host against the user's own server: the official Python SDK's server, started by
+/// `--server-command` inside each cell's loopback-only namespace. Claude Code answers the
+/// healthy call and hangs on a stream death there too.
+#[test]
+#[ignore = "needs Claude Code in tests/peers/hosts and the Python SDK in .venv (scripts/setup-peers.sh) and root or unprivileged user namespaces: run scripts/test.sh"]
+fn claude_code_against_the_python_sdk_server_started_in_its_namespace() {
+    let bin = claude_newest();
+    let python = root().join(".venv/bin/python");
+    assert!(python.exists(), "run scripts/setup-peers.sh");
+    let server = format!(
+        "{} {} {{port}}",
+        python.display(),
+        root().join("tests/peers/py_server.py").display()
+    );
+    let (cells, err) = matrix(&[
+        "matrix",
+        "--host",
+        "claude-code",
+        "--host-bin",
+        bin.to_str().expect("utf-8 path"),
+        "--server-command",
+        &server,
+        "--cases",
+        "healthy,reset-after-event,resumable",
+        "--json",
+    ]);
+    assert_eq!(verdict(&cells, "healthy"), "ok: correct", "{err}");
+    assert_eq!(
+        verdict(&cells, "reset-after-event"),
+        "hung: hangs on stream death",
+        "{err}"
+    );
+    assert_eq!(cells["resumable"]["outcome"], "skipped", "{err}");
+}

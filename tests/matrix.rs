@@ -878,3 +878,77 @@ fn verdicts_hold_while_four_busy_loops_hold_both_cores() {
         assert_eq!(out.status.code(), Some(exit), "{py}: {stderr}");
     }
 }
+
+/// `--server-command`: the user's own server, started for each cell on a port of its own (here
+/// mcpscope's serve-test, as any server binary), judged as with the built-in one; cases that need
+/// the built-in server's setup are skipped naming the flag; a server that cannot start makes its
+/// cells inconclusive with what it said.
+#[test]
+fn a_server_command_serves_each_cell_and_its_failure_is_no_verdict() {
+    let client = retry_client();
+    let server = format!(
+        "{} serve-test --listen {{port}}",
+        env!("CARGO_BIN_EXE_mcpscope")
+    );
+    let (out, _) = mcpscope(
+        &[
+            "matrix",
+            "--cases",
+            "healthy,reset-after-headers,resumable",
+            "--tool",
+            "poke",
+            "--timeout",
+            "8s",
+            "--json",
+            "--server-command",
+            &server,
+            "--",
+            "python3",
+            &client,
+            "{url}",
+        ],
+        Duration::from_secs(60),
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let cells = json_cells(&out);
+    assert_eq!(cell(&cells, "healthy")["outcome"], "ok", "{stderr}");
+    assert_eq!(
+        cell(&cells, "reset-after-headers")["defect"],
+        "double execution",
+        "{stderr}"
+    );
+    let resumable = cell(&cells, "resumable");
+    assert_eq!(resumable["outcome"], "skipped", "{resumable}");
+    assert!(
+        resumable["skipped"]
+            .as_str()
+            .is_some_and(|r| r.contains("not available with --server-command")),
+        "{resumable}"
+    );
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    let (out, _) = mcpscope(
+        &[
+            "matrix",
+            "--cases",
+            "healthy",
+            "--json",
+            "--server-command",
+            "sh -c 'echo no such flag: {port} >&2; exit 2'",
+            "--",
+            "python3",
+            &client,
+            "{url}",
+        ],
+        Duration::from_secs(30),
+    );
+    let cells = json_cells(&out);
+    let healthy = cell(&cells, "healthy");
+    assert_eq!(healthy["outcome"], "inconclusive", "{healthy}");
+    assert!(
+        healthy["inconclusive"]
+            .as_str()
+            .is_some_and(|r| r.contains("exited (2)") && r.contains("no such flag")),
+        "{healthy}"
+    );
+    assert_eq!(out.status.code(), Some(3));
+}

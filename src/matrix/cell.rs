@@ -51,6 +51,8 @@ pub struct Plan {
     pub target: Target,
     /// The upstream to use instead of a built-in test server per cell.
     pub upstream: Option<Uri>,
+    /// The user's server to start for each cell instead of the built-in one.
+    pub server_command: Option<super::server::ServerCommand>,
     /// Where each cell's recording goes.
     pub record_dir: Option<PathBuf>,
     /// Run the proxy with `--rescue`.
@@ -258,11 +260,16 @@ async fn stop_when(
 
 /// Runs one cell.
 pub async fn run(case: &'static Case, plan: &Plan) -> anyhow::Result<CellResult> {
-    if let (Some(_), Some(reason)) = (&plan.upstream, case.needs_server) {
+    let own_server = match (&plan.upstream, &plan.server_command) {
+        (Some(_), _) => Some("--upstream"),
+        (None, Some(_)) => Some("--server-command"),
+        (None, None) => None,
+    };
+    if let (Some(flag), Some(reason)) = (own_server, case.needs_server) {
         // Another server cannot be set up for the case: what it describes cannot happen.
         return Ok(CellResult::skipped(
             case,
-            &format!("{reason} (not available with --upstream)"),
+            &format!("{reason} (not available with {flag})"),
         ));
     }
     if case.server.slow.is_some() && matches!(&plan.target, Target::Tool(tool) if tool != SLOW_TOOL)
@@ -272,9 +279,21 @@ pub async fn run(case: &'static Case, plan: &Plan) -> anyhow::Result<CellResult>
             &format!("times the built-in server's `{SLOW_TOOL}` tool; --tool names another"),
         ));
     }
-    let server = match &plan.upstream {
-        Some(_) => None,
-        None => Some(
+    let mut user_server = match &plan.server_command {
+        Some(command) => match super::server::UserServer::start(command, plan.bounds.startup).await
+        {
+            Ok(server) => Some(server),
+            Err(why) => {
+                let mut cell = CellResult::skipped(case, &why);
+                cell.judgement = Judgement::inconclusive(case.expect, &why, None);
+                return Ok(cell);
+            }
+        },
+        None => None,
+    };
+    let server = match (&plan.upstream, &user_server) {
+        (Some(_), _) | (None, Some(_)) => None,
+        (None, None) => Some(
             testserver::start_refusing(
                 testserver::Options {
                     json_responses: case.server.json,
@@ -290,10 +309,11 @@ pub async fn run(case: &'static Case, plan: &Plan) -> anyhow::Result<CellResult>
             .context("cannot start the test server")?,
         ),
     };
-    let upstream = match (&plan.upstream, &server) {
-        (Some(uri), _) => uri.clone(),
-        (None, Some(server)) => server.url().parse().context("test server URL")?,
-        (None, None) => anyhow::bail!("no upstream"),
+    let upstream = match (&plan.upstream, &server, &user_server) {
+        (Some(uri), _, _) => uri.clone(),
+        (None, Some(server), _) => server.url().parse().context("test server URL")?,
+        (None, None, Some(user)) => user.url.parse().context("--server-command URL")?,
+        (None, None, None) => anyhow::bail!("no upstream"),
     };
     let recorder = match &plan.record_dir {
         Some(dir) => {
@@ -438,6 +458,9 @@ pub async fn run(case: &'static Case, plan: &Plan) -> anyhow::Result<CellResult>
     let (model, evidence, rescued_at) = fold.await.context("the cell's model")?;
     if let Some(server) = server {
         server.shutdown().await;
+    }
+    if let Some(user) = &mut user_server {
+        user.stop().await;
     }
     let elapsed_ms = run
         .started_at

@@ -44,7 +44,8 @@ impl HostPlan {
         if args.upstream.is_some() {
             return Err(UsageError(
                 "--host cannot use --upstream: the host runs in a network namespace of its own, \
-                 with loopback alone, where only the built-in servers exist"
+                 with loopback alone, where only the built-in servers exist (start your own \
+                 server inside it with --server-command)"
                     .into(),
             )
             .into());

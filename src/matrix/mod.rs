@@ -9,6 +9,7 @@ pub mod evidence;
 pub mod host;
 pub mod judge;
 pub mod report;
+pub mod server;
 
 use std::io::Write;
 use std::sync::Arc;
@@ -128,6 +129,12 @@ pub async fn run(args: &MatrixArgs) -> anyhow::Result<()> {
         bounds: cell::Bounds::new(args.timeout, args.startup_timeout),
         target: target(args),
         upstream,
+        server_command: args
+            .server_command
+            .as_deref()
+            .map(|command| server::ServerCommand::parse(command, &args.server_path))
+            .transpose()
+            .map_err(UsageError)?,
         record_dir: args.record_dir.clone(),
         rescue: args.rescue,
         host: None,
