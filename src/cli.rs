@@ -374,6 +374,9 @@ pub struct ReplayArgs {
     /// Neither read nor write the recording's saved index (see `mcpscope index`).
     #[arg(long)]
     pub no_index_cache: bool,
+    /// Open the viewer at this moment (RFC 3339, e.g. a matrix cell's death), paused.
+    #[arg(long, value_name = "TIME", value_parser = parse_time)]
+    pub at: Option<chrono::DateTime<chrono::Utc>>,
 }
 
 /// Options of `check`.
@@ -733,4 +736,11 @@ pub struct IndexArgs {
     /// Calls the viewer holds in full (as `replay --keep`): the saved models are folded so.
     #[arg(long, value_name = "N", default_value_t = mcpscope_engine::model::Retention::DEFAULT_KEEP_CALLS)]
     pub keep: usize,
+}
+
+/// An RFC 3339 time (`2026-12-07T08:00:00.123Z`).
+fn parse_time(text: &str) -> Result<chrono::DateTime<chrono::Utc>, String> {
+    chrono::DateTime::parse_from_rfc3339(text)
+        .map(|t| t.with_timezone(&chrono::Utc))
+        .map_err(|e| format!("not an RFC 3339 time ({e}), e.g. 2026-12-07T08:00:00.123Z"))
 }

@@ -118,6 +118,11 @@ pub async fn run(args: &ReplayArgs) -> anyhow::Result<()> {
         }
         return Ok(());
     }
+    if args.at.is_some() && (args.headless || args.json) {
+        anyhow::bail!(UsageError(
+            "--at opens the viewer at a moment: not with --headless or --json".into()
+        ));
+    }
     let style = match View::chosen(args.headless, args.json) {
         View::Headless(style) => style,
         View::Tui => {
@@ -137,7 +142,7 @@ pub async fn run(args: &ReplayArgs) -> anyhow::Result<()> {
             let cache = (!args.no_index_cache)
                 .then(mcpscope_timeline::savedindex::IndexCache::from_env)
                 .flatten();
-            return mcpscope_tui::run_replay_file_cached(&args.file, info, cache)
+            return mcpscope_tui::run_replay_file_at(&args.file, info, cache, args.at)
                 .await
                 .with_context(|| format!("replaying {}", args.file.display()));
         }

@@ -200,6 +200,7 @@ pub fn json(cell: &CellResult) -> Value {
         "elapsed_ms": cell.elapsed_ms,
         "last_lines": cell.client.last_lines(LAST_LINES),
         "recording": cell.recording.as_ref().map(|p| p.display().to_string()),
+        "broke_at": cell.broke_at.map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Micros, true)),
     });
     if let (Some(host), Some(object)) = (&cell.host, value.as_object_mut()) {
         object.insert("host".into(), json!(host.name));

@@ -150,11 +150,25 @@ pub async fn run_replay_file_cached(
     info: Info,
     cache: Option<savedindex::IndexCache>,
 ) -> anyhow::Result<()> {
+    run_replay_file_at(path, info, cache, None).await
+}
+
+/// [`run_replay_file_cached`] opened at the moment `at` (once the index reaches it), paused.
+pub async fn run_replay_file_at(
+    path: &std::path::Path,
+    info: Info,
+    cache: Option<savedindex::IndexCache>,
+    at: Option<chrono::DateTime<chrono::Utc>>,
+) -> anyhow::Result<()> {
     let speed = mcpscope_timeline::Speed::nearest(info.speed.unwrap_or(1.0));
     let config = indexer::IndexConfig::default();
     let cursor = FileCursor::open_cached(path, info.retention, config, cache)?;
     let app = app_for(info)?;
-    run::run(app, run::ReplaySource::from_file(cursor, speed)).await
+    let mut source = run::ReplaySource::from_file(cursor, speed);
+    if let Some(at) = at {
+        source.seek(at);
+    }
+    run::run(app, source).await
 }
 
 #[cfg(test)]

@@ -148,6 +148,13 @@ impl ReplaySource {
         Self::with_speed(events, Speed::X1)
     }
 
+    /// Seeks to `at` (at once, or once the index reaches it).
+    pub fn seek(&mut self, at: DateTime<Utc>) {
+        let _ = self
+            .player
+            .command(mcpscope_timeline::player::Command::SeekTime(at));
+    }
+
     /// A replay of a recording file (read as needed, indexed in the background), at its first
     /// event, to be played at `speed`.
     pub fn from_file(cursor: FileCursor, speed: Speed) -> Self {
