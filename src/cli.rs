@@ -514,6 +514,10 @@ pub struct MatrixArgs {
     /// Print one JSON object per cell instead of the table.
     #[arg(long)]
     pub json: bool,
+    /// Plain progress lines and the table at the end, even on a terminal (where the matrix
+    /// otherwise shows its grid filling in live).
+    #[arg(long)]
+    pub plain: bool,
     /// Also write JUnit XML here: a test case per cell, a failure per defect.
     #[arg(long, value_name = "FILE")]
     pub junit: Option<PathBuf>,

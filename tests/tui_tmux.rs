@@ -421,3 +421,45 @@ async fn q_exits_within_a_second_while_a_client_waits_on_an_open_call() {
     assert!(shutdown, "the held exchange ends as shutdown");
     drop(held);
 }
+
+/// `matrix` on a terminal: the grid fills in, Enter opens a finished cell's recording in the
+/// replay viewer at its death, q comes back to the grid, q again leaves it and prints the table.
+#[test]
+#[ignore = "needs tmux: install it (CI does, in .ci/run), then run scripts/test.sh"]
+fn the_matrix_grid_fills_in_and_opens_a_cell_at_its_death() {
+    let tmux = Tmux::start(140, 24);
+    let client = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/peers/retry_client.py");
+    tmux.keys(&[
+        &format!(
+            "{} matrix --cases healthy,reset-after-headers --tool poke --timeout 8s -- python3 {client} {{url}}; echo EXIT=$?",
+            env!("CARGO_BIN_EXE_mcpscope")
+        ),
+        "Enter",
+    ]);
+    tmux.wait_for("the grid to finish", Duration::from_secs(60), |s| {
+        s.contains("done: 2 cells")
+    });
+    let screen = tmux.screen();
+    assert!(
+        screen.contains("ok: correct") && screen.contains("retried: double execution"),
+        "{screen}"
+    );
+    tmux.keys(&["Down"]);
+    tmux.wait_for("the second cell selected", Duration::from_secs(5), |s| {
+        s.contains("reset-after-headers × ")
+    });
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("the viewer at the death", Duration::from_secs(10), |s| {
+        s.contains("REPLAY") && s.contains("reset (upstream)")
+    });
+    tmux.keys(&["q"]);
+    tmux.wait_for("the grid again", Duration::from_secs(10), |s| {
+        s.contains("done: 2 cells")
+    });
+    tmux.keys(&["q"]);
+    tmux.wait_for(
+        "the table and the exit status",
+        Duration::from_secs(10),
+        |s| s.contains("EXIT=1") && s.contains("2 cells, 1 correct, 1 with a defect"),
+    );
+}

@@ -6,12 +6,13 @@ pub mod cases;
 pub mod cell;
 pub mod client;
 pub mod evidence;
+pub mod grid;
 pub mod host;
 pub mod judge;
 pub mod report;
 pub mod server;
 
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::sync::Arc;
 
 use anyhow::Context;
@@ -165,14 +166,75 @@ pub async fn run(args: &MatrixArgs) -> anyhow::Result<()> {
             })
             .collect(),
     };
+    let labels: Vec<String> = columns
+        .iter()
+        .map(|plan| match &plan.host {
+            Some(host) => host.label(),
+            None => args.command.join(" "),
+        })
+        .collect();
+    // On a terminal, the grid fills in live; its cells' recordings are kept for Enter (in a
+    // folder of the run's own unless --record-dir names one).
+    let interactive = !args.json
+        && !args.plain
+        && std::io::stdout().is_terminal()
+        && std::io::stdin().is_terminal();
+    let scratch = match (interactive, &args.record_dir) {
+        (true, None) => Some(tempfile::tempdir().context("a folder for the cells' recordings")?),
+        _ => None,
+    };
+    let columns: Vec<Plan> = columns
+        .into_iter()
+        .map(|plan| match (&scratch, plan.record_dir.is_none()) {
+            (Some(dir), true) => Plan {
+                record_dir: Some(match &plan.host {
+                    Some(host) if labels.len() > 1 => dir.path().join(file_label(&host.label())),
+                    _ => dir.path().to_path_buf(),
+                }),
+                ..plan
+            },
+            _ => plan,
+        })
+        .collect();
+    let grid = interactive.then(|| {
+        grid::start(
+            &labels,
+            &selected,
+            columns
+                .first()
+                .map(|plan| announce_text(args, plan, selected.len(), jobs)),
+        )
+    });
     let mut columns_done = Vec::new();
-    for plan in columns {
-        if let Some(dir) = &plan.record_dir {
-            std::fs::create_dir_all(dir)
-                .with_context(|| format!("cannot create {}", dir.display()))?;
+    let mut failed = None;
+    for (col, plan) in columns.into_iter().enumerate() {
+        if let Some(dir) = &plan.record_dir
+            && let Err(e) = std::fs::create_dir_all(dir)
+        {
+            failed =
+                Some(anyhow::Error::new(e).context(format!("cannot create {}", dir.display())));
+            break;
         }
-        announce(args, &plan, selected.len(), jobs);
-        columns_done.push(run_column(Arc::new(plan), &selected, jobs).await?);
+        crate::say!("{}", announce_text(args, &plan, selected.len(), jobs));
+        let feed = grid.as_ref().map(|g| (g.updates.clone(), col));
+        match run_column(Arc::new(plan), &selected, jobs, feed).await {
+            Ok(cells) => columns_done.push(cells),
+            Err(e) => {
+                failed = Some(e);
+                break;
+            }
+        }
+    }
+    let all: Vec<CellResult> = columns_done.iter().flatten().cloned().collect();
+    match (grid, failed) {
+        // The terminal and stderr go back before the error is said.
+        (Some(grid), Some(e)) => {
+            grid.abort().await;
+            return Err(e);
+        }
+        (None, Some(e)) => return Err(e),
+        (Some(grid), None) => grid.finish(report::summary(&all)).await,
+        (None, None) => {}
     }
     write_outputs(args, &columns_done)?;
     let cells: Vec<&CellResult> = columns_done.iter().flatten().collect();
@@ -205,8 +267,8 @@ fn file_label(label: &str) -> String {
 }
 
 /// The line that says what a column of the matrix runs.
-fn announce(args: &MatrixArgs, plan: &Plan, cells: usize, jobs: usize) {
-    crate::say!(
+fn announce_text(args: &MatrixArgs, plan: &Plan, cells: usize, jobs: usize) -> String {
+    format!(
         "mcpscope matrix: {}{cells} cells, {jobs} at a time{}, start-up {:?} at most, hung after {:?} \
          idle{}{}",
         plan.host.as_ref().map_or_else(String::new, |h| format!(
@@ -226,7 +288,7 @@ fn announce(args: &MatrixArgs, plan: &Plan, cells: usize, jobs: usize) {
         } else {
             ""
         }
-    );
+    )
 }
 
 /// Runs every selected case for one client (`jobs` cells at a time), in case order.
@@ -234,18 +296,27 @@ async fn run_column(
     plan: Arc<Plan>,
     selected: &[&'static cases::Case],
     jobs: usize,
+    grid: Option<(grid::Feed, usize)>,
 ) -> anyhow::Result<Vec<CellResult>> {
     let gate = Arc::new(Semaphore::new(jobs));
     let total = selected.len();
     let done = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let tasks: Vec<_> = selected
         .iter()
-        .map(|&case| {
+        .enumerate()
+        .map(|(row, &case)| {
             let (plan, gate, done) = (Arc::clone(&plan), Arc::clone(&gate), Arc::clone(&done));
+            let grid = grid.clone();
             tokio::spawn(async move {
                 let _permit = gate.acquire_owned().await;
                 crate::say!("mcpscope matrix: {} running", case.name);
+                if let Some((feed, col)) = &grid {
+                    grid::running(feed, row, *col);
+                }
                 let result = cell::run(case, &plan).await;
+                if let (Some((feed, col)), Ok(cell)) = (&grid, &result) {
+                    grid::done(feed, row, *col, cell);
+                }
                 let n = done.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
                 match &result {
                     Ok(cell) => crate::say!(

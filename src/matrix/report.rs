@@ -53,13 +53,19 @@ pub fn table(cells: &[CellResult]) -> String {
     for row in &rows {
         line(&mut out, [&row[0], &row[1], &row[2], &row[3]]);
     }
+    out.push_str(&summary(cells));
+    out.push('\n');
+    out
+}
+
+/// The run in one line: cells, correct, with a defect, not judged.
+pub fn summary(cells: &[CellResult]) -> String {
     let defects = cells
         .iter()
         .filter(|c| c.judgement.defect.is_some())
         .count();
     let (skipped, inconclusive) = (skipped(cells), inconclusive(cells));
-    let _ = write!(
-        out,
+    let mut out = format!(
         "{} cells, {} correct, {defects} with a defect",
         cells.len(),
         cells.len() - defects - skipped - inconclusive
@@ -73,8 +79,21 @@ pub fn table(cells: &[CellResult]) -> String {
             ", {inconclusive} inconclusive (not judged: the run did not show what the client does)"
         );
     }
-    out.push('\n');
     out
+}
+
+/// A cell in a few words: `failed: correct`, `hung: hangs on stream death`, `skipped: why`
+/// (the outcome said once).
+pub fn cell_text(j: &super::judge::Judgement) -> String {
+    let outcome = j.outcome.word();
+    match j
+        .verdict
+        .strip_prefix(outcome)
+        .is_some_and(|rest| rest.starts_with(':'))
+    {
+        true => j.verdict.clone(),
+        false => format!("{outcome}: {}", j.verdict),
+    }
 }
 
 /// A version sweep: one row per case, one column per client (`labels`), each cell its outcome
@@ -85,12 +104,8 @@ pub fn sweep(labels: &[String], columns: &[Vec<CellResult>]) -> String {
         .first()
         .map(|cells| cells.iter().map(|c| c.case.name).collect())
         .unwrap_or_default();
-    let word = |cell: Option<&CellResult>| {
-        cell.map_or_else(
-            || "-".to_string(),
-            |c| format!("{}: {}", c.judgement.outcome.word(), c.judgement.verdict),
-        )
-    };
+    let word =
+        |cell: Option<&CellResult>| cell.map_or_else(|| "-".into(), |c| cell_text(&c.judgement));
     let mut rows: Vec<Vec<String>> = vec![
         std::iter::once("case".to_string())
             .chain(labels.iter().cloned())

@@ -12,6 +12,7 @@ pub(crate) mod curl;
 pub(crate) mod edit;
 pub(crate) mod filter;
 pub(crate) mod geometry;
+pub mod grid;
 pub(crate) mod grouping;
 pub(crate) mod keys;
 pub(crate) mod layout;
