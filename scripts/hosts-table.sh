@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # hosts-table.sh — remakes the tables of docs/hosts.md: `mcpscope matrix --json` once per client
-# (Claude Code newest and older, Codex, Gemini CLI and Qwen Code as agent hosts in their loopback-only namespace; the Python SDK
-# 2.x and 1.x and the TypeScript SDK as client commands), without and with --rescue, one column
-# each. Needs the peers of scripts/setup-peers.sh and a build of the dist profile (cargo build --profile dist).
+# (Claude Code at three versions, Codex, Gemini CLI, opencode, Qwen Code and Cline as agent hosts
+# in their loopback-only namespace; the Python SDK 2.x and 1.x and the TypeScript SDK as client
+# commands), without and with --rescue (--quick: the slow calls have no death to rescue), one
+# column each. Needs the peers of scripts/setup-peers.sh and a build of the dist profile (cargo build --profile dist).
 # Prints the tables' Markdown on stdout; `scripts/hosts-table.sh > /tmp/t.md` and paste.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -10,13 +11,16 @@ BIN="${MCPSCOPE:-$ROOT/target/dist/mcpscope}"
 OUT="$(mktemp -d)"
 trap 'rm -rf "$OUT"' EXIT
 HOSTS="$ROOT/tests/peers/hosts/node_modules"
-declare -a NAMES=(claude-newest claude-older codex gemini qwen py2 py1 ts)
+declare -a NAMES=(claude-newest claude-older claude-report codex gemini opencode qwen cline py2 py1 ts)
 run() { # NAME RESCUE(0/1)
-    local name=$1 rescue=() ; [ "$2" = 1 ] && rescue=(--rescue)
+    local name=$1 rescue=() ; [ "$2" = 1 ] && rescue=(--rescue --quick)
     local args
     case $name in
         claude-newest) args=(--host claude-code --host-bin "$HOSTS/claude-code-newest/bin/claude.exe") ;;
         claude-older)  args=(--host claude-code --host-bin "$HOSTS/claude-code-older/bin/claude.exe") ;;
+        claude-report) args=(--host claude-code --host-bin "$HOSTS/claude-code-report/bin/claude.exe") ;;
+        opencode) args=(--host opencode --host-bin "$HOSTS/.bin/opencode") ;;
+        cline) args=(--host cline --host-bin "$HOSTS/.bin/cline") ;;
         codex) args=(--host codex --host-bin "$HOSTS/codex/bin/codex.js") ;;
         gemini) args=(--host gemini-cli --host-bin "$HOSTS/.bin/gemini") ;;
         qwen) args=(--host qwen-code --host-bin "$HOSTS/.mcpscope/qwen") ;;
@@ -35,7 +39,7 @@ python3 - "$OUT" "$("$ROOT/.venv/bin/python" -c 'from importlib.metadata import 
     "$(node -p "require('$ROOT/tests/peers/node/node_modules/@modelcontextprotocol/sdk/package.json').version")" <<'PY'
 import json, sys
 out, py2, py1, ts = sys.argv[1:5]
-names = ["claude-newest", "claude-older", "codex", "gemini", "qwen", "py2", "py1", "ts"]
+names = ["claude-newest", "claude-older", "claude-report", "codex", "gemini", "opencode", "qwen", "cline", "py2", "py1", "ts"]
 def load(name, rescue):
     with open(f"{out}/{name}-{rescue}.jsonl") as f:
         return [json.loads(line) for line in f if line.strip()]
@@ -47,9 +51,10 @@ for rescue, heading in ((0, "Without --rescue"), (1, "With --rescue")):
         if n.startswith("claude"):
             v = next((c.get("host_version") for c in cells if c.get("host_version")), "?")
             heads.append(f"Claude Code {v}")
-        elif n in ("codex", "gemini", "qwen"):
+        elif n in ("codex", "gemini", "qwen", "opencode", "cline"):
             v = next((c.get("host_version") for c in cells if c.get("host_version")), "?")
-            heads.append(f"{ {'codex': 'Codex', 'gemini': 'Gemini CLI', 'qwen': 'Qwen Code'}[n] } {v}")
+            label = {'codex': 'Codex', 'gemini': 'Gemini CLI', 'qwen': 'Qwen Code', 'opencode': 'opencode', 'cline': 'Cline'}[n]
+            heads.append(f"{label} {v}")
         else:
             heads.append({"py2": f"Python SDK {py2}", "py1": f"Python SDK {py1}", "ts": f"TypeScript SDK {ts}"}[n])
     print(f"## {heading}\n")
@@ -62,8 +67,8 @@ for rescue, heading in ((0, "Without --rescue"), (1, "With --rescue")):
             if c is None:
                 row.append("-")
                 continue
-            verdict = c["verdict"] if c["verdict"] == "correct" else f"**{c['verdict']}**"
-            row.append(f"{c['outcome']}: {verdict}")
+            text = c["verdict"] if c["verdict"].startswith(c["outcome"] + ":") else f"{c['outcome']}: {c['verdict']}"
+            row.append(text if c.get("defect") is None else f"**{text}**")
         print("| " + " | ".join(row) + " |")
     print()
     print("Tool result at the model after the death (Claude Code, ms): " + ", ".join(

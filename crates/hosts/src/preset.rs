@@ -30,6 +30,8 @@ const SHIPPED: &[(&str, &str)] = &[
         include_str!("../presets/gemini-cli.toml"),
     ),
     ("qwen-code.toml", include_str!("../presets/qwen-code.toml")),
+    ("opencode.toml", include_str!("../presets/opencode.toml")),
+    ("cline.toml", include_str!("../presets/cline.toml")),
 ];
 
 /// A file a preset writes into the cell's HOME.
@@ -408,18 +410,40 @@ pub fn launch(host: &Host, cell: &Cell<'_>) -> anyhow::Result<Launch> {
 /// The version a host prints for `--version` (its first token that starts with a digit), run
 /// with `env` (the sandbox's, never the machine's own network).
 pub fn version(bin: &str, env: &[(String, String)]) -> Option<String> {
-    let out = std::process::Command::new(bin)
+    use std::io::Read;
+    let mut child = std::process::Command::new(bin)
         .arg("--version")
         .env_clear()
         .envs(env.iter().map(|(k, v)| (k, v)))
         .stdin(std::process::Stdio::null())
-        .output()
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
         .ok()?;
-    let text = String::from_utf8_lossy(&out.stdout);
+    // A host that hangs on --version must not hang the matrix: it gets VERSION_PATIENCE.
+    let deadline = std::time::Instant::now() + VERSION_PATIENCE;
+    loop {
+        match child.try_wait() {
+            Ok(Some(_)) => break,
+            Ok(None) if std::time::Instant::now() < deadline => {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return None;
+            }
+        }
+    }
+    let mut text = String::new();
+    child.stdout.take()?.read_to_string(&mut text).ok()?;
     text.split_whitespace()
         .find(|w| w.starts_with(|c: char| c.is_ascii_digit()))
         .map(|w| w.trim_end_matches([',', ')']).to_string())
 }
+
+/// How long a host's `--version` may take.
+const VERSION_PATIENCE: std::time::Duration = std::time::Duration::from_secs(30);
 
 #[cfg(test)]
 mod tests {
@@ -519,9 +543,20 @@ mod tests {
         assert_eq!(Host::find("claude").expect("alias").name, "claude-code");
         let unknown = Host::find("nope").expect_err("unknown");
         assert!(
-            unknown.contains("claude-code, codex, gemini-cli, qwen-code"),
+            unknown.contains("claude-code, codex, gemini-cli, qwen-code, opencode, cline"),
             "{unknown}"
         );
+        // Every file of the presets folder is shipped.
+        let folder = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("presets");
+        let mut files: Vec<String> = std::fs::read_dir(&folder)
+            .expect("presets folder")
+            .filter_map(|e| e.ok()?.file_name().into_string().ok())
+            .filter(|name| name.ends_with(".toml"))
+            .collect();
+        files.sort();
+        let mut shipped: Vec<String> = SHIPPED.iter().map(|(f, _)| f.to_string()).collect();
+        shipped.sort();
+        assert_eq!(files, shipped);
     }
 
     #[test]
