@@ -18,7 +18,7 @@ use mcpscope_timeline::FileCursor;
 use mcpscope_timeline::indexer::{IndexConfig, SavedState};
 use mcpscope_timeline::savedindex::IndexCache;
 
-use mcpscope_testkit::long_recording::{digest, fold_to, tight, write_recording};
+use mcpscope_engine::long_recording::{digest, fold_to, tight, write_recording};
 
 const WAIT: Duration = Duration::from_secs(120);
 

@@ -21,7 +21,7 @@ use mcpscope_timeline::FileCursor;
 use mcpscope_timeline::indexer::{IndexConfig, Indexer};
 use mcpscope_timeline::savedindex::{self, Loaded};
 
-use mcpscope_testkit::long_recording::{digest, fold_to};
+use mcpscope_engine::long_recording::{digest, fold_to};
 
 const WAIT: Duration = Duration::from_secs(120);
 

@@ -7,6 +7,8 @@ pub mod event;
 pub mod fault;
 #[cfg(feature = "test-util")]
 pub mod fixtures;
+#[cfg(feature = "test-util")]
+pub mod long_recording;
 pub mod model;
 pub mod record;
 pub mod redact;

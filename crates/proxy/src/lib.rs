@@ -26,7 +26,6 @@ pub mod sink;
 pub(crate) mod stage;
 pub mod stdio;
 pub(crate) mod tap;
-pub mod transport;
 pub(crate) mod upstream;
 
 use std::net::SocketAddr;

@@ -291,7 +291,7 @@ impl TapBody {
             },
             Some(Err(err)) => {
                 self.release_held_start();
-                let (how, detail) = crate::transport::classify(&err);
+                let (how, detail) = mcpscope_transport::classify(&err);
                 self.shaper.release_held();
                 self.inner = None;
                 self.report_end(how, Leg::Upstream, Some(detail));

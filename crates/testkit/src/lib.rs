@@ -4,7 +4,6 @@
 //! `test-util`); the test server and client are `mcpscope-testserver`.
 
 pub mod live;
-pub mod long_recording;
 pub mod raw;
 pub mod scenario;
 pub mod wirecount;

@@ -10,7 +10,7 @@ use mcpscope_engine::model::Retention;
 use mcpscope_timeline::FileCursor;
 use mcpscope_timeline::indexer::IndexConfig;
 
-use mcpscope_testkit::long_recording::{digest, fold_to, tight, write_recording};
+use mcpscope_engine::long_recording::{digest, fold_to, tight, write_recording};
 
 fn temp(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("mcpscope-replay-file-{}", std::process::id()));

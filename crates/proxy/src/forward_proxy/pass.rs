@@ -14,13 +14,13 @@ use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use hyper_util::client::legacy::Client;
 
+use crate::ProxyBody;
 use crate::conn::ResetFlag;
 use crate::error::ProxyError;
 use crate::headers::strip_hop_by_hop;
 use crate::sink::EventSink;
 use crate::stage::answer;
 use crate::upstream::{Connector, error_text};
-use crate::{ProxyBody, transport};
 use mcpscope_engine::event::{EndHow, EventKind};
 
 /// The client for exchanges that are not MCP (pooled, HTTP/1.1 upstream).
@@ -155,7 +155,7 @@ impl Body for Passed {
                 Poll::Ready(Some(Ok(frame)))
             }
             Poll::Ready(Some(Err(e))) => {
-                let (how, cause) = transport::classify(&e);
+                let (how, cause) = mcpscope_transport::classify(&e);
                 if how == EndHow::Reset {
                     this.reset.set();
                 }

@@ -20,7 +20,7 @@ use crate::shared::{Shared, lock};
 use crate::sink::HeldEvents;
 use crate::tap::{TapBody, TapContext};
 use crate::upstream::{self, SendError, UpstreamConn};
-use crate::{ConnSlot, ProxyBody, transport};
+use crate::{ConnSlot, ProxyBody};
 use mcpscope_engine::event::{Direction, EndHow, EventKind, Leg, StreamId};
 use mcpscope_engine::fault::{Plan, Release};
 use mcpscope_engine::wire::observe;
@@ -273,7 +273,7 @@ fn failed(
             StatusCode::GATEWAY_TIMEOUT,
             cause,
         )),
-        UpstreamFailure::Failed(e) if transport::is_malformed(&e) => {
+        UpstreamFailure::Failed(e) if mcpscope_transport::is_malformed(&e) => {
             shared.unregister(stream);
             let cause = upstream::error_text(&e);
             let reason = format!("the upstream's response head does not parse: {cause}");
@@ -296,7 +296,7 @@ fn failed(
         UpstreamFailure::Failed(e) => {
             shared.unregister(stream);
             let cause = upstream::error_text(&e);
-            let (how, _) = transport::classify(&e);
+            let (how, _) = mcpscope_transport::classify(&e);
             shared.sink.emit(EventKind::StreamEnded {
                 stream,
                 dir: Direction::ServerToClient,

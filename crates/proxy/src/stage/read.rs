@@ -14,9 +14,9 @@ use hyper::body::Incoming;
 use serde_json::Value;
 
 use super::answer::{self, Ending};
+use crate::ProxyBody;
 use crate::error::ProxyError;
 use crate::shared::Shared;
-use crate::{ProxyBody, transport};
 use mcpscope_engine::event::{Direction, EndHow, EventKind, Leg, StreamId};
 use mcpscope_engine::wire::{mirror, oauth, observe};
 
@@ -223,11 +223,11 @@ async fn read_body(mut body: Incoming, limit: usize, timeout: Duration) -> BodyR
                     }
                 }
             }
-            Some(Err(e)) if transport::is_malformed(&e) => {
+            Some(Err(e)) if mcpscope_transport::is_malformed(&e) => {
                 return BodyRead::Malformed(e.to_string());
             }
             Some(Err(e)) => {
-                let (how, detail) = match transport::classify(&e) {
+                let (how, detail) = match mcpscope_transport::classify(&e) {
                     (EndHow::Reset, detail) => (EndHow::Reset, detail),
                     (_, detail) => (EndHow::Cancelled, detail),
                 };

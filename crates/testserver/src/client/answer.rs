@@ -195,7 +195,7 @@ impl Reading {
         };
         let data = match frame {
             None => return self.stop(EndHow::Eof),
-            Some(Err(e)) => return self.stop(mcpscope_proxy::transport::classify(&e).0),
+            Some(Err(e)) => return self.stop(mcpscope_transport::classify(&e).0),
             Some(Ok(frame)) => match frame.into_data() {
                 Ok(data) => data,
                 Err(_) => return true,

@@ -2,7 +2,7 @@
 //! tests. It initializes (keeping the session id and the protocol version), sends any request,
 //! notification or raw body, and reads each answer (JSON, or SSE to the response) keeping every
 //! SSE frame, every JSON-RPC message and how the body ended, as
-//! [`mcpscope_proxy::transport::classify`] names it. GET streams can resume with `Last-Event-ID`
+//! [`mcpscope_transport::classify`] names it. GET streams can resume with `Last-Event-ID`
 //! and run in the background. It never prints; it logs frames with `tracing` at debug level.
 
 use std::time::Duration;
@@ -236,7 +236,7 @@ impl McpClient {
         let resp = match tokio::time::timeout(TIMEOUT, self.http.request(req)).await {
             Ok(Ok(resp)) => resp,
             Ok(Err(e)) => {
-                return Ok(Reading::failed(mcpscope_proxy::transport::classify(&e).0));
+                return Ok(Reading::failed(mcpscope_transport::classify(&e).0));
             }
             Err(_) => return Ok(Reading::failed(mcpscope_engine::event::EndHow::Cancelled)),
         };

@@ -5,10 +5,10 @@ use std::path::Path;
 
 use serde_json::json;
 
-use mcpscope_engine::event::{EndHow, Event, EventKind, Leg};
-use mcpscope_engine::fixtures::{Script, many_calls};
-use mcpscope_engine::model::{Model, Retention};
-use mcpscope_engine::record::{Create, Recorder, read_file};
+use crate::event::{EndHow, Event, EventKind, Leg};
+use crate::fixtures::{Script, many_calls};
+use crate::model::{Model, Retention};
+use crate::record::{Create, Recorder, read_file};
 
 /// Everything the views show of the state: every call held (verdict, end, owner, sequence span),
 /// the counts, the notes, what retention evicted, and how many messages and streams are held.
