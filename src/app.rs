@@ -15,28 +15,8 @@ use mcpscope_proxy::{Config, Timeouts};
 use mcpscope_timeline::liveindex::LiveIndex;
 
 pub use mcpscope_engine::UsageError;
+pub use mcpscope_proxy::parse_upstream;
 pub use mcpscope_proxy::running::{Running, start_proxy};
-
-/// Checks an upstream URL: http or https, with a host.
-pub fn parse_upstream(text: &str) -> Result<Uri, UsageError> {
-    // A password in the URL never reaches the terminal.
-    let shown = Redactor::disabled().url(text);
-    let uri: Uri = text
-        .parse()
-        .map_err(|e| UsageError(format!("--upstream {shown:?} is not a URL: {e}")))?;
-    match uri.scheme_str() {
-        Some("http") | Some("https") => {}
-        _ => {
-            return Err(UsageError(format!(
-                "--upstream {shown:?} must start with http:// or https://"
-            )));
-        }
-    }
-    if uri.host().is_none_or(str::is_empty) {
-        return Err(UsageError(format!("--upstream {shown:?} has no host")));
-    }
-    Ok(uri)
-}
 
 /// Refuses a non-loopback listen address unless allowed.
 pub fn check_listen(listen: Listen, allow_remote: bool) -> Result<(), UsageError> {

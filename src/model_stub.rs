@@ -17,7 +17,7 @@ pub async fn run(args: &ModelStubArgs) -> anyhow::Result<()> {
         .into());
     }
     let serves = Serves::parse(&args.api).map_err(UsageError)?;
-    let tool_args = parse_tool_args(&args.tool_args)?;
+    let tool_args = mcpscope_hosts::stub::parse_tool_args(&args.tool_args)?;
     let stub = stub::start(Options {
         listen: args.listen.0,
         serves,
@@ -61,11 +61,4 @@ pub async fn run(args: &ModelStubArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// `--tool-args`: a JSON object.
-pub fn parse_tool_args(text: &str) -> anyhow::Result<serde_json::Value> {
-    match serde_json::from_str::<serde_json::Value>(text) {
-        Ok(value) if value.is_object() => Ok(value),
-        Ok(_) => Err(UsageError(format!("--tool-args {text:?}: not a JSON object")).into()),
-        Err(e) => Err(UsageError(format!("--tool-args {text:?}: {e}")).into()),
-    }
-}
+//END

@@ -86,7 +86,7 @@ impl HostPlan {
         };
         let tool = args.tool.clone().unwrap_or_else(|| DEFAULT_TOOL.into());
         let tool_args = match &args.tool_args {
-            Some(text) => crate::model_stub::parse_tool_args(text)?,
+            Some(text) => mcpscope_hosts::stub::parse_tool_args(text)?,
             None if tool == DEFAULT_TOOL => json!({"steps": 3, "interval_ms": 150}),
             None => json!({}),
         };

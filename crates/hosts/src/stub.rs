@@ -1044,3 +1044,16 @@ fn items<'a>(value: &'a Value, key: &str) -> impl Iterator<Item = &'a Value> {
         .into_iter()
         .flatten()
 }
+
+/// `--tool-args`: a JSON object.
+pub fn parse_tool_args(text: &str) -> Result<serde_json::Value, mcpscope_engine::UsageError> {
+    match serde_json::from_str::<serde_json::Value>(text) {
+        Ok(value) if value.is_object() => Ok(value),
+        Ok(_) => Err(mcpscope_engine::UsageError(format!(
+            "--tool-args {text:?}: not a JSON object"
+        ))),
+        Err(e) => Err(mcpscope_engine::UsageError(format!(
+            "--tool-args {text:?}: {e}"
+        ))),
+    }
+}

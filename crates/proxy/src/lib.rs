@@ -11,6 +11,7 @@ pub(crate) mod conn;
 pub mod controller;
 pub(crate) mod endpoint;
 pub(crate) mod error;
+pub mod forward_env;
 pub(crate) mod forward_proxy;
 pub(crate) mod headers;
 pub mod hub;
@@ -298,4 +299,27 @@ async fn pipeline(
             forward_stage::forward(shared, link, exchange, request, plan).await
         }
     }
+}
+
+/// Checks an upstream URL: http or https, with a host.
+pub fn parse_upstream(text: &str) -> Result<http::Uri, mcpscope_engine::UsageError> {
+    // A password in the URL never reaches the terminal.
+    let shown = mcpscope_engine::redact::Redactor::disabled().url(text);
+    let uri: http::Uri = text.parse().map_err(|e| {
+        mcpscope_engine::UsageError(format!("--upstream {shown:?} is not a URL: {e}"))
+    })?;
+    match uri.scheme_str() {
+        Some("http") | Some("https") => {}
+        _ => {
+            return Err(mcpscope_engine::UsageError(format!(
+                "--upstream {shown:?} must start with http:// or https://"
+            )));
+        }
+    }
+    if uri.host().is_none_or(str::is_empty) {
+        return Err(mcpscope_engine::UsageError(format!(
+            "--upstream {shown:?} has no host"
+        )));
+    }
+    Ok(uri)
 }
