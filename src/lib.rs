@@ -1,31 +1,7 @@
 //! The `mcpscope` command's wiring: arguments, the proxy with its hub and a view, the demo and
 //! replays. The engine, proxy, TUI and test kit live in their own crates under `crates/`.
 
-/// Writes a line to stderr as `eprintln!` does, but never panics when stderr is gone (a closed
-/// pipe, a terminal that went away): a diagnostic must not end the session. Nothing is written
-/// while a full-screen view owns the terminal ([`hold_stderr`]).
-#[macro_export]
-macro_rules! say {
-    ($($arg:tt)*) => {{
-        use std::io::Write as _;
-        if !$crate::stderr_held() {
-            let _ = writeln!(std::io::stderr(), $($arg)*);
-        }
-    }};
-}
-
-static STDERR_HELD: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-
-/// While `held`, [`say!`] writes nothing: a full-screen view (the matrix's grid) owns the
-/// terminal and shows the same facts itself.
-pub fn hold_stderr(held: bool) {
-    STDERR_HELD.store(held, std::sync::atomic::Ordering::Relaxed);
-}
-
-/// Whether [`say!`] is held (see [`hold_stderr`]).
-pub fn stderr_held() -> bool {
-    STDERR_HELD.load(std::sync::atomic::Ordering::Relaxed)
-}
+pub use mcpscope_tui::{hold_stderr, say, stderr_held};
 
 /// Whether an error (or one of its causes) is a write to a closed pipe (`mcpscope … | head`).
 pub fn is_broken_pipe(e: &(dyn std::error::Error + 'static)) -> bool {
@@ -62,7 +38,6 @@ pub mod demo;
 pub mod forward;
 pub mod headless;
 pub mod index;
-pub mod matrix;
 pub mod model_stub;
 pub mod pass_host;
 pub mod replay;

@@ -124,7 +124,7 @@ fn main() -> ExitCode {
             Some(Command::ServeTest(args)) => app::serve_test(&args).await,
             Some(Command::Replay(args)) => mcpscope::replay::run(&args).await,
             Some(Command::Demo(args)) => mcpscope::demo::run(&args).await,
-            Some(Command::Matrix(args)) => mcpscope::matrix::run(&args).await,
+            Some(Command::Matrix(args)) => mcpscope_matrix::run(&args).await,
             Some(Command::ModelStub(args)) => mcpscope::model_stub::run(&args).await,
             Some(Command::Attach(args)) => mcpscope::attach::run(&args).await,
             Some(Command::Check(_) | Command::Export(_) | Command::Convert(_)) => Ok(()),
@@ -147,7 +147,7 @@ fn main() -> ExitCode {
             mcpscope::say!("mcpscope: {e}");
             ExitCode::from(2)
         }
-        Err(e) if e.downcast_ref::<mcpscope::matrix::Inconclusive>().is_some() => {
+        Err(e) if e.downcast_ref::<mcpscope_matrix::Inconclusive>().is_some() => {
             mcpscope::say!("mcpscope: {e}");
             ExitCode::from(3)
         }

@@ -6,6 +6,32 @@
 //! (`run::perform`). Everything but the terminal itself runs on fakes in tests (`TestBackend`,
 //! synthetic events).
 
+/// Writes a line to stderr as `eprintln!` does, but never panics when stderr is gone (a closed
+/// pipe, a terminal that went away): a diagnostic must not end the session. Nothing is written
+/// while a full-screen view owns the terminal ([`hold_stderr`]).
+#[macro_export]
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        if !$crate::stderr_held() {
+            let _ = writeln!(std::io::stderr(), $($arg)*);
+        }
+    }};
+}
+
+static STDERR_HELD: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// While `held`, [`say!`] writes nothing: a full-screen view (the matrix's grid) owns the
+/// terminal and shows the same facts itself.
+pub fn hold_stderr(held: bool) {
+    STDERR_HELD.store(held, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Whether [`say!`] is held (see [`hold_stderr`]).
+pub fn stderr_held() -> bool {
+    STDERR_HELD.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 pub(crate) mod action;
 pub(crate) mod app;
 pub(crate) mod curl;

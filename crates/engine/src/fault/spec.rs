@@ -299,3 +299,13 @@ pub fn parse_live(spec: &str) -> Result<(Fault, Trigger), SpecError> {
     }
     Ok((fault, trigger))
 }
+
+/// A timeout given on the command line (`10s`, `500ms`): a duration of the grammar, more than
+/// zero.
+pub fn parse_timeout(text: &str) -> Result<Duration, String> {
+    let d = parse_duration(text)?;
+    if d.is_zero() {
+        return Err(format!("{text:?}: a timeout must be more than zero"));
+    }
+    Ok(d)
+}

@@ -11,7 +11,7 @@ use mcpscope_hosts::stub::{self, Options, ToolResult};
 use serde_json::{Value, json};
 
 use super::client::{self, ClientRun, Setting};
-use crate::cli::MatrixArgs;
+use crate::args::MatrixArgs;
 
 /// The built-in server's tool a host calls when `--tool` names none.
 pub const DEFAULT_TOOL: &str = "slow";

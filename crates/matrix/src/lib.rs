@@ -2,6 +2,7 @@
 //! proxy with the case's fault armed, and judges how the client reacted.
 
 pub mod activity;
+pub mod args;
 pub mod cases;
 pub mod cell;
 pub mod client;
@@ -18,7 +19,7 @@ use std::sync::Arc;
 use anyhow::Context;
 use tokio::sync::Semaphore;
 
-use crate::cli::MatrixArgs;
+pub use args::MatrixArgs;
 use cell::{CellResult, Plan};
 use judge::Target;
 use mcpscope_engine::UsageError;
@@ -110,16 +111,16 @@ pub async fn run(args: &MatrixArgs) -> anyhow::Result<()> {
     let upstream = args
         .upstream
         .as_deref()
-        .map(crate::app::parse_upstream)
+        .map(mcpscope_proxy::parse_upstream)
         .transpose()?;
     let forward = match args.forward {
         true => {
-            let ca = crate::forward::load_ca()?;
-            let trust = crate::forward::trust_vars(&ca)?;
+            let ca = mcpscope_proxy::forward_env::load_ca()?;
+            let trust = mcpscope_proxy::forward_env::trust_vars(&ca)?;
             Some(cell::Forward {
                 mode: Arc::new(mcpscope_proxy::ForwardMode::new(Arc::new(ca), Vec::new())),
                 trust,
-                ca_roots: crate::forward::ca_roots(&args.ca_files)?,
+                ca_roots: mcpscope_proxy::forward_env::ca_roots(&args.ca_files)?,
             })
         }
         false => None,
@@ -215,7 +216,7 @@ pub async fn run(args: &MatrixArgs) -> anyhow::Result<()> {
                 Some(anyhow::Error::new(e).context(format!("cannot create {}", dir.display())));
             break;
         }
-        crate::say!("{}", announce_text(args, &plan, selected.len(), jobs));
+        mcpscope_tui::say!("{}", announce_text(args, &plan, selected.len(), jobs));
         let feed = grid.as_ref().map(|g| (g.updates.clone(), col));
         match run_column(Arc::new(plan), &selected, jobs, feed).await {
             Ok(cells) => columns_done.push(cells),
@@ -309,7 +310,7 @@ async fn run_column(
             let grid = grid.clone();
             tokio::spawn(async move {
                 let _permit = gate.acquire_owned().await;
-                crate::say!("mcpscope matrix: {} running", case.name);
+                mcpscope_tui::say!("mcpscope matrix: {} running", case.name);
                 if let Some((feed, col)) = &grid {
                     grid::running(feed, row, *col);
                 }
@@ -319,7 +320,7 @@ async fn run_column(
                 }
                 let n = done.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
                 match &result {
-                    Ok(cell) => crate::say!(
+                    Ok(cell) => mcpscope_tui::say!(
                         "mcpscope matrix: [{n}/{total}] {}: {} ({}) {}",
                         case.name,
                         cell.judgement.outcome.word(),
@@ -328,7 +329,9 @@ async fn run_column(
                             .map_or_else(|| "no reaction".into(), |ms| format!("{ms} ms")),
                         cell.judgement.verdict
                     ),
-                    Err(e) => crate::say!("mcpscope matrix: [{n}/{total}] {}: {e:#}", case.name),
+                    Err(e) => {
+                        mcpscope_tui::say!("mcpscope matrix: [{n}/{total}] {}: {e:#}", case.name)
+                    }
                 }
                 result
             })

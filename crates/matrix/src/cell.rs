@@ -419,7 +419,7 @@ pub async fn run(case: &'static Case, plan: &Plan) -> anyhow::Result<CellResult>
     };
     let (url, mut extra_env) = match &plan.forward {
         Some(forward) => {
-            let mut vars = crate::forward::proxy_vars(running.proxy.addr);
+            let mut vars = mcpscope_proxy::forward_env::proxy_vars(running.proxy.addr);
             vars.extend(forward.trust.iter().cloned());
             (server_url, vars)
         }

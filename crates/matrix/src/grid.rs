@@ -33,7 +33,7 @@ pub fn start(labels: &[String], cases: &[&'static Case], title: Option<String>) 
         labels.to_vec(),
     );
     let (updates, received) = tokio::sync::mpsc::unbounded_channel();
-    crate::hold_stderr(true);
+    mcpscope_tui::hold_stderr(true);
     let task = tokio::spawn(async move {
         let ran = mcpscope_tui::grid::run_grid(
             grid,
@@ -42,7 +42,7 @@ pub fn start(labels: &[String], cases: &[&'static Case], title: Option<String>) 
             Box::new(open_recording),
         )
         .await;
-        crate::hold_stderr(false);
+        mcpscope_tui::hold_stderr(false);
         ran
     });
     GridRun { updates, task }
@@ -54,10 +54,10 @@ impl GridRun {
         let _ = self.updates.send(GridUpdate::Finished(summary));
         match self.task.await {
             Ok(Ok(())) => {}
-            Ok(Err(e)) => crate::say!("mcpscope matrix: the grid failed: {e:#}"),
-            Err(e) => crate::say!("mcpscope matrix: the grid failed: {e}"),
+            Ok(Err(e)) => mcpscope_tui::say!("mcpscope matrix: the grid failed: {e:#}"),
+            Err(e) => mcpscope_tui::say!("mcpscope matrix: the grid failed: {e}"),
         }
-        crate::hold_stderr(false);
+        mcpscope_tui::hold_stderr(false);
     }
 }
 
@@ -67,7 +67,7 @@ impl GridRun {
     pub async fn abort(self) {
         self.task.abort();
         let _ = self.task.await;
-        crate::hold_stderr(false);
+        mcpscope_tui::hold_stderr(false);
     }
 }
 
