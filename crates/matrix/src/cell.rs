@@ -258,8 +258,8 @@ async fn stop_when(
     }
 }
 
-/// Runs one cell.
-pub async fn run(case: &'static Case, plan: &Plan) -> anyhow::Result<CellResult> {
+/// Why a cell is not run at all, when its case cannot happen with this plan's server.
+fn not_run(case: &'static Case, plan: &Plan) -> Option<CellResult> {
     let own_server = match (&plan.upstream, &plan.server_command) {
         (Some(_), _) => Some("--upstream"),
         (None, Some(_)) => Some("--server-command"),
@@ -267,68 +267,99 @@ pub async fn run(case: &'static Case, plan: &Plan) -> anyhow::Result<CellResult>
     };
     if let (Some(flag), Some(reason)) = (own_server, case.needs_server) {
         // Another server cannot be set up for the case: what it describes cannot happen.
-        return Ok(CellResult::skipped(
+        return Some(CellResult::skipped(
             case,
             &format!("{reason} (not available with {flag})"),
         ));
     }
     if case.server.slow.is_some() && matches!(&plan.target, Target::Tool(tool) if tool != SLOW_TOOL)
     {
-        return Ok(CellResult::skipped(
+        return Some(CellResult::skipped(
             case,
             &format!("times the built-in server's `{SLOW_TOOL}` tool; --tool names another"),
         ));
     }
-    let mut user_server = match &plan.server_command {
-        Some(command) => match super::server::UserServer::start(command, plan.bounds.startup).await
-        {
-            Ok(server) => Some(server),
-            Err(why) => {
-                let mut cell = CellResult::skipped(case, &why);
-                cell.judgement = Judgement::inconclusive(case.expect, &why, None);
-                return Ok(cell);
-            }
-        },
-        None => None,
-    };
-    let server = match (&plan.upstream, &user_server) {
-        (Some(_), _) | (None, Some(_)) => None,
-        (None, None) => Some(
-            testserver::start_refusing(
-                testserver::Options {
-                    json_responses: case.server.json,
-                    event_ids: case.server.event_ids,
-                    retry_ms: case.server.retry_ms,
-                    keepalive: case.server.keepalive.then_some(testserver::KEEPALIVE),
-                    slow: case.server.slow,
-                    ..testserver::Options::default()
+    None
+}
+
+/// The cell's server: the built-in one set up for its case, the user's (`--server-command`),
+/// or none (`--upstream`).
+enum CellServer {
+    BuiltIn(testserver::TestServer),
+    User(super::server::UserServer),
+    Upstream,
+}
+
+impl CellServer {
+    /// Starts it; `Err(cell)` when the user's server cannot start (the cell is inconclusive).
+    async fn start(case: &'static Case, plan: &Plan) -> anyhow::Result<Result<Self, CellResult>> {
+        if let Some(command) = &plan.server_command {
+            return Ok(
+                match super::server::UserServer::start(command, plan.bounds.startup).await {
+                    Ok(server) => Ok(CellServer::User(server)),
+                    Err(why) => {
+                        let mut cell = CellResult::skipped(case, &why);
+                        cell.judgement = Judgement::inconclusive(case.expect, &why, None);
+                        Err(cell)
+                    }
                 },
-                case.server.refusal,
-            )
-            .await
-            .context("cannot start the test server")?,
-        ),
-    };
-    let upstream = match (&plan.upstream, &server, &user_server) {
-        (Some(uri), _, _) => uri.clone(),
-        (None, Some(server), _) => server.url().parse().context("test server URL")?,
-        (None, None, Some(user)) => user.url.parse().context("--server-command URL")?,
-        (None, None, None) => anyhow::bail!("no upstream"),
-    };
-    let recorder = match &plan.record_dir {
-        Some(dir) => {
-            let path = dir.join(format!("{}.jsonl", case.name));
-            Some(
-                Recorder::create(&path, Create::Replace, true)
-                    .with_context(|| format!("cannot create the recording {}", path.display()))?,
-            )
+            );
         }
-        None => None,
+        if plan.upstream.is_some() {
+            return Ok(Ok(CellServer::Upstream));
+        }
+        let server = testserver::start_refusing(
+            testserver::Options {
+                json_responses: case.server.json,
+                event_ids: case.server.event_ids,
+                retry_ms: case.server.retry_ms,
+                keepalive: case.server.keepalive.then_some(testserver::KEEPALIVE),
+                slow: case.server.slow,
+                ..testserver::Options::default()
+            },
+            case.server.refusal,
+        )
+        .await
+        .context("cannot start the test server")?;
+        Ok(Ok(CellServer::BuiltIn(server)))
+    }
+
+    /// The URL the cell's proxy forwards to.
+    fn upstream(&self, plan: &Plan) -> anyhow::Result<Uri> {
+        match (self, &plan.upstream) {
+            (CellServer::BuiltIn(server), _) => server.url().parse().context("test server URL"),
+            (CellServer::User(user), _) => user.url.parse().context("--server-command URL"),
+            (CellServer::Upstream, Some(uri)) => Ok(uri.clone()),
+            (CellServer::Upstream, None) => anyhow::bail!("no upstream"),
+        }
+    }
+
+    async fn stop(self) {
+        match self {
+            CellServer::BuiltIn(server) => server.shutdown().await,
+            CellServer::User(mut user) => {
+                user.stop().await;
+            }
+            CellServer::Upstream => {}
+        }
+    }
+}
+
+/// The cell's recording, when the plan keeps them.
+fn recorder(case: &Case, plan: &Plan) -> anyhow::Result<Option<Recorder>> {
+    let Some(dir) = &plan.record_dir else {
+        return Ok(None);
     };
-    // Forward: the client is given the server's own URL, the proxy only through its
-    // environment; the proxy's `upstream` is not used.
-    let server_url = upstream.to_string();
-    let config = match &plan.forward {
+    let path = dir.join(format!("{}.jsonl", case.name));
+    Recorder::create(&path, Create::Replace, true)
+        .map(Some)
+        .with_context(|| format!("cannot create the recording {}", path.display()))
+}
+
+/// The cell's proxy: forwarding to `upstream`, or a forward proxy (the client is then given
+/// the server's own URL and reaches the proxy through its environment).
+fn proxy_config(plan: &Plan, upstream: Uri) -> Config {
+    match &plan.forward {
         Some(forward) => Config {
             rescue: plan.rescue,
             forward: Some(Arc::clone(&forward.mode)),
@@ -340,22 +371,37 @@ pub async fn run(case: &'static Case, plan: &Plan) -> anyhow::Result<CellResult>
             rescue: plan.rescue,
             ..Config::default()
         },
-    };
-    let mut running = start_proxy(config, recorder, Redactor::new()).await?;
-    if let Some(fault) = case.fault {
-        let rule = mcpscope_engine::fault::spec::parse_rule(&cases::rule(
-            fault,
-            &case.matchers(&plan.target.matchers()),
-        ))
-        .map_err(|e| mcpscope_engine::UsageError(format!("--tool/--method: {e}")))?;
-        let engine = mcpscope_engine::fault::RuleEngine::new();
-        engine.add(rule);
-        running.proxy.shared.set_planner(Arc::new(engine));
     }
-    let mut feed = running.hub.take_output().context("view feed taken")?;
-    let (seen_tx, seen) = tokio::sync::watch::channel(Seen::default());
-    let target = plan.target.clone();
-    let fold = tokio::spawn(async move {
+}
+
+/// Arms the case's fault on the cell's proxy.
+fn arm(case: &Case, plan: &Plan, shared: &mcpscope_proxy::Shared) -> anyhow::Result<()> {
+    let Some(fault) = case.fault else {
+        return Ok(());
+    };
+    let rule = mcpscope_engine::fault::spec::parse_rule(&cases::rule(
+        fault,
+        &case.matchers(&plan.target.matchers()),
+    ))
+    .map_err(|e| mcpscope_engine::UsageError(format!("--tool/--method: {e}")))?;
+    let engine = mcpscope_engine::fault::RuleEngine::new();
+    engine.add(rule);
+    shared.set_planner(Arc::new(engine));
+    Ok(())
+}
+
+/// What the cell's fold hands back: the model, what the fault hit, when the proxy rescued.
+type Folded = (Model, Evidence, Option<chrono::DateTime<chrono::Utc>>);
+
+/// Folds the proxy's events into the cell's model, telling `seen_tx` when the client's first
+/// request came, the call went out, the fault fired and the call ended; stops at the matrix's
+/// own kill.
+fn spawn_fold(
+    mut feed: tokio::sync::mpsc::UnboundedReceiver<mcpscope_engine::event::Event>,
+    seen_tx: tokio::sync::watch::Sender<Seen>,
+    target: Target,
+) -> tokio::task::JoinHandle<Folded> {
+    tokio::spawn(async move {
         let mut model = Model::new();
         let mut evidence = Evidence::default();
         let mut rescued_at = None;
@@ -393,7 +439,92 @@ pub async fn run(case: &'static Case, plan: &Plan) -> anyhow::Result<CellResult>
             }
         }
         (model, evidence, rescued_at)
-    });
+    })
+}
+
+/// The URL the client is given and what its environment gains: the proxy's URL; or, through
+/// the forward proxy, the server's own URL with the proxy and trust variables; and a host's
+/// idle timeout where the case sets one.
+fn client_env(
+    case: &Case,
+    plan: &Plan,
+    proxy: std::net::SocketAddr,
+    server_url: String,
+) -> (String, Vec<(String, String)>) {
+    let (url, mut env) = match &plan.forward {
+        Some(forward) => {
+            let mut vars = mcpscope_proxy::forward_env::proxy_vars(proxy);
+            vars.extend(forward.trust.iter().cloned());
+            (server_url, vars)
+        }
+        None => (format!("http://{proxy}/mcp"), Vec::new()),
+    };
+    if let (Some(host), Some(ms)) = (&plan.host, case.host_idle_timeout_ms)
+        && let Some(name) = &host.host.idle_timeout_env
+    {
+        env.push((name.clone(), ms.to_string()));
+    }
+    (url, env)
+}
+
+/// What a cell's agent host did, in figures measured from the model and the host's run.
+fn host_cell(
+    plan_host: &super::host::HostPlan,
+    host_run: super::host::HostRun,
+    (model, target): (&Model, &Target),
+    run: &ClientRun,
+    rescued_at: Option<chrono::DateTime<chrono::Utc>>,
+) -> HostCell {
+    let broke_at = judge::broke_at(model, target);
+    let first_request = model.streams.iter().map(|s| s.opened_at).min();
+    HostCell {
+        label: plan_host.label(),
+        name: plan_host.host.name.clone(),
+        version: plan_host.version.clone(),
+        bin: plan_host.bin.clone(),
+        tool_result_ms: host_run
+            .result
+            .as_ref()
+            .zip(broke_at)
+            .map(|(r, at)| super::host::ms(at, r.at)),
+        rescue_ms: rescued_at
+            .zip(broke_at)
+            .map(|(rescued, at)| super::host::ms(at, rescued)),
+        rescued_to_model_ms: host_run
+            .result
+            .as_ref()
+            .zip(rescued_at)
+            .map(|(r, rescued)| super::host::ms(rescued, r.at)),
+        startup_ms: run
+            .started_at
+            .zip(first_request)
+            .map(|(from, to)| super::host::ms(from, to)),
+        result: host_run.result,
+        model_requests: host_run.model_requests,
+    }
+}
+
+/// Runs one cell.
+pub async fn run(case: &'static Case, plan: &Plan) -> anyhow::Result<CellResult> {
+    if let Some(cell) = not_run(case, plan) {
+        return Ok(cell);
+    }
+    let server = match CellServer::start(case, plan).await? {
+        Ok(server) => server,
+        Err(cell) => return Ok(cell),
+    };
+    let upstream = server.upstream(plan)?;
+    let server_url = upstream.to_string();
+    let mut running = start_proxy(
+        proxy_config(plan, upstream),
+        recorder(case, plan)?,
+        Redactor::new(),
+    )
+    .await?;
+    arm(case, plan, &running.proxy.shared)?;
+    let feed = running.hub.take_output().context("view feed taken")?;
+    let (seen_tx, seen) = tokio::sync::watch::channel(Seen::default());
+    let fold = spawn_fold(feed, seen_tx, plan.target.clone());
     let permit = Arc::clone(&plan.starting).acquire_owned().await;
     let mut started = seen.clone();
     tokio::spawn(async move {
@@ -417,20 +548,8 @@ pub async fn run(case: &'static Case, plan: &Plan) -> anyhow::Result<CellResult>
         }
         shared.note(None, KILL_NOTE);
     };
-    let (url, mut extra_env) = match &plan.forward {
-        Some(forward) => {
-            let mut vars = mcpscope_proxy::forward_env::proxy_vars(running.proxy.addr);
-            vars.extend(forward.trust.iter().cloned());
-            (server_url, vars)
-        }
-        None => (format!("http://{}/mcp", running.proxy.addr), Vec::new()),
-    };
-    if let (Some(host), Some(ms)) = (&plan.host, case.host_idle_timeout_ms)
-        && let Some(name) = &host.host.idle_timeout_env
-    {
-        extra_env.push((name.clone(), ms.to_string()));
-    }
-    let (run, host_run) = match &plan.host {
+    let (url, extra_env) = client_env(case, plan, running.proxy.addr, server_url);
+    let (mut run, host_run) = match &plan.host {
         Some(host) => {
             let (run, host_run) = super::host::run(host, &url, &extra_env, activity, stop).await?;
             (run, Some(host_run))
@@ -445,7 +564,6 @@ pub async fn run(case: &'static Case, plan: &Plan) -> anyhow::Result<CellResult>
             (client::run_in(&argv, &setting, stop).await, None)
         }
     };
-    let mut run = run;
     if run.killed {
         run.stop = why_stopped.lock().ok().and_then(|s| *s);
     }
@@ -456,45 +574,18 @@ pub async fn run(case: &'static Case, plan: &Plan) -> anyhow::Result<CellResult>
     let recording = running.hub.recording.clone();
     let _ = tokio::task::spawn_blocking(move || running.hub.finish_within(FINISH_PATIENCE)).await;
     let (model, evidence, rescued_at) = fold.await.context("the cell's model")?;
-    if let Some(server) = server {
-        server.shutdown().await;
-    }
-    if let Some(user) = &mut user_server {
-        user.stop().await;
-    }
+    server.stop().await;
     let elapsed_ms = run
         .started_at
         .map_or(0, |start| (ended_at - start).num_milliseconds());
     let host = match (&plan.host, host_run) {
-        (Some(plan_host), Some(host_run)) => {
-            let broke_at = judge::broke_at(&model, &plan.target);
-            let first_request = model.streams.iter().map(|s| s.opened_at).min();
-            Some(HostCell {
-                label: plan_host.label(),
-                name: plan_host.host.name.clone(),
-                version: plan_host.version.clone(),
-                bin: plan_host.bin.clone(),
-                tool_result_ms: host_run
-                    .result
-                    .as_ref()
-                    .zip(broke_at)
-                    .map(|(r, at)| super::host::ms(at, r.at)),
-                rescue_ms: rescued_at
-                    .zip(broke_at)
-                    .map(|(rescued, at)| super::host::ms(at, rescued)),
-                rescued_to_model_ms: host_run
-                    .result
-                    .as_ref()
-                    .zip(rescued_at)
-                    .map(|(r, rescued)| super::host::ms(rescued, r.at)),
-                startup_ms: run
-                    .started_at
-                    .zip(first_request)
-                    .map(|(from, to)| super::host::ms(from, to)),
-                result: host_run.result,
-                model_requests: host_run.model_requests,
-            })
-        }
+        (Some(plan_host), Some(host_run)) => Some(host_cell(
+            plan_host,
+            host_run,
+            (&model, &plan.target),
+            &run,
+            rescued_at,
+        )),
         _ => None,
     };
     // A host's reaction is what reached the model (`ClientRun::model_reaction`), a generic

@@ -82,37 +82,26 @@ fn target(args: &MatrixArgs) -> Target {
     }
 }
 
-/// Runs the matrix; `Err(DefectsFound)` when a cell found a defect.
-pub async fn run(args: &MatrixArgs) -> anyhow::Result<()> {
-    if args.list {
-        print!("{}", list());
-        return Ok(());
-    }
-    if args.hosts {
-        print!("{}", host::list());
-        return Ok(());
-    }
+/// Refuses a run that cannot start: no client, or a client command that cannot run.
+fn check_client(args: &MatrixArgs) -> Result<(), UsageError> {
     let agent_host = args.host.is_some() || args.host_file.is_some();
     if args.command.is_empty() && !agent_host {
-        return Err(
-            UsageError("matrix needs a client command after `--`, or --host".into()).into(),
-        );
+        return Err(UsageError(
+            "matrix needs a client command after `--`, or --host".into(),
+        ));
     }
     if let (false, Some(program)) = (agent_host, args.command.first())
         && !client::can_run(program)
     {
         return Err(UsageError(format!(
             "cannot run the client command {program:?}: not found, or not executable"
-        ))
-        .into());
+        )));
     }
-    let hosts = host::HostPlan::from_args(args).await?;
-    let selected = cases::select(args.cases.as_deref(), args.quick).map_err(UsageError)?;
-    let upstream = args
-        .upstream
-        .as_deref()
-        .map(mcpscope_proxy::parse_upstream)
-        .transpose()?;
+    Ok(())
+}
+
+/// What every cell of every column shares, from the arguments (no host yet).
+fn base_plan(args: &MatrixArgs) -> anyhow::Result<Plan> {
     let forward = match args.forward {
         true => {
             let ca = mcpscope_proxy::forward_env::load_ca()?;
@@ -125,12 +114,16 @@ pub async fn run(args: &MatrixArgs) -> anyhow::Result<()> {
         }
         false => None,
     };
-    let base = Plan {
+    Ok(Plan {
         forward,
         command: args.command.clone(),
         bounds: cell::Bounds::new(args.timeout, args.startup_timeout),
         target: target(args),
-        upstream,
+        upstream: args
+            .upstream
+            .as_deref()
+            .map(mcpscope_proxy::parse_upstream)
+            .transpose()?,
         server_command: args
             .server_command
             .as_deref()
@@ -143,37 +136,81 @@ pub async fn run(args: &MatrixArgs) -> anyhow::Result<()> {
         starting: Arc::new(Semaphore::new(
             std::thread::available_parallelism().map_or(2, |n| n.get()),
         )),
-    };
-    let jobs = args
-        .jobs
-        .unwrap_or_else(|| default_jobs(!hosts.is_empty()))
-        .max(1);
-    // One column per host program (a version sweep), else the one client command.
-    let columns: Vec<Plan> = match hosts.len() {
-        0 => vec![base],
-        1 => vec![Plan {
-            host: hosts.first().cloned(),
-            ..base
-        }],
+    })
+}
+
+/// One plan per column: per host program (a version sweep), else the one client command; the
+/// recordings go to `scratch` when the plan keeps none (the grid opens them), a folder per
+/// program when there are several.
+fn columns(
+    base: Plan,
+    hosts: &[Arc<host::HostPlan>],
+    scratch: Option<&std::path::Path>,
+) -> Vec<Plan> {
+    let several = hosts.len() > 1;
+    let plans: Vec<Plan> = match hosts {
+        [] => vec![base],
         _ => hosts
             .iter()
             .map(|h| Plan {
                 host: Some(Arc::clone(h)),
-                record_dir: base
-                    .record_dir
-                    .as_ref()
-                    .map(|d| d.join(file_label(&h.label()))),
                 ..base.clone()
             })
             .collect(),
     };
-    let labels: Vec<String> = columns
-        .iter()
-        .map(|plan| match &plan.host {
-            Some(host) => host.label(),
-            None => args.command.join(" "),
+    plans
+        .into_iter()
+        .map(|plan| {
+            let folder = |dir: &std::path::Path| match (&plan.host, several) {
+                (Some(host), true) => dir.join(file_label(&host.label())),
+                _ => dir.to_path_buf(),
+            };
+            let record_dir = plan
+                .record_dir
+                .as_deref()
+                .or(scratch)
+                .map(folder);
+            Plan { record_dir, ..plan }
         })
-        .collect();
+        .collect()
+}
+
+/// The exit the cells call for: a defect (1), else cells not judged (3), else none.
+fn verdict(columns: &[Vec<CellResult>]) -> anyhow::Result<()> {
+    let cells: Vec<&CellResult> = columns.iter().flatten().collect();
+    let defects = cells
+        .iter()
+        .filter(|c| c.judgement.defect.is_some())
+        .count();
+    let inconclusive = cells
+        .iter()
+        .filter(|c| c.judgement.inconclusive.is_some())
+        .count();
+    match (defects, inconclusive) {
+        (0, 0) => Ok(()),
+        (0, n) => Err(Inconclusive(n).into()),
+        (n, _) => Err(DefectsFound(n).into()),
+    }
+}
+
+/// Runs the matrix; `Err(DefectsFound)` when a cell found a defect.
+pub async fn run(args: &MatrixArgs) -> anyhow::Result<()> {
+    if args.list {
+        print!("{}", list());
+        return Ok(());
+    }
+    if args.hosts {
+        print!("{}", host::list());
+        return Ok(());
+    }
+    check_client(args)?;
+    let hosts = host::HostPlan::from_args(args).await?;
+    let selected = cases::select(args.cases.as_deref(), args.quick).map_err(UsageError)?;
+    let base = base_plan(args)?;
+    let jobs = args
+        .jobs
+        .unwrap_or_else(|| default_jobs(!hosts.is_empty()))
+        .max(1);
     // On a terminal, the grid fills in live; its cells' recordings are kept for Enter (in a
     // folder of the run's own unless --record-dir names one).
     let interactive = !args.json
@@ -184,17 +221,12 @@ pub async fn run(args: &MatrixArgs) -> anyhow::Result<()> {
         (true, None) => Some(tempfile::tempdir().context("a folder for the cells' recordings")?),
         _ => None,
     };
-    let columns: Vec<Plan> = columns
-        .into_iter()
-        .map(|plan| match (&scratch, plan.record_dir.is_none()) {
-            (Some(dir), true) => Plan {
-                record_dir: Some(match &plan.host {
-                    Some(host) if labels.len() > 1 => dir.path().join(file_label(&host.label())),
-                    _ => dir.path().to_path_buf(),
-                }),
-                ..plan
-            },
-            _ => plan,
+    let columns = columns(base, &hosts, scratch.as_ref().map(|d| d.path()));
+    let labels: Vec<String> = columns
+        .iter()
+        .map(|plan| match &plan.host {
+            Some(host) => host.label(),
+            None => args.command.join(" "),
         })
         .collect();
     let grid = interactive.then(|| {
@@ -238,20 +270,7 @@ pub async fn run(args: &MatrixArgs) -> anyhow::Result<()> {
         (None, None) => {}
     }
     write_outputs(args, &columns_done)?;
-    let cells: Vec<&CellResult> = columns_done.iter().flatten().collect();
-    let defects = cells
-        .iter()
-        .filter(|c| c.judgement.defect.is_some())
-        .count();
-    let inconclusive = cells
-        .iter()
-        .filter(|c| c.judgement.inconclusive.is_some())
-        .count();
-    match (defects, inconclusive) {
-        (0, 0) => Ok(()),
-        (0, n) => Err(Inconclusive(n).into()),
-        (n, _) => Err(DefectsFound(n).into()),
-    }
+    verdict(&columns_done)
 }
 
 /// A host's label as a file name: `claude-code 2.1.332` → `claude-code-2.1.332`.
