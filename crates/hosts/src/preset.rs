@@ -32,6 +32,7 @@ const SHIPPED: &[(&str, &str)] = &[
     ("qwen-code.toml", include_str!("../presets/qwen-code.toml")),
     ("opencode.toml", include_str!("../presets/opencode.toml")),
     ("cline.toml", include_str!("../presets/cline.toml")),
+    ("kimi-cli.toml", include_str!("../presets/kimi-cli.toml")),
 ];
 
 /// A file a preset writes into the cell's HOME.
@@ -543,7 +544,7 @@ mod tests {
         assert_eq!(Host::find("claude").expect("alias").name, "claude-code");
         let unknown = Host::find("nope").expect_err("unknown");
         assert!(
-            unknown.contains("claude-code, codex, gemini-cli, qwen-code, opencode, cline"),
+            unknown.contains("claude-code, codex, gemini-cli, qwen-code, opencode, cline, kimi-cli"),
             "{unknown}"
         );
         // Every file of the presets folder is shipped.
