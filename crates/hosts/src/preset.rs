@@ -67,6 +67,8 @@ struct PresetText {
     files: Vec<HomeFile>,
     #[serde(default)]
     idle_timeout_env: Option<String>,
+    #[serde(default)]
+    idle_timeout_default_ms: Option<u64>,
 }
 
 /// Where a host's definition came from.
@@ -109,6 +111,9 @@ pub struct Host {
     /// Code's `CLAUDE_CODE_MCP_TOOL_IDLE_TIMEOUT`): the matrix sets it in the cases about slow
     /// calls.
     pub idle_timeout_env: Option<String>,
+    /// The value of `{idle_timeout_ms}` in cells that set no idle timeout (the host's own
+    /// default), for a host whose timeout is set in a file rather than a variable.
+    pub idle_timeout_default_ms: Option<u64>,
     /// Where it was defined.
     pub source: Source,
 }
@@ -154,6 +159,18 @@ impl Host {
                 ));
             }
         }
+        let uses_idle = preset
+            .argv
+            .iter()
+            .chain(preset.env.values())
+            .chain(preset.files.iter().map(|f| &f.text))
+            .any(|t| t.contains("{idle_timeout_ms}"));
+        if uses_idle && preset.idle_timeout_default_ms.is_none() {
+            return Err(format!(
+                "the host preset {origin}: it names {{idle_timeout_ms}}, so it needs \
+                 `idle_timeout_default_ms` (the host's own default)"
+            ));
+        }
         Ok(Host {
             name: preset.name,
             aliases: preset.aliases,
@@ -167,6 +184,7 @@ impl Host {
             env: preset.env,
             files: preset.files,
             idle_timeout_env: preset.idle_timeout_env,
+            idle_timeout_default_ms: preset.idle_timeout_default_ms,
             source,
         })
     }
@@ -269,6 +287,7 @@ impl Host {
             ]),
             files: Vec::new(),
             idle_timeout_env: None,
+            idle_timeout_default_ms: None,
             source: Source::Command,
         })
     }
@@ -307,6 +326,9 @@ pub struct Cell<'a> {
     pub tool: &'a str,
     /// The throwaway HOME (exists, empty).
     pub home: &'a Path,
+    /// The idle timeout the cell's case sets for the host, ms (`{idle_timeout_ms}`; the
+    /// preset's `idle_timeout_default_ms` when `None`).
+    pub idle_timeout_ms: Option<u64>,
 }
 
 /// A host's command line and environment for one cell.
@@ -351,9 +373,14 @@ fn write(path: PathBuf, text: &str) -> anyhow::Result<()> {
 
 /// A template with the cell's values in place of its placeholders, in one pass (a value that
 /// holds a placeholder's name, a prompt saying `{url}`, stays as it is).
-fn fill(template: &str, cell: &Cell<'_>) -> String {
+fn fill(template: &str, cell: &Cell<'_>, idle_default: Option<u64>) -> String {
     let home = cell.home.display().to_string();
+    let idle = cell
+        .idle_timeout_ms
+        .or(idle_default)
+        .map(|ms| ms.to_string());
     let value = |name: &str| match name {
+        "idle_timeout_ms" => idle.as_deref(),
         "bin" => Some(cell.bin),
         "prompt" => Some(cell.prompt),
         "url" => Some(cell.mcp_url),
@@ -396,15 +423,23 @@ pub fn launch(host: &Host, cell: &Cell<'_>) -> anyhow::Result<Launch> {
     let mut env = base_env(cell.home);
     for (name, value) in &host.env {
         env.retain(|(k, _)| k != name);
-        env.push((name.clone(), fill(value, cell)));
+        env.push((
+            name.clone(),
+            fill(value, cell, host.idle_timeout_default_ms),
+        ));
     }
     for file in &host.files {
         write(
-            cell.home.join(fill(&file.path, cell)),
-            &fill(&file.text, cell),
+            cell.home
+                .join(fill(&file.path, cell, host.idle_timeout_default_ms)),
+            &fill(&file.text, cell, host.idle_timeout_default_ms),
         )?;
     }
-    let argv = host.argv.iter().map(|a| fill(a, cell)).collect();
+    let argv = host
+        .argv
+        .iter()
+        .map(|a| fill(a, cell, host.idle_timeout_default_ms))
+        .collect();
     Ok(Launch { argv, env })
 }
 
@@ -459,6 +494,7 @@ mod tests {
             model_url: "http://127.0.0.1:2",
             tool: "slow",
             home,
+            idle_timeout_ms: None,
         }
     }
 
@@ -544,7 +580,8 @@ mod tests {
         assert_eq!(Host::find("claude").expect("alias").name, "claude-code");
         let unknown = Host::find("nope").expect_err("unknown");
         assert!(
-            unknown.contains("claude-code, codex, gemini-cli, qwen-code, opencode, cline, kimi-cli"),
+            unknown
+                .contains("claude-code, codex, gemini-cli, qwen-code, opencode, cline, kimi-cli"),
             "{unknown}"
         );
         // Every file of the presets folder is shipped.
@@ -558,6 +595,39 @@ mod tests {
         let mut shipped: Vec<String> = SHIPPED.iter().map(|(f, _)| f.to_string()).collect();
         shipped.sort();
         assert_eq!(files, shipped);
+    }
+
+    #[test]
+    fn an_idle_timeout_in_a_file_is_the_cases_or_the_hosts_own_default() {
+        let text = r#"
+name = "t"
+description = "d"
+api = "openai-chat"
+bin = "t"
+tool_name = "{tool}"
+argv = ["{bin}"]
+[[files]]
+path = "c.toml"
+text = "timeout = {idle_timeout_ms}"
+"#;
+        let refused = Host::from_toml(text, Source::Shipped, "t.toml").expect_err("no default");
+        assert!(refused.contains("idle_timeout_default_ms"), "{refused}");
+        let host = Host::from_toml(
+            &text.replace("argv = [", "idle_timeout_default_ms = 60000\nargv = ["),
+            Source::Shipped,
+            "t.toml",
+        )
+        .expect("reads");
+        for (set, want) in [(None, "timeout = 60000"), (Some(10_000), "timeout = 10000")] {
+            let home = tempfile::tempdir().expect("tempdir");
+            let cell = Cell {
+                idle_timeout_ms: set,
+                ..cell(home.path())
+            };
+            launch(&host, &cell).expect("launch");
+            let written = std::fs::read_to_string(home.path().join("c.toml")).expect("file");
+            assert_eq!(written, want);
+        }
     }
 
     #[test]
@@ -590,7 +660,7 @@ mod tests {
         let mut c = cell(home.path());
         c.prompt = "say {url} and {tool}";
         assert_eq!(
-            fill("{prompt} {nope} {\"a\": 1} {tool}", &c),
+            fill("{prompt} {nope} {\"a\": 1} {tool}", &c, None),
             "say {url} and {tool} {nope} {\"a\": 1} slow"
         );
     }

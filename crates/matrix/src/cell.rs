@@ -551,7 +551,14 @@ pub async fn run(case: &'static Case, plan: &Plan) -> anyhow::Result<CellResult>
     let (url, extra_env) = client_env(case, plan, running.proxy.addr, server_url);
     let (mut run, host_run) = match &plan.host {
         Some(host) => {
-            let (run, host_run) = super::host::run(host, &url, &extra_env, activity, stop).await?;
+            let (run, host_run) = super::host::run(
+                host,
+                &url,
+                (&extra_env, case.host_idle_timeout_ms),
+                activity,
+                stop,
+            )
+            .await?;
             (run, Some(host_run))
         }
         None => {

@@ -123,6 +123,7 @@ impl HostPlan {
                 model_url: "http://127.0.0.1:9",
                 tool,
                 home: home.path(),
+                idle_timeout_ms: None,
             };
             let env = preset::launch(host, &cell)?.env;
             let probe = bin.to_string();
@@ -234,11 +235,12 @@ pub struct HostRun {
     pub model_requests: usize,
 }
 
-/// Runs the host once against the cell's proxy at `mcp_url`, with its own stub and HOME.
+/// Runs the host once against the cell's proxy at `mcp_url`, with its own stub and HOME, its
+/// environment gaining `extra_env` and its `{idle_timeout_ms}` the case's, if it sets one.
 pub async fn run(
     plan: &HostPlan,
     mcp_url: &str,
-    extra_env: &[(String, String)],
+    (extra_env, idle_timeout_ms): (&[(String, String)], Option<u64>),
     activity: super::activity::ActivityLog,
     stop: impl std::future::Future<Output = ()>,
 ) -> anyhow::Result<(ClientRun, HostRun)> {
@@ -260,6 +262,7 @@ pub async fn run(
             model_url: &model_url,
             tool: &plan.tool,
             home: home.path(),
+            idle_timeout_ms,
         },
     )?;
     let mut env = launch.env;

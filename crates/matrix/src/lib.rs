@@ -165,11 +165,7 @@ fn columns(
                 (Some(host), true) => dir.join(file_label(&host.label())),
                 _ => dir.to_path_buf(),
             };
-            let record_dir = plan
-                .record_dir
-                .as_deref()
-                .or(scratch)
-                .map(folder);
+            let record_dir = plan.record_dir.as_deref().or(scratch).map(folder);
             Plan { record_dir, ..plan }
         })
         .collect()
