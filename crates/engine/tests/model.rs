@@ -249,6 +249,43 @@ fn a_resumption_from_any_id_but_the_last_one_received_is_a_mismatch() {
 }
 
 #[test]
+fn resuming_the_standalone_get_stream_from_its_own_last_id_is_no_mismatch() {
+    // The listener (GET 5) carried g1, g2 and died; a call's stream (2) died with e1 waiting.
+    let mut s = sse_call("2025-11-25", "slow");
+    s.open_with(5, "GET", S1)
+        .respond(5, 200, "text/event-stream", S1)
+        .event(5, Some("g1"), None)
+        .event(5, Some("g2"), None)
+        .finish(5, EndHow::Reset, Leg::Upstream);
+    s.event(2, Some("e1"), None)
+        .finish(2, EndHow::Reset, Leg::Upstream);
+    s.open_with(
+        6,
+        "GET",
+        &[("mcp-session-id", "s1"), ("last-event-id", "g2")],
+    );
+    let (model, notices) = s.fold();
+    assert!(!kinds(&notices).contains(&"resume_mismatch"), "{notices:?}");
+    // The listener from an older id of its own is one.
+    s.open_with(
+        7,
+        "GET",
+        &[("mcp-session-id", "s1"), ("last-event-id", "g1")],
+    );
+    let (model2, _) = s.fold();
+    let m = model2
+        .stream(7)
+        .and_then(|st| st.resume_mismatch.clone())
+        .expect("mismatch");
+    assert_eq!((m.waiting, m.expected.as_str()), (5, "g2"));
+    assert!(
+        model
+            .stream(6)
+            .is_some_and(|st| st.resume_mismatch.is_none())
+    );
+}
+
+#[test]
 fn a_refused_resumption_orphans() {
     let mut s = sse_call("2025-11-25", "slow");
     s.event(2, Some("e1"), None)

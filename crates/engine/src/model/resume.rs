@@ -107,35 +107,57 @@ impl Model {
     }
 
     /// How `last` (which `target` carried, if any stream of `session` did) differs from the id
-    /// the client should have named: the last one of the stream whose calls wait (the latest
-    /// of the session to die with resumable calls). `None` when it is that id, or nothing waits.
+    /// the client should have named. A resumption of a stream whose calls wait (or of a stream
+    /// in its chain) should name the last id that stream carried; a resumption of a GET stream
+    /// (the standalone listener) its own last id; and while calls wait, an id of another
+    /// stream, or of none, resumes nothing that waits. `None` when it is the right id.
     fn resume_mismatch(
         &self,
         session: usize,
         last: &str,
         target: Option<StreamId>,
     ) -> Option<ResumeMismatch> {
-        let waiting = self
+        let mut waiting: Vec<&super::Stream> = self
             .calls
             .iter()
             .filter(|c| c.session == session && matches!(c.verdict, Verdict::Resumable { .. }))
             .filter_map(|c| self.stream(c.owner))
             .filter(|s| s.last_event_id.is_some())
-            .max_by_key(|s| s.ended.as_ref().map(|end| end.at))?;
-        let expected = waiting.last_event_id.clone()?;
-        if expected == last {
-            return None;
+            .collect();
+        waiting.sort_by_key(|s| std::cmp::Reverse(s.ended.as_ref().map(|end| end.at)));
+        waiting.dedup_by_key(|s| s.id);
+        let mismatch = |stream: &super::Stream, kind| {
+            let expected = stream.last_event_id.clone()?;
+            (expected != last).then_some(ResumeMismatch {
+                waiting: stream.id,
+                expected,
+                kind,
+            })
+        };
+        if let Some(target) = target {
+            // The waiting stream whose chain holds the named id: it should be that stream's last.
+            if let Some(owner) = waiting
+                .iter()
+                .find(|w| self.resume_chain(w.id).any(|s| s == target))
+            {
+                return mismatch(owner, MismatchKind::Older);
+            }
+            // A GET stream resumed for its own sake (the listener): its own last id.
+            if let Some(get) = self
+                .stream(target)
+                .filter(|s| s.method.eq_ignore_ascii_case("GET"))
+            {
+                return mismatch(get, MismatchKind::Older);
+            }
         }
+        let newest = waiting.first()?;
         let kind = match target {
             None => MismatchKind::Unknown,
-            Some(target) if self.resume_chain(waiting.id).any(|s| s == target) => {
-                MismatchKind::Older
-            }
             Some(_) => MismatchKind::OtherStream,
         };
         Some(ResumeMismatch {
-            waiting: waiting.id,
-            expected,
+            waiting: newest.id,
+            expected: newest.last_event_id.clone()?,
             kind,
         })
     }
