@@ -234,10 +234,15 @@ fn seen<'a>(model: &'a Model, call: &'a Call) -> Seen<'a> {
         .filter(|s| s.resumes == Some(call.request_stream))
         .map(|s| s.opened_at)
         .min();
+    // A resumption of the call's own stream from an older id is the call's defect; a GET
+    // naming another stream's id (or none's) is, unless the client also resumed the call's
+    // stream (then that GET was about something else, its listener).
     let resume_mismatch = model.streams.iter().find_map(|s| {
         let m = s.resume_mismatch.as_ref()?;
         let waiting = model.stream(m.waiting)?;
-        waiting.calls.contains(&call.index).then(|| {
+        let about_the_call = waiting.calls.contains(&call.index)
+            && (m.kind == mcpscope_engine::model::MismatchKind::Older || !tried_resume);
+        about_the_call.then(|| {
             format!(
                 "resumes from {} ({}, not {})",
                 m.kind.words(),
@@ -1120,6 +1125,63 @@ mod tests {
         assert_eq!(
             j.defect.as_deref(),
             Some("resumes from an older id (s1-0, not s1-1)")
+        );
+    }
+
+    #[test]
+    fn a_get_naming_another_streams_id_is_the_calls_defect_only_when_the_call_was_not_resumed() {
+        let script = |also_resume: bool| {
+            let mut s = Script::ticking();
+            s.initialize("2025-11-25")
+                .post(
+                    4,
+                    S1,
+                    json!({"jsonrpc": "2.0", "id": 9, "method": "tools/list", "params": {}}),
+                )
+                .respond(4, 200, "text/event-stream", S1)
+                .event(
+                    4,
+                    Some("o1"),
+                    Some(json!({"jsonrpc": "2.0", "id": 9, "result": {"tools": []}})),
+                )
+                .finish(4, EndHow::Eof, Leg::Upstream)
+                .post(
+                    2,
+                    S1,
+                    json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "poke"}}),
+                )
+                .respond(2, 200, "text/event-stream", S1)
+                .event(2, Some("e1"), None)
+                .finish(2, EndHow::Reset, Leg::Upstream)
+                .open_with(3, "GET", &[("mcp-session-id", "s1"), ("last-event-id", "o1")]);
+            if also_resume {
+                s.open_with(
+                    5,
+                    "GET",
+                    &[("mcp-session-id", "s1"), ("last-event-id", "e1")],
+                )
+                .respond(5, 200, "text/event-stream", S1)
+                .event(
+                    5,
+                    Some("e2"),
+                    Some(json!({"jsonrpc": "2.0", "id": 1, "result": {"content": []}})),
+                );
+            }
+            let model = s.fold().0;
+            judge(
+                &model,
+                &Target::AnyTool,
+                (None, Expect::Death),
+                &Evidence::default(),
+                &killed(),
+            )
+        };
+        let resumed = script(true);
+        assert_eq!((resumed.outcome, resumed.defect), (Outcome::Resumed, None));
+        let lost = script(false);
+        assert_eq!(
+            lost.defect.as_deref(),
+            Some("resumes from another stream's id (o1, not e1)")
         );
     }
 
