@@ -504,6 +504,31 @@ fn host_cell(
     }
 }
 
+/// Why a case about the server's `retry:` hint is not judged: no hint reached the client (a
+/// revision before 2025-11-25 has no priming event to carry one), so the case is only another
+/// stream death.
+fn no_retry_hint<'m>(
+    case: &Case,
+    model: &'m Model,
+    target: &Target,
+) -> Option<(String, &'m mcpscope_engine::model::Call)> {
+    case.server.retry_ms?;
+    let call = judge::first_target(model, target)?;
+    if model
+        .stream(call.request_stream)
+        .is_some_and(|s| s.retry_ms.is_some())
+    {
+        return None;
+    }
+    Some((
+        format!(
+            "no retry hint reached the client (revision {} sends no priming event with retry:)",
+            call.revision.as_deref().unwrap_or("unknown")
+        ),
+        call,
+    ))
+}
+
 /// Runs one cell.
 pub async fn run(case: &'static Case, plan: &Plan) -> anyhow::Result<CellResult> {
     if let Some(cell) = not_run(case, plan) {
@@ -599,6 +624,8 @@ pub async fn run(case: &'static Case, plan: &Plan) -> anyhow::Result<CellResult>
     // client's what the proxy saw; no words of either's output are read.
     let judgement = if plan.forward.is_some() && model.streams.is_empty() {
         Judgement::skipped(case.expect, FORWARD_UNSEEN, None)
+    } else if let Some((why, call)) = no_retry_hint(case, &model, &plan.target) {
+        Judgement::skipped(case.expect, &why, Some(call))
     } else {
         judge::judge(
             &model,
