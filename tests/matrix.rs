@@ -387,6 +387,8 @@ fn python_sdk_2_is_correct_in_every_cell() {
             _ => (*case, "failed", None),
         })
         .chain(SLOW_CASES.map(|case| (case, "ok", None)))
+        // 2026-07-28 has no priming event: no retry hint reaches it, nothing to judge.
+        .chain([("retry-hint", "skipped", None)])
         .collect();
     check_table(&[&py, &client, "{url}"], &expected, 0);
 }
@@ -402,10 +404,11 @@ fn python_sdk_2_with_a_session_resumes_where_it_can() {
         .iter()
         .map(|(case, _, _)| match *case {
             "healthy" => (*case, "ok", None),
-            "resumable" | "retry-hint" => (*case, "resumed", None),
+            "resumable" => (*case, "resumed", None),
             "stall" => (*case, "*", None),
             _ => (*case, "failed", None),
         })
+        .chain([("retry-hint", "resumed", None)])
         .collect();
     check_table(&[&py, &client, "--legacy", "{url}"], &expected, 0);
 }
