@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # hosts-table.sh — remakes the tables of docs/hosts.md: `mcpscope matrix --json` once per client
-# (Claude Code at three versions, Codex, Gemini CLI, opencode, Qwen Code and Cline as agent hosts
+# (Claude Code at three versions, Codex, Gemini CLI, opencode, Qwen Code, Cline and Kimi CLI as agent hosts
 # in their loopback-only namespace; the Python SDK 2.x and 1.x and the TypeScript SDK as client
 # commands), without and with --rescue (--quick: the slow calls have no death to rescue), one
 # column each. Needs the peers of scripts/setup-peers.sh and a build of the dist profile (cargo build --profile dist).
@@ -8,10 +8,15 @@
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BIN="${MCPSCOPE:-$ROOT/target/dist/mcpscope}"
-OUT="$(mktemp -d)"
-trap 'rm -rf "$OUT"' EXIT
+# MCPSCOPE_BOARD_DIR=DIR keeps each run's JSON lines there, and a column already there is not
+# run again (remake one column: delete its files).
+if [ -n "${MCPSCOPE_BOARD_DIR:-}" ]; then
+    OUT="$MCPSCOPE_BOARD_DIR"; mkdir -p "$OUT"
+else
+    OUT="$(mktemp -d)"; trap 'rm -rf "$OUT"' EXIT
+fi
 HOSTS="$ROOT/tests/peers/hosts/node_modules"
-declare -a NAMES=(claude-newest claude-older claude-report codex gemini opencode qwen cline py2 py1 ts)
+declare -a NAMES=(claude-newest claude-older claude-report codex gemini opencode qwen cline kimi py2 py1 ts)
 run() { # NAME RESCUE(0/1)
     local name=$1 rescue=() ; [ "$2" = 1 ] && rescue=(--rescue --quick)
     local args
@@ -21,6 +26,7 @@ run() { # NAME RESCUE(0/1)
         claude-report) args=(--host claude-code --host-bin "$HOSTS/claude-code-report/bin/claude.exe") ;;
         opencode) args=(--host opencode --host-bin "$HOSTS/.bin/opencode") ;;
         cline) args=(--host cline --host-bin "$HOSTS/.bin/cline") ;;
+        kimi) args=(--host kimi-cli --host-bin "$ROOT/.venv-kimi/bin/kimi") ;;
         codex) args=(--host codex --host-bin "$HOSTS/codex/bin/codex.js") ;;
         gemini) args=(--host gemini-cli --host-bin "$HOSTS/.bin/gemini") ;;
         qwen) args=(--host qwen-code --host-bin "$HOSTS/.mcpscope/qwen") ;;
@@ -28,6 +34,7 @@ run() { # NAME RESCUE(0/1)
         py1) args=(-- "$ROOT/.venv-mcp1/bin/python" "$ROOT/tests/peers/py_matrix_client.py" '{url}') ;;
         ts)  args=(-- node "$ROOT/tests/peers/node/matrix_client.mjs" '{url}') ;;
     esac
+    [ -s "$OUT/$name-$2.jsonl" ] && return 0
     # Exit status 1 only says that some cell found a defect.
     "$BIN" matrix --json "${rescue[@]}" "${args[@]}" > "$OUT/$name-$2.jsonl" 2> "$OUT/$name-$2.err" || true
 }
@@ -39,7 +46,7 @@ python3 - "$OUT" "$("$ROOT/.venv/bin/python" -c 'from importlib.metadata import 
     "$(node -p "require('$ROOT/tests/peers/node/node_modules/@modelcontextprotocol/sdk/package.json').version")" <<'PY'
 import json, sys
 out, py2, py1, ts = sys.argv[1:5]
-names = ["claude-newest", "claude-older", "claude-report", "codex", "gemini", "opencode", "qwen", "cline", "py2", "py1", "ts"]
+names = ["claude-newest", "claude-older", "claude-report", "codex", "gemini", "opencode", "qwen", "cline", "kimi", "py2", "py1", "ts"]
 def load(name, rescue):
     with open(f"{out}/{name}-{rescue}.jsonl") as f:
         return [json.loads(line) for line in f if line.strip()]
@@ -51,9 +58,9 @@ for rescue, heading in ((0, "Without --rescue"), (1, "With --rescue")):
         if n.startswith("claude"):
             v = next((c.get("host_version") for c in cells if c.get("host_version")), "?")
             heads.append(f"Claude Code {v}")
-        elif n in ("codex", "gemini", "qwen", "opencode", "cline"):
+        elif n in ("codex", "gemini", "qwen", "opencode", "cline", "kimi"):
             v = next((c.get("host_version") for c in cells if c.get("host_version")), "?")
-            label = {'codex': 'Codex', 'gemini': 'Gemini CLI', 'qwen': 'Qwen Code', 'opencode': 'opencode', 'cline': 'Cline'}[n]
+            label = {'codex': 'Codex', 'gemini': 'Gemini CLI', 'qwen': 'Qwen Code', 'opencode': 'opencode', 'cline': 'Cline', 'kimi': 'Kimi CLI'}[n]
             heads.append(f"{label} {v}")
         else:
             heads.append({"py2": f"Python SDK {py2}", "py1": f"Python SDK {py1}", "ts": f"TypeScript SDK {ts}"}[n])
