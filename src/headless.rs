@@ -48,7 +48,7 @@ impl View {
 /// ([`Model::names_servers`]).
 pub fn format(notice: &Notice, style: Style, model: &Model) -> String {
     match style {
-        Style::Lines => notice.line_for(model.names_servers()),
+        Style::Lines => mcpscope_export::headless::line_for(notice, model.names_servers()),
         Style::Json => serde_json::to_string(notice)
             .unwrap_or_else(|e| format!("{{\"kind\":\"error\",\"error\":{:?}}}", e.to_string())),
     }

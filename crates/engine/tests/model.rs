@@ -118,11 +118,6 @@ fn a_rescue_attaches_to_the_orphaned_call() {
     assert!(matches!(poke.verdict, Verdict::Orphaned { .. }));
     assert!(poke.rescued().is_some_and(|m| m.contains("--rescue")));
     assert!(kinds(&notices).ends_with(&["call_orphaned", "call_rescued"]));
-    let line = notices.last().map(Notice::line).unwrap_or_default();
-    assert!(
-        line.contains("CALL RESCUED") && line.contains("poke"),
-        "{line}"
-    );
 }
 
 #[test]
@@ -227,16 +222,23 @@ fn a_resumption_from_any_id_but_the_last_one_received_is_a_mismatch() {
             (mismatch.waiting, mismatch.expected.as_str(), mismatch.kind),
             (2, "e2", kind)
         );
-        let line = notices
-            .iter()
-            .find(|n| matches!(n.what, What::ResumeMismatch { .. }))
-            .map(|n| n.line())
-            .expect("notice");
-        assert!(
-            line.contains(&format!("from event id {last}, {}", kind.words()))
-                && line.contains("#2 carried was e2"),
-            "{line}"
-        );
+        let said = notices.iter().find_map(|n| match &n.what {
+            What::ResumeMismatch {
+                stream,
+                last_event_id,
+                waiting,
+                expected,
+                mismatch,
+            } => Some((
+                *stream,
+                last_event_id.clone(),
+                *waiting,
+                expected.clone(),
+                *mismatch,
+            )),
+            _ => None,
+        });
+        assert_eq!(said, Some((3, last.to_string(), 2, "e2".to_string(), kind)));
     }
     // An older id still resumes the call (the server may replay); another stream's does not.
     let (model, _) = resumed_from("e1");
@@ -818,7 +820,10 @@ fn a_tool_result_with_is_error_is_answered_with_is_error() {
         .iter()
         .find(|n| matches!(&n.what, What::CallAnswered { is_error: true, .. }))
         .expect("boom answered");
-    assert!(boom.line().contains("isError: true"), "{}", boom.line());
+    assert!(matches!(
+        &boom.what,
+        What::CallAnswered { call, .. } if call.tool.as_deref() == Some("boom")
+    ));
 }
 
 fn discover_refused(s: &mut Script) {
@@ -932,38 +937,6 @@ fn a_refused_resumption_dates_the_death_from_the_first_stream() {
     assert_eq!(slow.reaction.summary(), "resume tried ×1");
 }
 
-#[test]
-fn headless_lines_keep_their_columns() {
-    let mut s = sse_call("2025-06-18", "ask");
-    s.event(
-        2,
-        None,
-        Some(json!({"jsonrpc":"2.0","id":"e1","method":"elicitation/create","params":{}})),
-    );
-    s.post(
-        3,
-        S1,
-        json!({"jsonrpc":"2.0","id":"e1","result":{"action":"accept"}}),
-    );
-    s.open_with(4, "POST", S1);
-    s.push(EventKind::UpstreamUnreachable {
-        stream: 4,
-        error: "connection refused".into(),
-    });
-    s.finish(2, EndHow::Reset, Leg::Upstream);
-    let (_, notices) = s.fold();
-    let lines: Vec<String> = notices.iter().map(Notice::line).collect();
-    assert!(lines.len() > 5, "{lines:#?}");
-    for line in &lines {
-        // `HH:MM:SS.mmm ` then an 18-column label: the details start at column 31.
-        let (label, detail) = line.split_at(13 + 18);
-        assert!(
-            label.ends_with(' ') && !detail.starts_with(' '),
-            "out of line: {line}"
-        );
-    }
-}
-
 /// An OAuth challenge (401, then 403 for more scope) is not a failure, and the request the
 /// client sends again after authorising is not a retry.
 #[test]
@@ -1050,10 +1023,4 @@ fn the_negotiated_revision_corrects_the_probes_guess() {
         .find(|s| s.id.as_deref() == Some("s1"))
         .expect("session");
     assert_eq!(session.revision.as_deref(), Some("2025-11-25"));
-    let text: Vec<String> = notices.iter().map(Notice::line).collect();
-    assert!(
-        text.iter()
-            .any(|t| t.contains("revision=2025-11-25 (was 2026-07-28)")),
-        "{text:?}"
-    );
 }

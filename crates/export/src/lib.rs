@@ -9,6 +9,7 @@ pub mod check_files;
 pub(crate) mod describe;
 pub mod diff;
 pub(crate) mod har;
+pub mod headless;
 pub mod junit;
 pub(crate) mod latency;
 pub mod markdown;

@@ -248,7 +248,7 @@ impl Model {
         &self.sessions[stream.session]
     }
 
-    /// Whether readable lines name their server ([`Notice::line_for`]): the feed is a forward
+    /// Whether readable lines name their server (`mcpscope_export::headless::line_for`): the feed is a forward
     /// proxy's, which observes many servers.
     pub fn names_servers(&self) -> bool {
         self.proxy.as_ref().is_some_and(ProxyInfo::is_forward)
