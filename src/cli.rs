@@ -378,8 +378,8 @@ pub struct CheckArgs {
     #[arg(required = true)]
     pub files: Vec<PathBuf>,
     /// Comma-separated rules that fail a recording (every rule is named in the help).
-    #[arg(long, value_name = "LIST", default_value = mcpscope_export::check::DEFAULT_FAIL_ON,
-          help = mcpscope_export::check::Rule::fail_on_help())]
+    #[arg(long, value_name = "LIST", default_value = mcpscope_analysis::check::DEFAULT_FAIL_ON,
+          help = mcpscope_analysis::check::Rule::fail_on_help())]
     pub fail_on: String,
     /// Also write JUnit XML here: a testsuite per recording, a testcase per call.
     #[arg(long, value_name = "FILE")]

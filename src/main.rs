@@ -196,7 +196,7 @@ fn error_chain(e: &anyhow::Error) -> String {
 /// `mcpscope check`: 0 when every recording passes, 1 when one fails, 2 for bad arguments or an
 /// unreadable recording.
 fn check(args: &mcpscope::cli::CheckArgs) -> ExitCode {
-    use mcpscope_export::check::Rule;
+    use mcpscope_analysis::check::Rule;
     use mcpscope_export::check_files::{Options, run};
     let outcome = Rule::parse_list(&args.fail_on).and_then(|rules| {
         let options = Options {
@@ -222,14 +222,14 @@ fn check(args: &mcpscope::cli::CheckArgs) -> ExitCode {
 /// `mcpscope diff`: 0 (or 1 with `--exit-code` when the server drifted), 2 for bad arguments
 /// or an unreadable recording or baseline.
 fn diff(args: &mcpscope::cli::DiffArgs) -> ExitCode {
-    let options = mcpscope_export::diff::Options {
+    let options = mcpscope_analysis::diff::Options {
         files: args.files.clone(),
         baseline: args.baseline.clone(),
         save_baseline: args.save_baseline.clone(),
         json: args.json,
         markdown: args.markdown,
     };
-    match mcpscope_export::diff::run(
+    match mcpscope_analysis::diff::run(
         &options,
         &mut std::io::stdout().lock(),
         &mut std::io::stderr(),

@@ -4,10 +4,10 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use mcpscope_analysis::check::{FileCheck, Rule};
 use mcpscope_engine::event::{EndHow, Event, Leg};
 use mcpscope_engine::fixtures::{Script, scenario};
 use mcpscope_export::Folded;
-use mcpscope_export::check::{FileCheck, Rule};
 use serde_json::{Value, json};
 
 fn recording(name: &str) -> PathBuf {
@@ -485,7 +485,7 @@ fn check_names_a_lost_task_result_and_an_expired_task() {
     let rules = [Rule::TaskExpired, Rule::TaskResultLost];
     let words = |s: &Script| -> Vec<&'static str> {
         let (model, _) = s.fold();
-        mcpscope_export::check::findings(&model, &rules)
+        mcpscope_analysis::check::findings(&model, &rules)
             .iter()
             .map(|f| f.rule.word())
             .collect()
@@ -549,7 +549,7 @@ fn a_resumption_from_an_older_event_id_is_found_on_the_call_that_waited_by_defau
             Some("s2-2"),
             Some(json!({"jsonrpc":"2.0","id":1,"result":{"content":[]}})),
         );
-    let default = Rule::parse_list(mcpscope_export::check::DEFAULT_FAIL_ON).expect("rules");
+    let default = Rule::parse_list(mcpscope_analysis::check::DEFAULT_FAIL_ON).expect("rules");
     assert_eq!(
         found(s.events.clone(), &default),
         vec![(Rule::ResumeMismatch, Some("1".into()))],

@@ -4,8 +4,8 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use crate::check::{FileCheck, Rule};
 use crate::{Error, junit, sarif};
+use mcpscope_analysis::check::{FileCheck, Rule};
 
 /// What `mcpscope check` was asked to do.
 #[derive(Debug, Clone)]

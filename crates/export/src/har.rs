@@ -12,8 +12,9 @@ use mcpscope_engine::model::{Fate, Model, Stream};
 use mcpscope_engine::wire::ContentKind;
 use serde_json::{Value, json};
 
-use crate::check::call_json;
-use crate::{Folded, VERSION, describe};
+use crate::{Folded, VERSION};
+use mcpscope_analysis::check::call_json;
+use mcpscope_analysis::describe;
 
 /// What the events say of one exchange beyond the model's summary: its bodies.
 #[derive(Debug, Default)]

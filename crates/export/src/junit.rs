@@ -4,8 +4,8 @@
 
 use std::fmt::Write;
 
-use crate::check::{FileCheck, Finding};
-use crate::describe;
+use mcpscope_analysis::check::{FileCheck, Finding};
+use mcpscope_analysis::describe;
 
 /// Escapes text for an XML attribute or element (and drops characters XML 1.0 forbids).
 pub fn escape(text: &str) -> String {

@@ -2,7 +2,8 @@
 
 use mcpscope_engine::model::{Call, Model, Verdict};
 
-use crate::{Error, describe, mermaid};
+use crate::{Error, mermaid};
+use mcpscope_analysis::describe;
 
 /// The calls table's header and alignment lines.
 pub const HEADER: &str = "| # | time | method | tool | id | session | stream | verdict | death / cause | elapsed |\n\
@@ -21,7 +22,7 @@ pub fn build(model: &Model) -> String {
     if model.calls.is_empty() {
         out.push_str("\n_No calls in this recording._\n");
     }
-    let latency = crate::latency::markdown(model);
+    let latency = mcpscope_analysis::latency::markdown(model);
     if !latency.is_empty() {
         out.push('\n');
         out.push_str(&latency);

@@ -11,7 +11,8 @@ use mcpscope_engine::model::{Call, Model, StepKind, Stream, Verdict};
 use mcpscope_engine::wire::jsonrpc::{Kind, classify};
 
 use crate::otlp::reactions;
-use crate::{Error, Folded, describe};
+use crate::{Error, Folded};
+use mcpscope_analysis::describe;
 
 /// How many calls a diagram of every call shows before it stops with a note.
 pub(crate) const MAX_CALLS: usize = 40;

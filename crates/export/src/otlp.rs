@@ -24,7 +24,8 @@ use mcpscope_engine::model::{Call, Model, Session, Verdict};
 use mcpscope_engine::wire::ContentKind;
 use serde_json::{Value, json};
 
-use crate::{Folded, VERSION, describe};
+use crate::{Folded, VERSION};
+use mcpscope_analysis::describe;
 
 /// The semantic conventions version the spans follow.
 pub const SEMCONV_VERSION: &str = "1.39.0";

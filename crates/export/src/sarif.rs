@@ -6,8 +6,9 @@
 
 use serde_json::{Value, json};
 
-use crate::check::{FileCheck, Rule};
-use crate::{VERSION, describe};
+use crate::VERSION;
+use mcpscope_analysis::check::{FileCheck, Rule};
+use mcpscope_analysis::describe;
 
 /// The SARIF version written.
 pub(crate) const SARIF_VERSION: &str = "2.1.0";
@@ -102,7 +103,7 @@ pub(crate) fn build(checks: &[FileCheck], failing: &[Rule]) -> Value {
                 "locations": [{ "physicalLocation": physical }],
             });
             if let Some(v) = &finding.schema {
-                result["properties"] = crate::check::schema_json(v);
+                result["properties"] = mcpscope_analysis::check::schema_json(v);
             }
             results.push(result);
         }

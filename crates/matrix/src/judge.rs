@@ -1,9 +1,9 @@
 //! One cell's judgement: what the proxy's model saw of the provoked call, plus the client process.
 
 use chrono::{DateTime, Utc};
+use mcpscope_analysis::check::{may_have_executed, non_idempotent};
 use mcpscope_engine::event::{Direction, Leg};
 use mcpscope_engine::model::{Call, Model, StepKind, Verdict};
-use mcpscope_export::check::{may_have_executed, non_idempotent};
 
 use mcpscope_engine::wire::ContentKind;
 

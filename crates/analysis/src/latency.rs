@@ -16,7 +16,7 @@ fn ms(value: Option<f64>) -> Value {
 }
 
 /// One row's figures as JSON.
-pub(crate) fn stats_json(stats: &Stats) -> Value {
+pub fn stats_json(stats: &Stats) -> Value {
     json!({
         "count": stats.count,
         "errors": stats.errors,
@@ -30,7 +30,7 @@ pub(crate) fn stats_json(stats: &Stats) -> Value {
 }
 
 /// Verdict counts per tool (by verdict name), over operations.
-pub(crate) fn verdicts_by_tool(model: &Model) -> BTreeMap<String, BTreeMap<&'static str, usize>> {
+pub fn verdicts_by_tool(model: &Model) -> BTreeMap<String, BTreeMap<&'static str, usize>> {
     let mut out: BTreeMap<String, BTreeMap<&'static str, usize>> = BTreeMap::new();
     for op in stats::operations(model) {
         if let Some(tool) = &op.last.tool {
@@ -44,7 +44,7 @@ pub(crate) fn verdicts_by_tool(model: &Model) -> BTreeMap<String, BTreeMap<&'sta
 }
 
 /// `{"tools": {name: figures + verdicts}, "methods": {name: figures}}`.
-pub(crate) fn json(model: &Model) -> Value {
+pub fn json(model: &Model) -> Value {
     let verdicts = verdicts_by_tool(model);
     let mut tools = serde_json::Map::new();
     let mut methods = serde_json::Map::new();
@@ -65,7 +65,7 @@ pub(crate) fn json(model: &Model) -> Value {
 
 /// Eight bars of a latency histogram, from 0 to the largest latency in equal steps (`▁` for an
 /// empty bucket).
-pub(crate) fn histogram(samples: &[f64]) -> String {
+pub fn histogram(samples: &[f64]) -> String {
     const BARS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
     let Some(max) = samples.iter().copied().reduce(f64::max) else {
         return String::new();
@@ -97,7 +97,7 @@ fn fmt_ms(value: Option<f64>) -> String {
 }
 
 /// The Markdown section: a row per tool with its histogram, then a row per method.
-pub(crate) fn markdown(model: &Model) -> String {
+pub fn markdown(model: &Model) -> String {
     let by_key = stats::by_key(model, None);
     if by_key.is_empty() {
         return String::new();

@@ -4,22 +4,22 @@ use chrono::{DateTime, SecondsFormat, Utc};
 use mcpscope_engine::model::{Call, Death, Model, Verdict};
 
 /// RFC 3339 with milliseconds and `Z`.
-pub(crate) fn time(t: DateTime<Utc>) -> String {
+pub fn time(t: DateTime<Utc>) -> String {
     t.to_rfc3339_opts(SecondsFormat::Millis, true)
 }
 
 /// The time of day with milliseconds (`23:08:53.423`).
-pub(crate) fn clock(t: DateTime<Utc>) -> String {
+pub fn clock(t: DateTime<Utc>) -> String {
     t.format("%H:%M:%S%.3f").to_string()
 }
 
 /// The call's number as the calls table shows it: its index plus one.
-pub(crate) fn number(call: &Call) -> usize {
+pub fn number(call: &Call) -> usize {
     call.index + 1
 }
 
 /// The session's id, or `(no session)`.
-pub(crate) fn session(model: &Model, call: &Call) -> String {
+pub fn session(model: &Model, call: &Call) -> String {
     model
         .sessions
         .get(call.session)
@@ -28,7 +28,7 @@ pub(crate) fn session(model: &Model, call: &Call) -> String {
 }
 
 /// The label of the stream that owns the call's response (`POST#6 sse`).
-pub(crate) fn owner(model: &Model, call: &Call) -> String {
+pub fn owner(model: &Model, call: &Call) -> String {
     model
         .stream(call.owner)
         .map(|s| s.label())
@@ -36,7 +36,7 @@ pub(crate) fn owner(model: &Model, call: &Call) -> String {
 }
 
 /// A death in words: `23:08:53.423 reset (upstream leg) on POST#6 sse`.
-pub(crate) fn death(model: &Model, death: &Death) -> String {
+pub fn death(model: &Model, death: &Death) -> String {
     let how = death.how.map(|h| h.as_str()).unwrap_or("ended");
     let leg = death
         .leg
@@ -50,7 +50,7 @@ pub(crate) fn death(model: &Model, death: &Death) -> String {
 }
 
 /// Why the call ended as it did, or `None` when it was answered.
-pub(crate) fn cause(call: &Call) -> Option<String> {
+pub fn cause(call: &Call) -> Option<String> {
     match &call.verdict {
         Verdict::Answered if tool_error(call) => Some(format!(
             "the tool reported an error{}",
@@ -74,7 +74,7 @@ pub(crate) fn cause(call: &Call) -> Option<String> {
 }
 
 /// Whether a `tools/call` result says `isError: true`.
-pub(crate) fn tool_error(call: &Call) -> bool {
+pub fn tool_error(call: &Call) -> bool {
     call.method == "tools/call"
         && call
             .response()
@@ -94,12 +94,12 @@ fn tool_error_text(call: &Call) -> Option<String> {
 }
 
 /// Milliseconds from the request to its end, or to `end` if it never ended.
-pub(crate) fn elapsed_ms(call: &Call, end: DateTime<Utc>) -> i64 {
+pub fn elapsed_ms(call: &Call, end: DateTime<Utc>) -> i64 {
     call.elapsed_ms(end)
 }
 
 /// Makes text safe inside a table cell: pipes escaped, line breaks flattened.
-pub(crate) fn markdown_cell(text: &str) -> String {
+pub fn markdown_cell(text: &str) -> String {
     text.replace('\\', "\\\\")
         .replace('|', "\\|")
         .replace(['\r', '\n'], " ")
