@@ -292,6 +292,21 @@ fn progress_token_of(text: &str) -> Option<Value> {
     }
 }
 
+/// The key that tells a call's retries: its method and canonical params (without `_meta` and
+/// a retry's own input fields).
+pub(crate) fn retry_key(method: &str, params: &Value) -> String {
+    let params = crate::wire::jsonrpc::canonical_without(
+        params,
+        &["_meta", "inputResponses", "requestState"],
+    );
+    format!("{method} {params}")
+}
+
+/// Whether a result is a tool's error (`isError: true`).
+pub(crate) fn is_tool_error(result: &Value) -> bool {
+    result.get("isError").and_then(Value::as_bool) == Some(true)
+}
+
 #[cfg(test)]
 mod tests {
     use super::progress_token_of;

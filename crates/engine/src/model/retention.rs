@@ -344,7 +344,7 @@ impl Model {
         let key = (call.dir == Direction::ClientToServer).then(|| {
             call.retry_key
                 .take()
-                .unwrap_or_else(|| super::fold::retry_key(&call.method, &call.params()))
+                .unwrap_or_else(|| super::call::retry_key(&call.method, &call.params()))
         });
         let id_key = (call.session, call.dir, call.id_text());
         call.evicted = Some(call.seq);

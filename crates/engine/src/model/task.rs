@@ -469,7 +469,7 @@ impl Model {
                 if !self.calls[op].verdict.is_open() {
                     return;
                 }
-                let tool_error = super::fold::is_tool_error(result);
+                let tool_error = super::call::is_tool_error(result);
                 let reply = self.calls[index].reply.clone();
                 let elapsed_ms = (t - self.calls[op].started_at).num_milliseconds();
                 if let Some(task) = self.calls[op].task_mut() {
