@@ -134,7 +134,35 @@ fn documented(heading: &str, column: &str) -> BTreeMap<String, String> {
 
 /// What a run says against what docs/hosts.md says, for every documented case.
 fn assert_matches_docs(cells: &BTreeMap<String, Value>, heading: &str, column: &str) {
-    let docs = documented(heading, column);
+    assert_rows_match_docs(cells, heading, column, None);
+}
+
+/// The rows of a preset host's column compared with the board: the stream deaths without event
+/// ids, the JSON reset, the HTTP errors and the control. The rows about resumption depend on
+/// when a host's own retry timer fires against the server's (opencode's priming-then-reset
+/// under --rescue went either way in three runs), so they are the board's record, not a test.
+const STEADY_ROWS: &[&str] = &[
+    "healthy",
+    "reset-after-event",
+    "reset-after-headers",
+    "eof-before-result",
+    "server-dies",
+    "server-dies-refusing",
+    "json-reset",
+    "session-expired",
+    "status-503",
+];
+
+fn assert_rows_match_docs(
+    cells: &BTreeMap<String, Value>,
+    heading: &str,
+    column: &str,
+    rows: Option<&[&str]>,
+) {
+    let mut docs = documented(heading, column);
+    if let Some(rows) = rows {
+        docs.retain(|case, _| rows.contains(&case.as_str()));
+    }
     // Rows this run left out (`--quick`, or `-` in the table) are not compared.
     let differ: Vec<String> = docs
         .iter()
@@ -533,7 +561,12 @@ fn assert_host_column(preset: &str, bin: &str, label: &str) {
     ]);
     assert_eq!(verdict(&cells, "healthy"), "ok: correct", "{err}");
     assert_eq!(cells["healthy"]["host"], preset);
-    assert_matches_docs(&cells, "Without --rescue", &column(&cells));
+    assert_rows_match_docs(
+        &cells,
+        "Without --rescue",
+        &column(&cells),
+        Some(STEADY_ROWS),
+    );
     let (cells, err) = matrix(&[
         "matrix",
         "--host",
@@ -549,7 +582,7 @@ fn assert_host_column(preset: &str, bin: &str, label: &str) {
         assert_eq!(verdict(&cells, case), "failed: correct", "{cell}\n{err}");
         assert!(cell["tool_result_ms"].as_i64().is_some(), "{case}: {cell}");
     }
-    assert_matches_docs(&cells, "With --rescue", &column(&cells));
+    assert_rows_match_docs(&cells, "With --rescue", &column(&cells), Some(STEADY_ROWS));
 }
 
 /// Gemini CLI (installed by scripts/setup-peers.sh), its preset's model pinned past the router.
