@@ -163,6 +163,8 @@ fn assert_rows_match_docs(
     if let Some(rows) = rows {
         docs.retain(|case, _| rows.contains(&case.as_str()));
     }
+    // When a host gave up on the silent call is a measurement (its seconds), not a verdict.
+    docs.remove("silent-slow");
     // Rows this run left out (`--quick`, or `-` in the table) are not compared.
     let differ: Vec<String> = docs
         .iter()
@@ -243,8 +245,12 @@ fn claude_code_hangs_on_stream_death_and_fails_promptly_on_errors() {
         "{err}"
     );
     let silent = verdict(&cells, "silent-slow");
+    let after_s: Option<u64> = silent
+        .strip_prefix("failed: gave up after ")
+        .and_then(|rest| rest.split(' ').next())
+        .and_then(|n| n.parse().ok());
     assert!(
-        silent.starts_with("failed: gave up after 30 s"),
+        after_s.is_some_and(|s| (29..=35).contains(&s)) && silent.ends_with("(a fact, no defect)"),
         "{silent}\n{err}"
     );
     assert_matches_docs(&cells, "Without --rescue", &claude_column(&cells));
