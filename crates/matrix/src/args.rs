@@ -80,7 +80,7 @@ pub struct MatrixArgs {
     /// Keep each cell's recording here as CASE.jsonl (open one with `mcpscope replay`).
     #[arg(long, value_name = "DIR")]
     pub record_dir: Option<PathBuf>,
-    /// How many cells run at once [default: the machine's cores; one for an agent host].
+    /// How many cells run at once [default: the machine's cores].
     #[arg(long, value_name = "N")]
     pub jobs: Option<usize>,
     /// Run every cell's proxy with --rescue.

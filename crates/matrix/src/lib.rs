@@ -53,13 +53,13 @@ impl std::fmt::Display for Inconclusive {
 
 impl std::error::Error for Inconclusive {}
 
-/// Cells at a time when `--jobs` is not given: the machine's cores, one for an agent host (a
-/// host's start-up alone takes a core or more).
-pub fn default_jobs(host: bool) -> usize {
-    match host {
-        true => 1,
-        false => std::thread::available_parallelism().map_or(2, |n| n.get()),
-    }
+/// Cells at a time when `--jobs` is not given: the machine's cores, for a client command and
+/// an agent host alike. Starts are held to the cores apart from this (a cell holds a start-up
+/// permit until its client's first request), and a hang is judged from idle time alone, so
+/// cells side by side judge as cells one by one (Claude Code's 17 cells: the same verdicts at
+/// one and two at a time, in 180 s and 90 s on 2 cores).
+pub fn default_jobs() -> usize {
+    std::thread::available_parallelism().map_or(2, |n| n.get())
 }
 
 /// The `--list` text: one line per case.
@@ -203,10 +203,7 @@ pub async fn run(args: &MatrixArgs) -> anyhow::Result<()> {
     let hosts = host::HostPlan::from_args(args).await?;
     let selected = cases::select(args.cases.as_deref(), args.quick).map_err(UsageError)?;
     let base = base_plan(args)?;
-    let jobs = args
-        .jobs
-        .unwrap_or_else(|| default_jobs(!hosts.is_empty()))
-        .max(1);
+    let jobs = args.jobs.unwrap_or_else(default_jobs).max(1);
     // On a terminal, the grid fills in live; its cells' recordings are kept for Enter (in a
     // folder of the run's own unless --record-dir names one).
     let interactive = !args.json
