@@ -346,6 +346,21 @@ impl Script {
             .json_body(1, json!({"jsonrpc":"2.0","id":0,"result":{"protocolVersion":revision,"serverInfo":{"name":"srv","version":"2"}}}))
             .finish(1, EndHow::Eof, Leg::Upstream)
     }
+
+    /// A ticking script: a session at `revision` (session `s1`) whose `tools/call` of `tool`
+    /// (id 1) on stream 2 is answered with an SSE head.
+    pub fn sse_call(revision: &str, tool: &str) -> Self {
+        let s1: &[(&str, &str)] = &[("mcp-session-id", "s1")];
+        let mut s = Script::ticking();
+        s.initialize(revision)
+            .post(
+                2,
+                s1,
+                json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":tool,"arguments":{}}}),
+            )
+            .respond(2, 200, "text/event-stream", s1);
+        s
+    }
 }
 
 /// The last call of `tool` in a folded model.

@@ -63,19 +63,9 @@ fn kinds(notices: &[Notice]) -> Vec<&'static str> {
 
 const S1: &[(&str, &str)] = &[("mcp-session-id", "s1")];
 
-/// A session at `revision` whose `tools/call` of `tool` (id 1) on stream 2 is answered with an
-/// SSE head.
-fn sse_call(revision: &str, tool: &str) -> Script {
-    let mut s = Script::ticking();
-    s.initialize(revision)
-        .post(2, S1, call(tool, 1))
-        .respond(2, 200, "text/event-stream", S1);
-    s
-}
-
 #[test]
 fn r2025_06_18_sse_reset_orphans_the_call() {
-    let mut s = sse_call("2025-06-18", "poke");
+    let mut s = Script::sse_call("2025-06-18", "poke");
     s.event(
         2,
         None,
@@ -106,7 +96,7 @@ fn r2025_06_18_sse_reset_orphans_the_call() {
 /// the upstream did.
 #[test]
 fn a_rescue_attaches_to_the_orphaned_call() {
-    let mut s = sse_call("2025-06-18", "poke");
+    let mut s = Script::sse_call("2025-06-18", "poke");
     s.wait(20).finish(2, EndHow::Reset, Leg::Upstream);
     s.push(EventKind::CallRescued {
         stream: 2,
@@ -122,7 +112,7 @@ fn a_rescue_attaches_to_the_orphaned_call() {
 
 #[test]
 fn clean_end_without_ids_orphans_too() {
-    let mut s = sse_call("2025-06-18", "poke");
+    let mut s = Script::sse_call("2025-06-18", "poke");
     s.finish(2, EndHow::Eof, Leg::Upstream);
     let (model, _) = s.fold();
     assert!(matches!(
@@ -139,7 +129,7 @@ fn clean_end_without_ids_orphans_too() {
 
 #[test]
 fn r2025_11_25_event_ids_make_it_resumable_then_resumed_and_answered_on_the_get() {
-    let mut s = sse_call("2025-11-25", "slow");
+    let mut s = Script::sse_call("2025-11-25", "slow");
     s.event(2, Some("e1"), None);
     s.event(
         2,
@@ -184,7 +174,7 @@ fn resumed_from(
     mcpscope_engine::model::Model,
     Vec<mcpscope_engine::model::Notice>,
 ) {
-    let mut s = sse_call("2025-11-25", "slow");
+    let mut s = Script::sse_call("2025-11-25", "slow");
     s.post(4, S1, call("other", 7))
         .respond(4, 200, "text/event-stream", S1)
         .event(4, Some("o1"), Some(result(7)))
@@ -253,7 +243,7 @@ fn a_resumption_from_any_id_but_the_last_one_received_is_a_mismatch() {
 #[test]
 fn resuming_the_standalone_get_stream_from_its_own_last_id_is_no_mismatch() {
     // The listener (GET 5) carried g1, g2 and died; a call's stream (2) died with e1 waiting.
-    let mut s = sse_call("2025-11-25", "slow");
+    let mut s = Script::sse_call("2025-11-25", "slow");
     s.open_with(5, "GET", S1)
         .respond(5, 200, "text/event-stream", S1)
         .event(5, Some("g1"), None)
@@ -289,7 +279,7 @@ fn resuming_the_standalone_get_stream_from_its_own_last_id_is_no_mismatch() {
 
 #[test]
 fn a_refused_resumption_orphans() {
-    let mut s = sse_call("2025-11-25", "slow");
+    let mut s = Script::sse_call("2025-11-25", "slow");
     s.event(2, Some("e1"), None)
         .finish(2, EndHow::Eof, Leg::Upstream);
     s.open_with(
@@ -310,7 +300,7 @@ fn a_refused_resumption_orphans() {
 
 #[test]
 fn an_unresumed_stream_orphans_after_the_window() {
-    let mut s = sse_call("2025-11-25", "slow");
+    let mut s = Script::sse_call("2025-11-25", "slow");
     s.push(EventKind::SseEvent {
         stream: 2,
         id: Some("p".into()),
@@ -396,7 +386,7 @@ fn session_expiry_404_orphans_every_pending_call_of_the_session() {
 
 #[test]
 fn delete_ends_the_session_and_orphans_its_calls() {
-    let mut s = sse_call("2025-06-18", "slow");
+    let mut s = Script::sse_call("2025-06-18", "slow");
     s.open_with(3, "DELETE", S1)
         .respond(3, 200, "text/plain", &[]);
     let (model, _) = s.fold();
@@ -541,7 +531,7 @@ fn retries_are_flagged_by_the_tools_annotations() {
 
 #[test]
 fn reinitialize_and_new_get_are_reactions() {
-    let mut s = sse_call("2025-06-18", "poke");
+    let mut s = Script::sse_call("2025-06-18", "poke");
     s.finish(2, EndHow::Reset, Leg::Upstream);
     s.open_with(3, "GET", S1);
     let (model, _) = s.fold();
@@ -557,7 +547,7 @@ fn reinitialize_and_new_get_are_reactions() {
 
 #[test]
 fn server_to_client_elicitation_is_a_call_answered_by_a_post() {
-    let mut s = sse_call("2025-06-18", "ask");
+    let mut s = Script::sse_call("2025-06-18", "ask");
     s.event(
         2,
         None,
@@ -585,7 +575,7 @@ fn server_to_client_elicitation_is_a_call_answered_by_a_post() {
 
 #[test]
 fn folding_is_deterministic() {
-    let mut s = sse_call("2025-11-25", "poke");
+    let mut s = Script::sse_call("2025-11-25", "poke");
     s.finish(2, EndHow::Reset, Leg::Upstream);
     let (a, na) = s.fold();
     let (b, nb) = s.fold();
@@ -638,7 +628,7 @@ fn r2026_07_28_input_required_rounds_are_one_logical_call() {
 
 #[test]
 fn server_requests_are_reported() {
-    let mut s = sse_call("2025-11-25", "ask");
+    let mut s = Script::sse_call("2025-11-25", "ask");
     s.event(
         2,
         None,
@@ -878,7 +868,7 @@ fn a_refused_server_discover_with_no_initialize_after_it_fails() {
 
 #[test]
 fn resumptions_that_never_reach_the_upstream_leave_the_call_waiting_on_its_first_death() {
-    let mut s = sse_call("2025-11-25", "slow");
+    let mut s = Script::sse_call("2025-11-25", "slow");
     s.event(2, Some("e1"), None)
         .finish(2, EndHow::Reset, Leg::Upstream);
     let died = s.now();
@@ -922,7 +912,7 @@ fn resumptions_that_never_reach_the_upstream_leave_the_call_waiting_on_its_first
 
 #[test]
 fn a_refused_resumption_dates_the_death_from_the_first_stream() {
-    let mut s = sse_call("2025-11-25", "slow");
+    let mut s = Script::sse_call("2025-11-25", "slow");
     s.event(2, Some("e1"), None)
         .finish(2, EndHow::Eof, Leg::Upstream);
     s.open_with(

@@ -5,23 +5,9 @@ use mcpscope_engine::event::{EndHow, EventKind, Leg};
 use mcpscope_engine::fixtures::Script;
 use mcpscope_engine::model::Notice;
 use mcpscope_export::headless::line;
-use serde_json::{Value, json};
+use serde_json::json;
 
 const S1: &[(&str, &str)] = &[("mcp-session-id", "s1")];
-
-fn call(tool: &str, id: i64) -> Value {
-    json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":{"name":tool,"arguments":{}}})
-}
-
-/// A session at `revision` whose `tools/call` of `tool` (id 1) on stream 2 is answered with an
-/// SSE head.
-fn sse_call(revision: &str, tool: &str) -> Script {
-    let mut s = Script::ticking();
-    s.initialize(revision)
-        .post(2, S1, call(tool, 1))
-        .respond(2, 200, "text/event-stream", S1);
-    s
-}
 
 fn lines(notices: &[Notice]) -> Vec<String> {
     notices.iter().map(line).collect()
@@ -29,7 +15,7 @@ fn lines(notices: &[Notice]) -> Vec<String> {
 
 #[test]
 fn headless_lines_keep_their_columns() {
-    let mut s = sse_call("2025-06-18", "ask");
+    let mut s = Script::sse_call("2025-06-18", "ask");
     s.event(
         2,
         None,
@@ -61,7 +47,7 @@ fn headless_lines_keep_their_columns() {
 
 #[test]
 fn a_rescue_reads_as_one_naming_the_call() {
-    let mut s = sse_call("2025-06-18", "poke");
+    let mut s = Script::sse_call("2025-06-18", "poke");
     s.wait(20).finish(2, EndHow::Reset, Leg::Upstream);
     s.push(EventKind::CallRescued {
         stream: 2,
