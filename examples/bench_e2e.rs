@@ -1266,12 +1266,12 @@ fn main() -> anyhow::Result<()> {
     drop(discard_rx);
     let discard = proxy_rt.block_on(mcpscope_proxy::start(
         config.clone(),
-        mcpscope_proxy::sink::EventSink::to_hub(discard_tx),
+        mcpscope_session::sink::EventSink::to_hub(discard_tx),
     ))?;
-    let (polled_tx, mut polled_rx) = mpsc::unbounded_channel::<mcpscope_proxy::sink::Fact>();
+    let (polled_tx, mut polled_rx) = mpsc::unbounded_channel::<mcpscope_session::sink::Fact>();
     let polled = proxy_rt.block_on(mcpscope_proxy::start(
         config,
-        mcpscope_proxy::sink::EventSink::to_hub(polled_tx),
+        mcpscope_session::sink::EventSink::to_hub(polled_tx),
     ))?;
     std::thread::Builder::new()
         .name("bench-polled-model".into())

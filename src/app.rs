@@ -495,8 +495,8 @@ pub async fn serve_test(args: &ServeTestArgs) -> anyhow::Result<()> {
 }
 
 /// The live view's report of each event it takes, for the hub's pacing.
-pub(crate) fn taken(pace: mcpscope_proxy::hub::ViewPace) -> mcpscope_tui::Taken {
-    mcpscope_tui::Taken(std::sync::Arc::new(move |event| pace.release(event)))
+pub(crate) fn taken(pace: mcpscope_session::pace::Pace) -> mcpscope_session::pace::Pace {
+    pace
 }
 
 /// `mcpscope run [OPTIONS] -- COMMAND…`: the forward proxy and the command; the command's exit

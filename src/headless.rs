@@ -9,7 +9,7 @@ use tokio::sync::mpsc::UnboundedReceiver;
 use mcpscope_engine::event::Event;
 use mcpscope_engine::model::{Model, Notice, Retention};
 use mcpscope_engine::schema::Watch;
-use mcpscope_tui::Taken;
+use mcpscope_session::pace::Pace;
 
 /// Output style.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -78,7 +78,7 @@ fn print_into(text: &mut Vec<u8>, notices: &[Notice], style: Style, model: &Mode
 /// With `taken`, each event taken is reported to whoever feeds the view (the hub, an attached
 /// session's feed), which waits for a view that falls behind (a stdout nobody reads) instead
 /// of queueing without bound.
-pub async fn run(feed: UnboundedReceiver<Event>, style: Style, taken: Option<Taken>) -> Model {
+pub async fn run(feed: UnboundedReceiver<Event>, style: Style, taken: Option<Pace>) -> Model {
     run_to(feed, style, taken, &mut std::io::stdout()).await
 }
 
@@ -86,7 +86,7 @@ pub async fn run(feed: UnboundedReceiver<Event>, style: Style, taken: Option<Tak
 pub async fn run_to(
     mut feed: UnboundedReceiver<Event>,
     style: Style,
-    taken: Option<Taken>,
+    taken: Option<Pace>,
     out: &mut (dyn Write + Send),
 ) -> Model {
     // Each fact is printed as it happens: the model holds only what is still open. What has
@@ -104,7 +104,7 @@ pub async fn run_to(
                 }
                 for event in batch.drain(..) {
                     if let Some(taken) = &taken {
-                        (taken.0)(&event);
+                        taken.release(&event);
                     }
                     let notices = model.apply_inspected(&event, &mut |m, n| schemas.notices(m, n));
                     print_into(&mut text, &notices, style, &model);

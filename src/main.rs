@@ -42,8 +42,8 @@ fn log_path() -> std::io::Result<std::path::PathBuf> {
     if let Some(path) = std::env::var_os("MCPSCOPE_LOG") {
         return Ok(std::path::PathBuf::from(path));
     }
-    let dir = mcpscope_proxy::publish::place::runtime_dir();
-    mcpscope_proxy::publish::place::prepare_dir(&dir)?;
+    let dir = mcpscope_session::publish::place::runtime_dir();
+    mcpscope_session::publish::place::prepare_dir(&dir)?;
     Ok(dir.join("mcpscope.log"))
 }
 

@@ -16,9 +16,9 @@ use crate::cli::StdioArgs;
 use crate::headless::Style;
 use mcpscope_engine::record::{Create, open_private};
 use mcpscope_engine::redact::Redactor;
-use mcpscope_proxy::hub::Hub;
-use mcpscope_proxy::sink::EventSink;
 use mcpscope_proxy::stdio::{Options, SpawnError};
+use mcpscope_session::hub::Hub;
+use mcpscope_session::sink::EventSink;
 
 /// How long the end of a run waits for the hub to write what it was sent.
 const FINISH_PATIENCE: Duration = Duration::from_secs(5);

@@ -358,7 +358,7 @@ async fn python_sdk_client_sees_the_same_failure_live_and_from_the_mock() {
                 allow_remote: false,
                 ..Default::default()
             },
-            mcpscope_proxy::sink::EventSink::new(tx),
+            mcpscope_session::sink::EventSink::new(tx),
         )
         .await
         .expect("proxy");

@@ -10,7 +10,8 @@ use std::time::{Duration, Instant};
 
 use mcpscope_engine::event::{Direction, EndHow, Event, EventKind, Leg};
 use mcpscope_engine::wire::observe::{NOT_UTF8, TRUNCATED};
-use mcpscope_proxy::{self as proxy, Config, Limits, Proxy, sink::EventSink};
+use mcpscope_proxy::{self as proxy, Config, Limits, Proxy};
+use mcpscope_session::sink::EventSink;
 use mcpscope_testkit::raw::{Close, read_head, read_reply};
 use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};

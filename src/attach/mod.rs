@@ -1,9 +1,6 @@
 //! `mcpscope attach`: lists the live sessions of this user and opens one — the TUI, or the
 //! headless lines — fed from its socket (see docs/attach.md). Also what a proxy publishes.
 
-pub mod feed;
-pub mod sessions;
-
 use std::sync::Arc;
 
 use anyhow::bail;
@@ -13,9 +10,12 @@ use crate::cli::AttachArgs;
 use crate::headless::{self, View};
 use mcpscope_engine::UsageError;
 use mcpscope_engine::model::Retention;
-use mcpscope_proxy::hub::Hub;
-use mcpscope_proxy::publish::{self, Published, place, wire::SessionInfo};
-use sessions::LiveSession;
+use mcpscope_session::attach::{
+    self as feed,
+    sessions::{self, LiveSession},
+};
+use mcpscope_session::hub::Hub;
+use mcpscope_session::publish::{self, Published, place, wire::SessionInfo};
 
 /// What a session started now says about itself, before its kind's own fields (`listen` and
 /// `upstream` for a proxy, `command` for a stdio shim) are filled in.

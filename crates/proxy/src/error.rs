@@ -23,9 +23,6 @@ pub enum ProxyError {
     /// TLS toward the upstream could not be set up.
     #[error("cannot set up TLS toward the upstream: {0}")]
     Tls(#[from] rustls::Error),
-    /// The hub's thread (recorder and view feed) could not be started.
-    #[error("cannot start the event hub's threads: {0}")]
-    HubThread(std::io::Error),
     /// A lock guarding shared state was poisoned by a panic elsewhere.
     #[error("the {0} lock was poisoned by a panic")]
     Poisoned(&'static str),

@@ -5,8 +5,6 @@
 use http::header::{HeaderMap, HeaderName};
 use http::{Uri, uri::PathAndQuery};
 
-use mcpscope_engine::event::Header;
-
 /// Headers that belong to one connection and are never forwarded (named once, not parsed per
 /// request).
 const HOP_BY_HOP: [HeaderName; 9] = [
@@ -64,20 +62,6 @@ pub(crate) fn closes_after(headers: &HeaderMap) -> bool {
     has(http::header::CONNECTION, "close")
         || (!headers.contains_key(http::header::CONTENT_LENGTH)
             && !has(http::header::TRANSFER_ENCODING, "chunked"))
-}
-
-/// Headers as (name, value) text pairs, as they are (secrets are hidden later, by the hub's
-/// redaction policy, before anything is recorded or shown).
-pub(crate) fn header_list(headers: &HeaderMap) -> Vec<Header> {
-    headers
-        .iter()
-        .map(|(name, value)| {
-            (
-                name.as_str().to_string(),
-                mcpscope_engine::wire::lossy_text(value.as_bytes()).into_owned(),
-            )
-        })
-        .collect()
 }
 
 /// The path and query the upstream gets for a client's: the client's own, except that `/` means
@@ -157,16 +141,6 @@ mod tests {
         let mut names: Vec<&str> = h.keys().map(|k| k.as_str()).collect();
         names.sort();
         assert_eq!(names, ["last-event-id", "mcp-session-id"]);
-    }
-
-    #[test]
-    fn headers_are_listed_as_they_are() {
-        let mut h = HeaderMap::new();
-        h.insert("authorization", HeaderValue::from_static("Bearer abc.def"));
-        h.insert("x-bin", HeaderValue::from_bytes(b"a\xffb").expect("value"));
-        let list = header_list(&h);
-        assert_eq!(list[0], ("authorization".into(), "Bearer abc.def".into()));
-        assert_eq!(list[1], ("x-bin".into(), "a\u{fffd}b".into()));
     }
 
     #[test]

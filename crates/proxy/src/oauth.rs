@@ -16,9 +16,9 @@ use http_body::{Body, Frame, SizeHint};
 
 use crate::ProxyBody;
 use crate::error::ProxyError;
-use crate::sink::EventSink;
 use mcpscope_engine::event::{EventKind, StreamId};
 use mcpscope_engine::wire::oauth::{self, Origin, Rewrite};
+use mcpscope_session::sink::EventSink;
 
 /// The largest metadata document buffered to be rewritten; a larger one is forwarded unchanged
 /// (and a note says so).

@@ -3,9 +3,9 @@
 use mcpscope_engine::record::Recorder;
 use mcpscope_engine::redact::Redactor;
 
-use crate::hub::Hub;
-use crate::sink::EventSink;
 use crate::{Config, Proxy};
+use mcpscope_session::hub::Hub;
+use mcpscope_session::sink::EventSink;
 
 /// A proxy with its hub, ready for a view.
 pub struct Running {

@@ -12,11 +12,11 @@ use bytes::{Bytes, BytesMut};
 use tokio::time::{Instant, Sleep};
 
 use crate::shared::Shared;
-use crate::sink::EventSink;
 use mcpscope_engine::event::{EndHow, EventKind, StreamId};
 use mcpscope_engine::fault::{Fault, Plan, Trigger};
 use mcpscope_engine::wire::ContentKind;
 use mcpscope_engine::wire::observe::SeenEvent;
+use mcpscope_session::sink::EventSink;
 
 /// The most bytes merged into one write toward the client.
 const GATHER_BYTES: usize = 64 * 1024;

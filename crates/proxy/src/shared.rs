@@ -12,10 +12,10 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use crate::error::ProxyError;
-use crate::sink::EventSink;
 use crate::{Config, upstream};
 use mcpscope_engine::event::{EventKind, StreamId};
 use mcpscope_engine::fault::{Fault, Plan, Planner, Trigger};
+use mcpscope_session::sink::EventSink;
 
 /// A live exchange that faults can be applied to.
 #[derive(Debug)]

@@ -21,7 +21,7 @@ use tokio::time::Instant;
 use mcpscope_engine::event::{Direction, EndHow, EventKind, Leg, StreamId};
 use mcpscope_engine::wire::lines::{LineObserver, LineSplitter};
 
-use crate::sink::EventSink;
+use mcpscope_session::sink::EventSink;
 
 /// How long the end of a run waits for the client's stdin to be seen closed.
 const STDIN_GRACE: Duration = Duration::from_millis(200);

@@ -19,13 +19,13 @@ use super::endpoint::{EndpointRewriter, Fed};
 use super::rescue::Rescue;
 use super::shaper::{Finish, Reach, Shaper};
 use super::shared::lock;
-use super::sink::{EventSink, Passed};
 use super::upstream::UpstreamConn;
 use super::{ConnSlot, ProxyError, Shared};
 use mcpscope_engine::event::{Direction, EndHow, EventKind, Leg, StreamId};
 use mcpscope_engine::fault::Plan;
 use mcpscope_engine::wire::ContentKind;
 use mcpscope_engine::wire::observe::{BodyEnd, BodyObserver, SeenEvent};
+use mcpscope_session::sink::{EventSink, Passed};
 
 /// The most upstream frames taken in one go when they are already there.
 const GATHER_FRAMES: usize = 64;

@@ -7,7 +7,8 @@ use std::time::{Duration, Instant};
 
 use mcpscope_engine::event::{Event, EventKind};
 use mcpscope_engine::model::{Model, Verdict};
-use mcpscope_proxy::{self as proxy, Config, Proxy, Timeouts, sink::EventSink};
+use mcpscope_proxy::{self as proxy, Config, Proxy, Timeouts};
+use mcpscope_session::sink::EventSink;
 use mcpscope_testkit::raw::{self, Close};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};

@@ -8,7 +8,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use mcpscope_engine::event::{Event, EventKind};
-use mcpscope_proxy::{self as proxy, Config, Proxy, sink::EventSink};
+use mcpscope_proxy::{self as proxy, Config, Proxy};
+use mcpscope_session::sink::EventSink;
 use mcpscope_testkit::raw;
 use serde_json::{Value, json};
 use tokio::io::AsyncWriteExt;

@@ -4,7 +4,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mcpscope_engine::event::{Event, EventKind};
-use mcpscope_proxy::{self as proxy, Config, sink::EventSink};
+use mcpscope_proxy::{self as proxy, Config};
+use mcpscope_session::sink::EventSink;
 use mcpscope_testkit::raw::observe;
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpListener;

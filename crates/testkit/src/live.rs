@@ -6,7 +6,8 @@ use std::sync::Arc;
 use mcpscope_engine::event::Event;
 use mcpscope_engine::fault::rules::RuleEngine;
 use mcpscope_proxy::controller as fault;
-use mcpscope_proxy::{self as proxy, Config, Proxy, sink::EventSink};
+use mcpscope_proxy::{self as proxy, Config, Proxy};
+use mcpscope_session::sink::EventSink;
 use mcpscope_testserver::{self as testserver, TestServer};
 use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
 

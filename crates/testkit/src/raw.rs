@@ -340,7 +340,7 @@ pub async fn proxy_to(
         allow_remote: false,
         ..Default::default()
     };
-    let proxy = mcpscope_proxy::start(config, mcpscope_proxy::sink::EventSink::new(tx))
+    let proxy = mcpscope_proxy::start(config, mcpscope_session::sink::EventSink::new(tx))
         .await
         .expect("proxy");
     (proxy, rx)

@@ -6,31 +6,7 @@
 //! (`run::perform`). Everything but the terminal itself runs on fakes in tests (`TestBackend`,
 //! synthetic events).
 
-/// Writes a line to stderr as `eprintln!` does, but never panics when stderr is gone (a closed
-/// pipe, a terminal that went away): a diagnostic must not end the session. Nothing is written
-/// while a full-screen view owns the terminal ([`hold_stderr`]).
-#[macro_export]
-macro_rules! say {
-    ($($arg:tt)*) => {{
-        use std::io::Write as _;
-        if !$crate::stderr_held() {
-            let _ = writeln!(std::io::stderr(), $($arg)*);
-        }
-    }};
-}
-
-static STDERR_HELD: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-
-/// While `held`, [`say!`] writes nothing: a full-screen view (the matrix's grid) owns the
-/// terminal and shows the same facts itself.
-pub fn hold_stderr(held: bool) {
-    STDERR_HELD.store(held, std::sync::atomic::Ordering::Relaxed);
-}
-
-/// Whether [`say!`] is held (see [`hold_stderr`]).
-pub fn stderr_held() -> bool {
-    STDERR_HELD.load(std::sync::atomic::Ordering::Relaxed)
-}
+pub use mcpscope_session::{hold_stderr, say, stderr_held};
 
 pub(crate) mod action;
 pub(crate) mod app;
@@ -93,25 +69,9 @@ pub struct Info {
     /// recording when asked for.
     pub retention: Retention,
     /// Live: told of each event the view takes from its feed (the proxy paces itself by it).
-    pub taken: Option<Taken>,
+    pub taken: Option<mcpscope_session::pace::Pace>,
     /// A forward proxy's local CA certificate, which a request copied as `curl` trusts.
     pub ca_cert: Option<PathBuf>,
-}
-
-/// Told of each event a live view takes from its feed.
-#[derive(Clone)]
-pub struct Taken(pub Arc<dyn Fn(&Event) + Send + Sync>);
-
-impl std::fmt::Debug for Taken {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Taken")
-    }
-}
-
-impl PartialEq for Taken {
-    fn eq(&self, other: &Self) -> bool {
-        Arc::ptr_eq(&self.0, &other.0)
-    }
 }
 
 /// A status bar item read each frame (`None`: nothing to show).

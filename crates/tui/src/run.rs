@@ -56,7 +56,7 @@ pub trait Source {
 pub struct LiveSource {
     live: Live,
     feed: UnboundedReceiver<Event>,
-    taken: Option<crate::Taken>,
+    taken: Option<mcpscope_session::pace::Pace>,
 }
 
 impl LiveSource {
@@ -70,7 +70,7 @@ impl LiveSource {
     }
 
     /// Tells `taken` of each event taken from the feed.
-    pub fn telling(mut self, taken: Option<crate::Taken>) -> Self {
+    pub fn telling(mut self, taken: Option<mcpscope_session::pace::Pace>) -> Self {
         self.taken = taken;
         self
     }
@@ -85,7 +85,7 @@ impl Source for LiveSource {
                 Ok(event) => {
                     n += 1;
                     if let Some(taken) = &self.taken {
-                        (taken.0)(&event);
+                        taken.release(&event);
                     }
                     changed |= self.live.apply(&event);
                 }

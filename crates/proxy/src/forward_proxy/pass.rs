@@ -18,10 +18,10 @@ use crate::ProxyBody;
 use crate::conn::ResetFlag;
 use crate::error::ProxyError;
 use crate::headers::strip_hop_by_hop;
-use crate::sink::EventSink;
 use crate::stage::answer;
 use crate::upstream::{Connector, error_text};
 use mcpscope_engine::event::{EndHow, EventKind};
+use mcpscope_session::sink::EventSink;
 
 /// The client for exchanges that are not MCP (pooled, HTTP/1.1 upstream).
 pub(crate) type PassClient = Client<Connector, Counted<Incoming>>;

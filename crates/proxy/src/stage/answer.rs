@@ -6,9 +6,9 @@ use http_body_util::{BodyExt, Full};
 use serde_json::Value;
 
 use crate::ProxyBody;
-use crate::headers::header_list;
 use crate::shared::Shared;
 use mcpscope_engine::event::{Direction, EndHow, EventKind, Leg, StreamId};
+use mcpscope_session::sink::header_list;
 
 /// A whole body.
 pub(crate) fn full(bytes: impl Into<Bytes>) -> ProxyBody {

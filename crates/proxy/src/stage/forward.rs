@@ -17,13 +17,13 @@ use crate::headers::{host_of, strip_hop_by_hop, upstream_path};
 use crate::oauth::{self, MetadataBody};
 use crate::rescue::{self, Parked};
 use crate::shared::{Shared, lock};
-use crate::sink::HeldEvents;
 use crate::tap::{TapBody, TapContext};
 use crate::upstream::{self, SendError, UpstreamConn};
 use crate::{ConnSlot, ProxyBody};
 use mcpscope_engine::event::{Direction, EndHow, EventKind, Leg, StreamId};
 use mcpscope_engine::fault::{Plan, Release};
 use mcpscope_engine::wire::observe;
+use mcpscope_session::sink::HeldEvents;
 
 /// With `--rescue`: the calls parked for this resumption (a GET with `Last-Event-ID`), if any.
 fn parked_for(shared: &Shared, exchange: &Exchange, headers: &http::HeaderMap) -> Option<Parked> {

@@ -4,7 +4,9 @@
 //! sent), and at shutdown every exchange still open is ended and the sink is sealed.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+pub use crate::pace::Backlog;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use bytes::Bytes;
@@ -20,42 +22,6 @@ pub const SHUTDOWN: &str = "shutdown";
 
 /// Response bytes passed to the client so far, kept up to date by the exchange's tap.
 pub type Passed = Arc<AtomicU64>;
-
-/// Bytes of events sent to the hub and not yet taken by it: when the recorder falls behind the
-/// wire, the taps stop reading their upstreams until it catches up ([`EventSink::backlogged`]),
-/// so memory is bounded by [`Backlog::LIMIT`], not by the traffic, and nothing observed is
-/// dropped.
-#[derive(Debug, Clone, Default)]
-pub struct Backlog(Arc<AtomicUsize>);
-
-impl Backlog {
-    /// Bytes the hub may have queued before the taps wait for it.
-    pub const LIMIT: usize = 16 << 20;
-
-    /// What an event weighs in the backlog ([`EventKind::weight`]).
-    pub fn weight(kind: &EventKind) -> usize {
-        kind.weight()
-    }
-
-    /// Counts an event sent.
-    pub fn add(&self, weight: usize) {
-        self.0.fetch_add(weight, Ordering::Relaxed);
-    }
-
-    /// Counts an event taken (never below zero).
-    pub fn release(&self, weight: usize) {
-        let _ = self
-            .0
-            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| {
-                Some(n.saturating_sub(weight))
-            });
-    }
-
-    /// Bytes queued now.
-    pub fn bytes(&self) -> usize {
-        self.0.load(Ordering::Relaxed)
-    }
-}
 
 /// What a sink sends to the hub: an event, or one whose JSON-RPC message is left for the hub to
 /// parse. The forwarding path then never parses what nothing on it reads; the hub turns each
@@ -135,7 +101,7 @@ impl Fact {
                 if let EventKind::StreamOpened { headers: list, .. }
                 | EventKind::ResponseHead { headers: list, .. } = &mut event.kind
                 {
-                    *list = crate::headers::header_list(&headers);
+                    *list = header_list(&headers);
                 }
                 each(event);
             }
@@ -398,9 +364,39 @@ impl EventSink {
     }
 }
 
+/// Headers as (name, value) text pairs, as they are (secrets are hidden later, by the hub's
+/// redaction policy, before anything is recorded or shown).
+pub fn header_list(headers: &http::HeaderMap) -> Vec<mcpscope_engine::event::Header> {
+    headers
+        .iter()
+        .map(|(name, value)| {
+            (
+                name.as_str().to_string(),
+                mcpscope_engine::wire::lossy_text(value.as_bytes()).into_owned(),
+            )
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn headers_are_listed_as_they_are() {
+        let mut h = http::HeaderMap::new();
+        h.insert(
+            "authorization",
+            http::HeaderValue::from_static("Bearer abc.def"),
+        );
+        h.insert(
+            "x-bin",
+            http::HeaderValue::from_bytes(b"a\xffb").expect("value"),
+        );
+        let list = header_list(&h);
+        assert_eq!(list[0], ("authorization".into(), "Bearer abc.def".into()));
+        assert_eq!(list[1], ("x-bin".into(), "a\u{fffd}b".into()));
+    }
 
     fn opened(stream: StreamId) -> EventKind {
         EventKind::StreamOpened {

@@ -2,18 +2,18 @@
 //! then the live lines, in order, each event once.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 
+use crate::pace::{Backlog, Pace};
+use crate::publish::wire::{Hello, Line};
 use mcpscope_engine::event::Event;
 use mcpscope_engine::record::Events;
-use mcpscope_proxy::publish::wire::{Hello, Line};
 
-use super::sessions;
+pub mod sessions;
 
 /// How the feed stands, for the status bar and the last words on stderr.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -29,47 +29,26 @@ pub struct Status {
 /// the recording (or the session's lines) waits for the view to take what it holds. The
 /// session cuts off a viewer that falls too far behind, and says so; nothing is dropped
 /// silently.
-pub(crate) const FEED_BYTES: usize = 16 << 20;
+pub(crate) const FEED_BYTES: usize = Backlog::LIMIT;
 
 /// How often a feed that holds its budget looks again whether its taker made room.
 const ROOM_POLL: Duration = Duration::from_millis(1);
 
-/// Bytes of events sent on a channel and not yet taken from it, bounded: the sender waits for
-/// room, the taker releases what it takes.
-#[derive(Debug, Clone, Default)]
-struct Budget(Arc<AtomicUsize>);
-
-impl Budget {
-    fn full(&self) -> bool {
-        self.0.load(Ordering::Relaxed) > FEED_BYTES
+/// Waits (asleep) until `held` is at most [`FEED_BYTES`] or `closed` says its taker is gone,
+/// then counts `event` as held.
+async fn hold(held: &Backlog, event: &Event, closed: impl Fn() -> bool) {
+    while held.bytes() > FEED_BYTES && !closed() {
+        tokio::time::sleep(ROOM_POLL).await;
     }
+    held.add(event.kind.weight());
+}
 
-    /// Waits (asleep) until the channel holds at most [`FEED_BYTES`] or `closed` says its taker
-    /// is gone, then counts `event` as held.
-    async fn hold(&self, event: &Event, closed: impl Fn() -> bool) {
-        while self.full() && !closed() {
-            tokio::time::sleep(ROOM_POLL).await;
-        }
-        self.0.fetch_add(event.kind.weight(), Ordering::Relaxed);
+/// [`hold`] for a blocking thread.
+fn hold_blocking(held: &Backlog, event: &Event, closed: impl Fn() -> bool) {
+    while held.bytes() > FEED_BYTES && !closed() {
+        std::thread::sleep(ROOM_POLL);
     }
-
-    /// [`Budget::hold`] for a blocking thread.
-    fn hold_blocking(&self, event: &Event, closed: impl Fn() -> bool) {
-        while self.full() && !closed() {
-            std::thread::sleep(ROOM_POLL);
-        }
-        self.0.fetch_add(event.kind.weight(), Ordering::Relaxed);
-    }
-
-    /// Counts an event taken.
-    fn release(&self, event: &Event) {
-        let weight = event.kind.weight();
-        let _ = self
-            .0
-            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| {
-                Some(n.saturating_sub(weight))
-            });
-    }
+    held.add(event.kind.weight());
 }
 
 /// An attached session.
@@ -80,7 +59,7 @@ pub struct Attached {
     /// of each event it takes: the feed holds at most [`FEED_BYTES`] of them.
     pub events: UnboundedReceiver<Event>,
     /// Told of each event the view takes from `events`.
-    pub taken: mcpscope_tui::Taken,
+    pub taken: Pace,
     /// How the feed stands.
     pub status: Arc<Mutex<Status>>,
 }
@@ -102,11 +81,11 @@ pub async fn open(path: &Path) -> anyhow::Result<Attached> {
     let status = Arc::new(Mutex::new(Status::default()));
     let live = Paced {
         tx: live_tx,
-        budget: Budget::default(),
+        budget: Backlog::default(),
     };
     let view = Paced {
         tx,
-        budget: Budget::default(),
+        budget: Backlog::default(),
     };
     let live_budget = live.budget.clone();
     let released = view.budget.clone();
@@ -119,27 +98,27 @@ pub async fn open(path: &Path) -> anyhow::Result<Attached> {
     Ok(Attached {
         hello,
         events,
-        taken: mcpscope_tui::Taken(Arc::new(move |event| released.release(event))),
+        taken: Pace::of(released),
         status,
     })
 }
 
-/// A channel of events bounded in bytes by its [`Budget`].
+/// A channel of events bounded in bytes by its [`Backlog`].
 struct Paced {
     tx: UnboundedSender<Event>,
-    budget: Budget,
+    budget: Backlog,
 }
 
 impl Paced {
     /// Sends `event` once there is room; false when the taker is gone.
     async fn send(&self, event: Event) -> bool {
-        self.budget.hold(&event, || self.tx.is_closed()).await;
+        hold(&self.budget, &event, || self.tx.is_closed()).await;
         self.tx.send(event).is_ok()
     }
 
     /// [`Paced::send`] for a blocking thread.
     fn send_blocking(&self, event: Event) -> bool {
-        self.budget.hold_blocking(&event, || self.tx.is_closed());
+        hold_blocking(&self.budget, &event, || self.tx.is_closed());
         self.tx.send(event).is_ok()
     }
 }
@@ -176,7 +155,7 @@ async fn read_live(
 /// Sends the past (the recording's first `from` events), then every live event.
 async fn feed(
     past: Option<(PathBuf, u64)>,
-    (mut live, live_budget): (UnboundedReceiver<Event>, Budget),
+    (mut live, live_budget): (UnboundedReceiver<Event>, Backlog),
     view: Paced,
     status: Arc<Mutex<Status>>,
 ) {
@@ -194,7 +173,7 @@ async fn feed(
         }
     }
     while let Some(event) = live.recv().await {
-        live_budget.release(&event);
+        live_budget.release(event.kind.weight());
         if !view.send(event).await {
             return;
         }

@@ -9,7 +9,6 @@
 use std::io::Write as _;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, sync_channel};
 use std::thread::JoinHandle;
 
@@ -22,9 +21,9 @@ use mcpscope_engine::record::Recorder;
 use mcpscope_engine::redact::Redactor;
 use mcpscope_engine::wire::observe;
 
-use crate::error::ProxyError;
+use crate::pace::{Backlog, Pace};
 use crate::publish::fanout::{Fanout, Join};
-use crate::sink::{Backlog, Fact};
+use crate::sink::Fact;
 
 /// How long the parse stage lets a burst of facts gather before taking it (bounds the view's
 /// lag: the hub takes each burst as it comes).
@@ -58,6 +57,11 @@ fn report_failure(recorder: &Recorder, result: std::io::Result<()>, failed: &mut
     }
 }
 
+/// The hub's threads could not be started.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot start the event hub's threads: {0}")]
+pub struct HubError(#[source] pub std::io::Error);
+
 /// What the hub did with the events it was sent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Tally {
@@ -79,7 +83,7 @@ pub struct Hub {
     pub backlog: Backlog,
     /// Bytes sent to the view and not yet taken by it, once the view paces the hub
     /// ([`Hub::pace_view`]).
-    view_pace: ViewPace,
+    view_pace: Pace,
     joiner: UnboundedSender<Join>,
     thread: Option<Done>,
 }
@@ -264,7 +268,7 @@ struct Pump {
     recorder: Option<Recorder>,
     backlog: Backlog,
     view: UnboundedSender<Event>,
-    view_pace: ViewPace,
+    view_pace: Pace,
     /// Events for the view not handed over yet, and their weight: the view gets a burst in one
     /// go (one wake-up of its thread), not an event at a time.
     for_view: Vec<Event>,
@@ -367,7 +371,7 @@ impl Pump {
         // Counted before the view can take (and release) any of them.
         let paced = self.view_pace.on();
         if paced {
-            self.view_pace.backlog.add(weight);
+            self.view_pace.backlog().add(weight);
         }
         let mut sent = true;
         for event in self.for_view.drain(..) {
@@ -378,10 +382,10 @@ impl Pump {
         }
         if !sent {
             // The view has gone: what it was not given is not waited for.
-            self.view_pace.backlog.release(weight);
+            self.view_pace.backlog().release(weight);
         } else {
             while self.view_pace.on()
-                && self.view_pace.backlog.bytes() > Backlog::LIMIT
+                && self.view_pace.backlog().bytes() > Backlog::LIMIT
                 && !self.view.is_closed()
             {
                 std::thread::sleep(std::time::Duration::from_millis(1));
@@ -409,7 +413,7 @@ impl Pump {
 impl Hub {
     /// Starts the hub with an optional recorder; `redactor` hides secrets in every event
     /// before it is recorded or reaches the view. Fails when its threads cannot be started.
-    pub fn start(recorder: Option<Recorder>, redactor: Redactor) -> Result<Self, ProxyError> {
+    pub fn start(recorder: Option<Recorder>, redactor: Redactor) -> Result<Self, HubError> {
         let (input, rx) = unbounded_channel::<Fact>();
         let (view, output) = unbounded_channel::<Event>();
         let (joiner, joins) = unbounded_channel::<Join>();
@@ -418,12 +422,12 @@ impl Hub {
         let recording = recorder.as_ref().map(|r| r.path().to_path_buf());
         let backlog = Backlog::default();
         let released = backlog.clone();
-        let view_pace = ViewPace::default();
+        let view_pace = Pace::default();
         let paced = view_pace.clone();
         let (staged, stages) = unbounded_channel::<Stage>();
         let runtime = tokio::runtime::Builder::new_current_thread()
             .build()
-            .map_err(ProxyError::HubThread)?;
+            .map_err(HubError)?;
         let thread = std::thread::Builder::new()
             .name("mcpscope-hub".into())
             .spawn(move || {
@@ -448,10 +452,10 @@ impl Hub {
                     let _ = done.send(pump.tally());
                 }
             })
-            .map_err(ProxyError::HubThread)?;
+            .map_err(HubError)?;
         let parse_runtime = tokio::runtime::Builder::new_current_thread()
             .build()
-            .map_err(ProxyError::HubThread)?;
+            .map_err(HubError)?;
         std::thread::Builder::new()
             .name("mcpscope-parse".into())
             .spawn(move || {
@@ -463,7 +467,7 @@ impl Hub {
                 parse_runtime.block_on(parse.run(rx, stopped));
                 let _ = parse.out.send(Stage::End);
             })
-            .map_err(ProxyError::HubThread)?;
+            .map_err(HubError)?;
         Ok(Self {
             input,
             output: Some(output),
@@ -484,17 +488,12 @@ impl Hub {
         self.joiner.clone()
     }
 
-    /// Makes the hub wait for its view: from now on, the view must call [`ViewPace::release`]
+    /// Makes the hub wait for its view: from now on, the view must call [`Pace::release`]
     /// for each event it takes from [`Hub::take_output`]'s receiver; while the view is more than
     /// [`Backlog::LIMIT`] behind, the hub waits (and the taps with it). Dropping every clone of
     /// the returned handle lets the hub run free again.
-    pub fn pace_view(&self) -> ViewPace {
-        self.view_pace.paced.store(true, Ordering::Relaxed);
-        ViewPace {
-            backlog: self.view_pace.backlog.clone(),
-            paced: Arc::clone(&self.view_pace.paced),
-            _owner: Some(Arc::new(Owner(Arc::clone(&self.view_pace.paced)))),
-        }
+    pub fn pace_view(&self) -> Pace {
+        self.view_pace.owned()
     }
 
     /// Takes the view's receiver (once).
@@ -503,7 +502,7 @@ impl Hub {
     }
 
     /// Records every event sent so far and stops: events sent later are not taken (seal the
-    /// proxy's sink first, see [`crate::Proxy::shutdown`]). Waits at most `patience` (every
+    /// proxy's sink first, as a front end's shutdown does). Waits at most `patience` (every
     /// line written so far is already flushed); `None` if the hub did not finish in time.
     pub fn finish_within(mut self, patience: std::time::Duration) -> Option<Tally> {
         let done = self.thread.take();
@@ -742,35 +741,5 @@ mod tests {
             })
         );
         std::fs::remove_dir_all(&dir).ok();
-    }
-}
-
-/// The view's side of the hub's pacing ([`Hub::pace_view`]).
-#[derive(Debug, Clone, Default)]
-pub struct ViewPace {
-    backlog: Backlog,
-    paced: Arc<AtomicBool>,
-    /// Held by the view's handles only: when the last one goes, pacing stops.
-    _owner: Option<Arc<Owner>>,
-}
-
-impl ViewPace {
-    /// Counts an event the view has taken from its feed.
-    pub fn release(&self, event: &Event) {
-        self.backlog.release(event.weight());
-    }
-
-    fn on(&self) -> bool {
-        self.paced.load(Ordering::Relaxed)
-    }
-}
-
-/// Turns pacing off when the view's last handle is dropped (the view has gone).
-#[derive(Debug)]
-struct Owner(Arc<AtomicBool>);
-
-impl Drop for Owner {
-    fn drop(&mut self) {
-        self.0.store(false, Ordering::Relaxed);
     }
 }

@@ -9,8 +9,8 @@ use anyhow::{Context, bail};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::net::UnixStream;
 
-use mcpscope_proxy::publish::place;
-use mcpscope_proxy::publish::wire::{Hello, Line, VERSION};
+use crate::publish::place;
+use crate::publish::wire::{Hello, Line, VERSION};
 
 /// How long connecting to a session and reading its hello may take.
 const PROBE_PATIENCE: Duration = Duration::from_secs(3);
