@@ -11,11 +11,11 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use mcpscope::app;
 use mcpscope_engine::event::Event;
 use mcpscope_engine::record::{self, Create, Recorder};
 use mcpscope_engine::redact::Redactor;
 use mcpscope_proxy::Config;
+use mcpscope_testkit::live::Proxied;
 use mcpscope_testkit::wirecount;
 use mcpscope_testserver as testserver;
 use mcpscope_testserver::client::McpClient;
@@ -104,7 +104,7 @@ fn sizes(path: &Path) -> anyhow::Result<(u64, u64)> {
     Ok(((text.len() - header) as u64, v1))
 }
 
-async fn proxy(upstream: &str, path: &Path) -> anyhow::Result<app::Running> {
+async fn proxy(upstream: &str, path: &Path) -> anyhow::Result<Proxied> {
     let config = Config {
         listen: "127.0.0.1:0".parse()?,
         upstream: upstream.parse()?,
@@ -113,16 +113,13 @@ async fn proxy(upstream: &str, path: &Path) -> anyhow::Result<app::Running> {
         ..Default::default()
     };
     let recorder = Recorder::create(path, Create::Replace, true)?;
-    app::start_proxy(config, Some(recorder), Redactor::new()).await
+    Ok(Proxied::start(config, Some(recorder), Redactor::new()).await)
 }
 
-async fn finish(running: app::Running) -> anyhow::Result<()> {
-    running.proxy.shutdown();
-    drop(running.proxy);
-    tokio::time::sleep(Duration::from_millis(200)).await;
+async fn finish(running: Proxied) -> anyhow::Result<()> {
     running
-        .hub
-        .finish_within(Duration::from_secs(30))
+        .stop(Duration::from_secs(30))
+        .await
         .context("the recorder did not finish")?;
     Ok(())
 }

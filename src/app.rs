@@ -12,11 +12,11 @@ use mcpscope_engine::model::Retention;
 use mcpscope_engine::record::{Create, Recorder};
 use mcpscope_engine::redact::Redactor;
 use mcpscope_proxy::{Config, Timeouts};
+use mcpscope_session::{Session, SessionBuilder};
 use mcpscope_timeline::liveindex::LiveIndex;
 
 pub use mcpscope_engine::UsageError;
 pub use mcpscope_proxy::parse_upstream;
-pub use mcpscope_proxy::running::{Running, start_proxy};
 
 /// Refuses a non-loopback listen address unless allowed.
 pub fn check_listen(listen: Listen, allow_remote: bool) -> Result<(), UsageError> {
@@ -171,29 +171,21 @@ pub async fn run_proxy(args: ProxyArgs) -> anyhow::Result<()> {
 /// A view that prints the feed's notices (or only drains the feed) until it closes.
 type Shown = std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>;
 
-/// The proxy, and with `command` (`mcpscope run`) that command started through it (forward
-/// mode) with the terminal its own: the run ends when the command does, with its status.
-pub async fn run_proxy_with(
-    args: ProxyArgs,
-    command: Option<Vec<String>>,
-) -> anyhow::Result<Option<std::process::ExitStatus>> {
-    without_huge_pages();
-    let forward = crate::forward::mode(&args)?;
-    let upstream = match args.upstream.as_deref() {
-        Some(upstream) => parse_upstream(upstream)?,
-        None if forward.is_some() => Uri::from_static("http://127.0.0.1/"),
+/// The upstream the arguments name: `--upstream`, or none in forward mode.
+fn upstream_of(args: &ProxyArgs, forwarding: bool) -> anyhow::Result<Uri> {
+    match args.upstream.as_deref() {
+        Some(upstream) => Ok(parse_upstream(upstream)?),
+        None if forwarding => Ok(Uri::from_static("http://127.0.0.1/")),
         None => bail!(UsageError(
             "--upstream URL is required, or --forward (or run `mcpscope demo`)".into()
         )),
-    };
-    // Before anything listens: a signal during start-up still ends the run cleanly.
-    let mut shutdown = Shutdown::install().context("cannot register signal handlers")?;
-    let upstream_shown = match &forward {
-        Some(_) => mcpscope_proxy::UPSTREAM_LABEL.to_string(),
-        None => Redactor::disabled().url(&upstream.to_string()),
-    };
+    }
+}
+
+/// Refuses what must not listen, and warns of what is allowed but unsafe.
+fn check_exposure(args: &ProxyArgs) -> anyhow::Result<()> {
     check_listen(args.listen, args.allow_remote)?;
-    crate::pass_host::check(&args)?;
+    crate::pass_host::check(args)?;
     if args.insecure {
         crate::say!(
             "mcpscope: WARNING: --insecure: the upstream's TLS certificate is NOT verified"
@@ -210,6 +202,74 @@ pub async fn run_proxy_with(
             }
         );
     }
+    Ok(())
+}
+
+/// `--metrics-listen`: its listener, bound before anything else listens.
+async fn metrics_listener(args: &ProxyArgs) -> anyhow::Result<Option<tokio::net::TcpListener>> {
+    let Some(addr) = args.metrics_listen else {
+        return Ok(None);
+    };
+    check_listen(addr, args.allow_remote)
+        .map_err(|e| UsageError(e.0.replace("--listen", "--metrics-listen")))?;
+    let listener = tokio::net::TcpListener::bind(addr.0)
+        .await
+        .with_context(|| format!("cannot listen for --metrics-listen on {}", addr.0))?;
+    Ok(Some(listener))
+}
+
+/// The metrics subscribed to the session and served on `listener`.
+type Served = (
+    mcpscope_telemetry::metrics::Running,
+    tokio::task::JoinHandle<()>,
+);
+
+fn serve_metrics(
+    session: &mut SessionBuilder,
+    listener: tokio::net::TcpListener,
+    allowed: Vec<String>,
+) -> Served {
+    let metrics = mcpscope_telemetry::metrics::subscribe(session);
+    let guard: mcpscope_telemetry::metrics::serve::HostGuard =
+        Arc::new(move |host| mcpscope_proxy::host_allowed(&allowed, host));
+    if let Ok(addr) = listener.local_addr() {
+        crate::say!("mcpscope: metrics at http://{addr}/metrics");
+    }
+    let server = tokio::spawn(mcpscope_telemetry::metrics::serve::serve(
+        listener,
+        metrics.metrics.clone(),
+        guard,
+    ));
+    (metrics, server)
+}
+
+/// What a proxy run holds besides its session: the proxy, its fault rules, how the upstream is
+/// shown and the exporters.
+struct ProxyRun {
+    proxy: mcpscope_proxy::Proxy,
+    engine: Arc<mcpscope_engine::fault::RuleEngine>,
+    upstream_shown: String,
+    forward: Option<Arc<mcpscope_proxy::ForwardMode>>,
+    telemetry: Option<mcpscope_telemetry::Telemetry>,
+    metrics: Option<Served>,
+}
+
+/// The proxy, and with `command` (`mcpscope run`) that command started through it (forward
+/// mode) with the terminal its own: the run ends when the command does, with its status.
+pub async fn run_proxy_with(
+    args: ProxyArgs,
+    command: Option<Vec<String>>,
+) -> anyhow::Result<Option<std::process::ExitStatus>> {
+    without_huge_pages();
+    let forward = crate::forward::mode(&args)?;
+    let upstream = upstream_of(&args, forward.is_some())?;
+    // Before anything listens: a signal during start-up still ends the run cleanly.
+    let mut shutdown = Shutdown::install().context("cannot register signal handlers")?;
+    let upstream_shown = match &forward {
+        Some(_) => mcpscope_proxy::UPSTREAM_LABEL.to_string(),
+        None => Redactor::disabled().url(&upstream.to_string()),
+    };
+    check_exposure(&args)?;
     let mut config = proxy_config(&args, upstream.clone());
     config.ca_roots = crate::forward::ca_roots(&args.ca_files)?;
     config.forward = forward.clone();
@@ -226,17 +286,7 @@ pub async fn run_proxy_with(
         .as_deref()
         .map(otlp_options)
         .transpose()?;
-    let metrics_listener = match args.metrics_listen {
-        Some(addr) => {
-            check_listen(addr, args.allow_remote)
-                .map_err(|e| UsageError(e.0.replace("--listen", "--metrics-listen")))?;
-            let listener = tokio::net::TcpListener::bind(addr.0)
-                .await
-                .with_context(|| format!("cannot listen for --metrics-listen on {}", addr.0))?;
-            Some(listener)
-        }
-        None => None,
-    };
+    let metrics_listener = metrics_listener(&args).await?;
     // The upstream's password is scrubbed wherever it reappears (an upstream echoing it).
     let redactor = redactor(&args).with_url_secrets(&upstream.to_string());
     if !redactor.enabled() {
@@ -245,10 +295,49 @@ pub async fn run_proxy_with(
         );
     }
     let recorder = create_recording(&args.recording, redactor.enabled(), DefaultPlace::Required)?;
-    let mut running = start_proxy(config, recorder, redactor).await?;
-    running.proxy.shared.set_planner(engine.clone());
-    crate::pass_host::warn(&args);
-    for label in engine.armed() {
+    let mut builder = Session::builder("http", redactor)
+        .name(args.name.clone())
+        .keep(args.keep)
+        .upstream(upstream_shown.clone())
+        .record(recorder)
+        .published(!args.no_publish);
+    let telemetry = otlp.map(|options| mcpscope_telemetry::subscribe(&mut builder, options));
+    let metrics = metrics_listener
+        .map(|listener| serve_metrics(&mut builder, listener, args.allow_hosts.clone()));
+    let mut session = builder.start()?;
+    let proxy = mcpscope_proxy::start(config, session.sink()).await?;
+    proxy.shared.set_planner(engine.clone());
+    let run = ProxyRun {
+        proxy,
+        engine,
+        upstream_shown,
+        forward,
+        telemetry,
+        metrics,
+    };
+    say_started(&args, &run, &session);
+    session.publish(Some(run.proxy.addr.to_string()));
+    // The check runs beside the proxy: start-up (and a signal during it) does not wait on it.
+    let probe = tokio::spawn(probe_unless_forwarding(
+        upstream,
+        run.upstream_shown.clone(),
+        run.forward.is_some(),
+    ));
+    let (status, notices) = match command {
+        Some(command) => watch_command(&args, &run, &mut session, &mut shutdown, command).await?,
+        None => (
+            None,
+            watch(&args, &run, &mut session, &mut shutdown, probe).await?,
+        ),
+    };
+    end(run, session, notices).await;
+    Ok(status)
+}
+
+/// What the proxy says once it listens.
+fn say_started(args: &ProxyArgs, run: &ProxyRun, session: &Session) {
+    crate::pass_host::warn(args);
+    for label in run.engine.armed() {
         crate::say!("mcpscope: fault rule armed: {label}");
     }
     if args.rescue {
@@ -256,168 +345,132 @@ pub async fn run_proxy_with(
             "mcpscope: --rescue: calls whose stream dies unresumable are answered with a JSON-RPC error"
         );
     }
-    match &forward {
-        Some(mode) => crate::forward::say_listening(running.proxy.addr, mode),
+    match &run.forward {
+        Some(mode) => crate::forward::say_listening(run.proxy.addr, mode),
         None => crate::say!(
-            "mcpscope: listening on http://{} (upstream {upstream_shown})",
-            running.proxy.addr
+            "mcpscope: listening on http://{} (upstream {})",
+            run.proxy.addr,
+            run.upstream_shown
         ),
     }
-    if let Some(path) = &running.hub.recording {
+    if let Some(path) = session.recording() {
         crate::say!("mcpscope: recording to {}", path.display());
     }
-    // Published until the run ends (dropping it removes the socket).
-    let published = (!args.no_publish)
-        .then(|| {
-            let mut session =
-                crate::attach::session_info("http", args.name.clone(), &running.hub, args.keep);
-            session.listen = Some(running.proxy.addr.to_string());
-            session.upstream = Some(upstream_shown.clone());
-            crate::attach::publish(&running.hub, session)
-        })
-        .flatten();
-    // The check runs beside the proxy: start-up (and a signal during it) does not wait on it.
-    let probe = {
-        let (upstream, shown) = (upstream.clone(), upstream_shown.clone());
-        let forwarding = forward.is_some();
-        tokio::spawn(async move {
-            if forwarding {
-                return;
-            }
-            if let Err(e) = probe_upstream(&upstream).await {
-                crate::say!(
-                    "mcpscope: WARNING: the upstream {shown} cannot be reached now ({e}); \
-                     requests get 502 until it can"
-                );
-            }
-        })
-    };
-    let feed = running
-        .hub
-        .take_output()
-        .context("view feed already taken")?;
-    let (feed, telemetry) = match otlp {
-        Some(options) => {
-            let (feed, telemetry) = mcpscope_telemetry::start(feed, options);
-            (feed, Some(telemetry))
-        }
-        None => (feed, None),
-    };
-    let (feed, metrics) = match metrics_listener {
-        Some(listener) => {
-            let (feed, metrics) = mcpscope_telemetry::metrics::start(feed);
-            let allowed = args.allow_hosts.clone();
-            let guard: mcpscope_telemetry::metrics::serve::HostGuard =
-                Arc::new(move |host| mcpscope_proxy::host_allowed(&allowed, host));
-            if let Ok(addr) = listener.local_addr() {
-                crate::say!("mcpscope: metrics at http://{addr}/metrics");
-            }
-            let server = tokio::spawn(mcpscope_telemetry::metrics::serve::serve(
-                listener,
-                metrics.metrics.clone(),
-                guard,
-            ));
-            (feed, Some((metrics, server)))
-        }
-        None => (feed, None),
-    };
-    let faults = Some(mcpscope_proxy::controller::controller(
-        &running.proxy,
-        engine,
-    ));
+}
+
+/// Warns at start when nothing listens at the upstream (not in forward mode).
+async fn probe_unless_forwarding(upstream: Uri, shown: String, forwarding: bool) {
+    if forwarding {
+        return;
+    }
+    if let Err(e) = probe_upstream(&upstream).await {
+        crate::say!(
+            "mcpscope: WARNING: the upstream {shown} cannot be reached now ({e}); \
+             requests get 502 until it can"
+        );
+    }
+}
+
+/// `mcpscope run`: the command with the terminal its own, until it ends or a signal comes; the
+/// session's notices go to stderr (`--headless`, `--json`) or are only drained (watched with
+/// `mcpscope attach`). Returns the command's status and the notices still to print.
+async fn watch_command(
+    args: &ProxyArgs,
+    run: &ProxyRun,
+    session: &mut Session,
+    shutdown: &mut Shutdown,
+    command: Vec<String>,
+) -> anyhow::Result<(Option<std::process::ExitStatus>, Option<Shown>)> {
+    let mut child = crate::forward::spawn(&command, run.proxy.addr, run.forward.as_deref())?;
     let view = View::chosen(args.headless, args.json);
+    let mut shown: Shown = match (view, args.headless || args.json) {
+        (View::Headless(style), true) => {
+            let (feed, pace) = session.view().context("view feed already taken")?;
+            // Stdout is the command's.
+            Box::pin(async move {
+                headless::run_to(feed, style, Some(pace), &mut std::io::stderr()).await;
+            })
+        }
+        _ => Box::pin(crate::forward::drain(
+            session.feed().context("view feed already taken")?,
+        )),
+    };
     let mut status = None;
-    // The notices printed headless, folded on this thread (the runtime's workers are the
-    // proxy's). After a signal (or the command's end) it runs on while the proxy shuts down, so
-    // what is still queued and what the shutdown ends (streams cancelled, calls orphaned) are
-    // printed too.
-    let mut notices: Option<Shown> = None;
-    if let Some(command) = command {
-        let mut child = crate::forward::spawn(&command, running.proxy.addr, forward.as_deref())?;
-        let mut shown: Shown =
-            if let (View::Headless(style), true) = (view, args.headless || args.json) {
-                // Stdout is the command's.
-                let pace = Some(taken(running.hub.pace_view()));
-                Box::pin(async move {
-                    headless::run_to(feed, style, pace, &mut std::io::stderr()).await;
-                })
-            } else {
-                // The terminal is the command's: the session is watched with `mcpscope attach`.
-                Box::pin(crate::forward::drain(feed))
-            };
-        let mut shown_all = false;
-        tokio::select! {
-            ended = child.wait() => status = Some(ended.context("cannot wait for the command")?),
-            _ = &mut shown => shown_all = true,
-            signal = shutdown.wait() => tracing::info!("{signal}: shutting down"),
-        }
-        if shown_all {
-            // The feed closed before the command ended (the hub is gone): wait for the command.
-            tokio::select! {
-                ended = child.wait() => status = Some(ended.context("cannot wait for the command")?),
-                signal = shutdown.wait() => tracing::info!("{signal}: shutting down"),
-            }
-        } else {
-            notices = Some(shown);
-        }
-    } else if let View::Headless(style) = view {
-        let pace = Some(taken(running.hub.pace_view()));
+    let mut shown_all = false;
+    tokio::select! {
+        ended = child.wait() => status = Some(ended.context("cannot wait for the command")?),
+        _ = &mut shown => shown_all = true,
+        signal = shutdown.wait() => tracing::info!("{signal}: shutting down"),
+    }
+    if !shown_all {
+        return Ok((status, Some(shown)));
+    }
+    // The feed closed before the command ended (the hub is gone): wait for the command.
+    tokio::select! {
+        ended = child.wait() => status = Some(ended.context("cannot wait for the command")?),
+        signal = shutdown.wait() => tracing::info!("{signal}: shutting down"),
+    }
+    Ok((status, None))
+}
+
+/// The session's view until quit or a signal: the notices printed headless (returned unfinished
+/// after a signal, to print what the shutdown ends too) or the TUI.
+async fn watch(
+    args: &ProxyArgs,
+    run: &ProxyRun,
+    session: &mut Session,
+    shutdown: &mut Shutdown,
+    probe: tokio::task::JoinHandle<()>,
+) -> anyhow::Result<Option<Shown>> {
+    let (feed, pace) = session.view().context("view feed already taken")?;
+    if let View::Headless(style) = View::chosen(args.headless, args.json) {
+        // Folded on this thread (the runtime's workers are the proxy's).
         let mut shown: Shown = Box::pin(async move {
-            headless::run(feed, style, pace).await;
+            headless::run(feed, style, Some(pace)).await;
         });
         tokio::select! {
-            _ = &mut shown => {}
-            signal = shutdown.wait() => {
-                tracing::info!("{signal}: shutting down");
-                notices = Some(shown);
-            }
-        }
-    } else {
-        // Said before the screen is taken over (and left in the terminal's scrollback).
-        let _ = probe.await;
-        let info = mcpscope_tui::Info {
-            listen: Some(running.proxy.addr.to_string()),
-            upstream: Some(upstream_shown),
-            recording: running.hub.recording.clone(),
-            theme: args.theme.clone(),
-            speed: None,
-            retention: mcpscope_engine::model::Retention::window(args.keep),
-            taken: Some(taken(running.hub.pace_view())),
-            ca_cert: forward
-                .as_ref()
-                .map(|mode| mode.ca.cert_path().to_path_buf()),
-            telemetry: crate::pass_host::status(
-                telemetry
-                    .as_ref()
-                    .map(|t| mcpscope_tui::StatusText(t.status_text())),
-                args.pass_host,
-            ),
-        };
-        // A signal ends the TUI like `q` does: the view is dropped, which restores the terminal.
-        tokio::select! {
-            result = mcpscope_tui::run_live(feed, info, faults) => result?,
+            _ = &mut shown => return Ok(None),
             signal = shutdown.wait() => tracing::info!("{signal}: shutting down"),
         }
+        return Ok(Some(shown));
     }
-    // Stop accepting, end every open exchange (detail `shutdown`) and seal the sink; then the
-    // hub takes everything sent so far and the recording is complete.
-    let ended = running.proxy.shutdown();
+    // Said before the screen is taken over (and left in the terminal's scrollback).
+    let _ = probe.await;
+    let mut info = mcpscope_tui::Info::live(session.info(), Some(pace));
+    info.theme = args.theme.clone();
+    info.ca_cert = run
+        .forward
+        .as_ref()
+        .map(|mode| mode.ca.cert_path().to_path_buf());
+    info.telemetry = crate::pass_host::status(
+        run.telemetry
+            .as_ref()
+            .map(|t| mcpscope_tui::StatusText(t.status_text())),
+        args.pass_host,
+    );
+    let faults = mcpscope_proxy::controller::controller(&run.proxy, run.engine.clone());
+    // A signal ends the TUI like `q` does: the view is dropped, which restores the terminal.
+    tokio::select! {
+        result = mcpscope_tui::run_live(feed, info, Some(faults)) => result?,
+        signal = shutdown.wait() => tracing::info!("{signal}: shutting down"),
+    }
+    Ok(None)
+}
+
+/// Ends the run: the proxy stops accepting and ends every open exchange (detail `shutdown`);
+/// the session records everything sent so far while `notices` prints what it hands the view;
+/// then the exporters finish.
+async fn end(run: ProxyRun, session: Session, notices: Option<Shown>) {
+    let ended = run.proxy.shutdown();
     tracing::info!("{ended} open exchanges ended at shutdown");
-    drop(running.proxy);
-    let recording = running.hub.recording.clone();
-    // The hub finishes on a blocking thread while this one prints what it hands the view.
-    let hub = running.hub;
-    let finishing = tokio::task::spawn_blocking(move || hub.finish_within(FINISH_PATIENCE));
+    drop(run.proxy);
+    let recording = session.recording().map(std::path::Path::to_path_buf);
+    let finishing = session.finish(FINISH_PATIENCE);
     let tally = match notices {
-        Some(notices) => {
-            // The feed closes once the hub has ended and the view has taken what is queued.
-            let shown = tokio::time::timeout(FINISH_PATIENCE, notices);
-            tokio::join!(finishing, shown).0
-        }
+        // The feed closes once the hub has ended and the view has taken what is queued.
+        Some(notices) => tokio::join!(finishing, tokio::time::timeout(FINISH_PATIENCE, notices)).0,
         None => finishing.await,
-    }
-    .ok()
-    .flatten();
+    };
     if let Some(path) = recording {
         match tally {
             Some(t) => crate::say!(
@@ -433,19 +486,15 @@ pub async fn run_proxy_with(
             ),
         }
     }
-    if let Some((metrics, server)) = metrics {
+    if let Some((metrics, server)) = run.metrics {
         server.abort();
         metrics.stop();
     }
-    if let Some(telemetry) = telemetry {
+    if let Some(telemetry) = run.telemetry {
         telemetry
             .finish_within(std::time::Duration::from_secs(2))
             .await;
     }
-    if let Some(published) = published {
-        published.finish(std::time::Duration::from_secs(2)).await;
-    }
-    Ok(status)
 }
 
 /// Checks `--otlp-endpoint`: an http:// URL with a host, used as given.
@@ -492,11 +541,6 @@ pub async fn serve_test(args: &ServeTestArgs) -> anyhow::Result<()> {
     shutdown_signal().await;
     server.shutdown().await;
     Ok(())
-}
-
-/// The live view's report of each event it takes, for the hub's pacing.
-pub(crate) fn taken(pace: mcpscope_session::pace::Pace) -> mcpscope_session::pace::Pace {
-    pace
 }
 
 /// `mcpscope run [OPTIONS] -- COMMAND…`: the forward proxy and the command; the command's exit

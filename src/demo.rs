@@ -6,11 +6,13 @@ use std::time::Duration;
 
 use anyhow::Context;
 
-use crate::app::{self, shutdown_signal};
+use crate::app::shutdown_signal;
 use crate::cli::DemoArgs;
 use crate::headless::{self, View};
+use mcpscope_engine::redact::Redactor;
 use mcpscope_proxy::Config;
 use mcpscope_proxy::controller as fault;
+use mcpscope_session::Session;
 use mcpscope_testserver as testserver;
 use mcpscope_testserver::democlient::{self, DemoStep};
 
@@ -58,10 +60,14 @@ pub async fn run(args: &DemoArgs) -> anyhow::Result<()> {
         allow_remote: false,
         ..Default::default()
     };
-    let mut running =
-        app::start_proxy(config, None, mcpscope_engine::redact::Redactor::new()).await?;
-    let engine = fault::install(&running.proxy, &[DEMO_RULE.to_string()], None)?;
-    let proxy_url = format!("http://{}/mcp", running.proxy.addr);
+    let mut session = Session::builder("demo", Redactor::new())
+        .keep(args.keep)
+        .upstream(url.clone())
+        .start()?;
+    let proxy = mcpscope_proxy::start(config, session.sink()).await?;
+    session.publish(Some(proxy.addr.to_string()));
+    let engine = fault::install(&proxy, &[DEMO_RULE.to_string()], None)?;
+    let proxy_url = format!("http://{}/mcp", proxy.addr);
     crate::say!(
         "mcpscope demo: test server on {url} (no SSE event ids: a dead stream cannot be resumed)"
     );
@@ -75,10 +81,7 @@ pub async fn run(args: &DemoArgs) -> anyhow::Result<()> {
     );
 
     let client = tokio::spawn(drive(proxy_url));
-    let feed = running
-        .hub
-        .take_output()
-        .context("view feed already taken")?;
+    let (feed, pace) = session.view().context("view feed already taken")?;
     let stop = async {
         match args.seconds {
             Some(s) => tokio::time::sleep(Duration::from_secs(s)).await,
@@ -87,32 +90,24 @@ pub async fn run(args: &DemoArgs) -> anyhow::Result<()> {
     };
     let result = if let View::Headless(style) = View::chosen(args.headless, args.json) {
         tokio::select! {
-            _ = headless::run(feed, style, Some(crate::app::taken(running.hub.pace_view()))) => Ok(()),
+            _ = headless::run(feed, style, Some(pace)) => Ok(()),
             _ = shutdown_signal() => Ok(()),
             _ = stop => Ok(()),
         }
     } else {
-        let info = mcpscope_tui::Info {
-            listen: Some(running.proxy.addr.to_string()),
-            upstream: Some(url.clone()),
-            recording: None,
-            theme: args.theme.clone(),
-            speed: None,
-            telemetry: None,
-            retention: mcpscope_engine::model::Retention::window(args.keep),
-            taken: Some(app::taken(running.hub.pace_view())),
-            ca_cert: None,
-        };
-        let control = fault::controller(&running.proxy, engine);
+        let mut info = mcpscope_tui::Info::live(session.info(), Some(pace));
+        info.theme = args.theme.clone();
+        let control = fault::controller(&proxy, engine);
         tokio::select! {
             r = mcpscope_tui::run_live(feed, info, Some(control)) => r,
             _ = stop => Ok(()),
         }
     };
     client.abort();
-    running.proxy.shutdown();
+    proxy.shutdown();
     // Nothing is recorded, so the hub is not waited for (live connections still hold sinks).
-    drop(running);
+    drop(proxy);
+    drop(session);
     let _ = tokio::time::timeout(Duration::from_secs(1), server.shutdown()).await;
     result
 }

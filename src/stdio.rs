@@ -17,8 +17,7 @@ use crate::headless::Style;
 use mcpscope_engine::record::{Create, open_private};
 use mcpscope_engine::redact::Redactor;
 use mcpscope_proxy::stdio::{Options, SpawnError};
-use mcpscope_session::hub::Hub;
-use mcpscope_session::sink::EventSink;
+use mcpscope_session::Session;
 
 /// How long the end of a run waits for the hub to write what it was sent.
 const FINISH_PATIENCE: Duration = Duration::from_secs(5);
@@ -76,28 +75,20 @@ async fn run(args: StdioArgs) -> anyhow::Result<i32> {
     )?;
     // The command line as viewers see it (hello, `attach --list`, status bar): redacted by the
     // rule the recording's `process_started` uses.
-    let mut shown_command = args.command.clone();
-    redactor.command(&mut shown_command);
-    let mut hub = Hub::start(recorder, redactor)?;
-    let sink = EventSink::to_hub(hub.input.clone()).with_backlog(hub.backlog.clone());
-    // Published until the run ends (dropping it removes the socket).
-    let published = (!args.no_publish)
-        .then(|| {
-            let keep = mcpscope_engine::model::Retention::DEFAULT_KEEP_CALLS;
-            let mut session = crate::attach::session_info("stdio", args.name.clone(), &hub, keep);
-            session.command = Some(shown_command);
-            crate::attach::publish(&hub, session)
-        })
-        .flatten();
-    let notices = match (output, hub.take_output()) {
-        (Some(mut out), Some(feed)) => {
-            let pace = Some(crate::app::taken(hub.pace_view()));
-            Some(tokio::spawn(async move {
-                crate::headless::run_to(feed, Style::Json, pace, &mut *out).await;
-            }))
-        }
+    let mut session = Session::builder("stdio", redactor)
+        .name(args.name.clone())
+        .command(args.command.clone())
+        .record(recorder)
+        .published(!args.no_publish)
+        .start()?;
+    session.publish(None);
+    let notices = match (output, session.view()) {
+        (Some(mut out), Some((feed, pace))) => Some(tokio::spawn(async move {
+            crate::headless::run_to(feed, Style::Json, Some(pace), &mut *out).await;
+        })),
         _ => None,
     };
+    let sink = session.sink();
     let options = Options {
         command: args.command.clone(),
         name: args.name.clone(),
@@ -115,8 +106,8 @@ async fn run(args: StdioArgs) -> anyhow::Result<i32> {
     };
     sink.seal();
     drop(sink);
-    let recording = hub.recording.clone();
-    if hub.finish_within(FINISH_PATIENCE).is_none()
+    let recording = session.recording().map(std::path::Path::to_path_buf);
+    if session.finish(FINISH_PATIENCE).await.is_none()
         && let Some(path) = recording
     {
         crate::say!(
@@ -126,9 +117,6 @@ async fn run(args: StdioArgs) -> anyhow::Result<i32> {
     }
     if let Some(task) = notices {
         let _ = tokio::time::timeout(Duration::from_secs(2), task).await;
-    }
-    if let Some(published) = published {
-        published.finish(Duration::from_secs(2)).await;
     }
     Ok(code)
 }

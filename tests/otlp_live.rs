@@ -14,9 +14,10 @@ use hyper::body::Incoming;
 use hyper::service::service_fn;
 use hyper::{Request, Response};
 use hyper_util::rt::{TokioExecutor, TokioIo};
+use mcpscope_engine::redact::Redactor;
 use mcpscope_proxy::controller as fault;
 use mcpscope_proxy::{self as proxy, Config};
-use mcpscope_session::sink::EventSink;
+use mcpscope_session::Session;
 use mcpscope_testserver as testserver;
 use mcpscope_testserver::client::McpClient;
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
@@ -28,6 +29,25 @@ use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 
 const WAIT: Duration = Duration::from_secs(10);
+
+/// A session with the exporter subscribed and a proxy feeding it: the proxy, the session, the
+/// view's feed and the exporter.
+async fn subscribed(
+    config: Config,
+    options: mcpscope_telemetry::Options,
+) -> (
+    proxy::Proxy,
+    Session,
+    mpsc::UnboundedReceiver<mcpscope_engine::event::Event>,
+    mcpscope_telemetry::Telemetry,
+) {
+    let mut builder = Session::builder("http", Redactor::disabled());
+    let telemetry = mcpscope_telemetry::subscribe(&mut builder, options);
+    let mut live = builder.start().expect("session");
+    let proxy = proxy::start(config, live.sink()).await.expect("proxy");
+    let view = live.feed().expect("feed");
+    (proxy, live, view, telemetry)
+}
 
 /// A collector on 127.0.0.1:0: decodes each request and answers 200, or never answers.
 async fn collector(answer: bool) -> (SocketAddr, mpsc::UnboundedReceiver<(String, Vec<Span>)>) {
@@ -95,17 +115,11 @@ async fn live_spans_for_answered_and_orphaned_calls_with_their_session_root() {
     })
     .await
     .expect("test server");
-    let (tx, rx) = mpsc::unbounded_channel();
     let config = Config {
         listen: "127.0.0.1:0".parse().expect("addr"),
         upstream: server.url().parse().expect("uri"),
         ..Default::default()
     };
-    let proxy = proxy::start(config, EventSink::new(tx))
-        .await
-        .expect("proxy");
-    let rules = vec!["reset after 1 events when tool=slow".to_string()];
-    let _engine = fault::install(&proxy, &rules, None).expect("rules");
     let (collector, mut received) = collector(true).await;
     let mut options = mcpscope_telemetry::Options::new(
         format!("http://{collector}/v1/traces")
@@ -113,7 +127,9 @@ async fn live_spans_for_answered_and_orphaned_calls_with_their_session_root() {
             .expect("uri"),
     );
     options.interval = Duration::from_millis(100);
-    let (mut view, telemetry) = mcpscope_telemetry::start(rx, options);
+    let (proxy, live, mut view, telemetry) = subscribed(config, options).await;
+    let rules = vec!["reset after 1 events when tool=slow".to_string()];
+    let _engine = fault::install(&proxy, &rules, None).expect("rules");
     let viewed = tokio::spawn(async move {
         let mut n = 0usize;
         while view.recv().await.is_some() {
@@ -211,6 +227,7 @@ async fn live_spans_for_answered_and_orphaned_calls_with_their_session_root() {
 
     drop(proxy);
     drop(client);
+    drop(live);
     let _ = tokio::time::timeout(Duration::from_secs(2), viewed).await;
 }
 
@@ -319,7 +336,7 @@ async fn flooding_collector() -> (SocketAddr, mpsc::UnboundedReceiver<String>) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_collector_flooding_its_answer_is_read_a_few_kib_and_userinfo_is_basic_auth() {
     let (addr, mut heads) = flooding_collector().await;
-    let (tx, rx) = mpsc::unbounded_channel();
+    let (tx, rx) = mpsc::channel(1024);
     let mut options = mcpscope_telemetry::Options::new(
         format!("http://otel:C0ll-Secret@{addr}/v1/traces")
             .parse()
@@ -327,13 +344,12 @@ async fn a_collector_flooding_its_answer_is_read_a_few_kib_and_userinfo_is_basic
     );
     options.interval = Duration::from_millis(50);
     options.timeout = Duration::from_secs(8);
-    let (mut view, telemetry) = mcpscope_telemetry::start(rx, options);
-    tokio::spawn(async move { while view.recv().await.is_some() {} });
+    let telemetry = mcpscope_telemetry::start(rx, options);
     let before = rss_kib();
     let mut peak = before;
     // A finished call, so that a span is sent.
     for event in mcpscope_engine::fixtures::scenario() {
-        tx.send(event).expect("send");
+        tx.send(event).await.expect("send");
     }
     let head = tokio::time::timeout(WAIT, heads.recv())
         .await
@@ -364,15 +380,14 @@ async fn a_collector_flooding_its_answer_is_read_a_few_kib_and_userinfo_is_basic
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_batch_in_flight_at_shutdown_is_counted_dropped() {
     let (addr, mut received) = collector(false).await;
-    let (tx, rx) = mpsc::unbounded_channel();
+    let (tx, rx) = mpsc::channel(1024);
     let mut options =
         mcpscope_telemetry::Options::new(format!("http://{addr}/v1/traces").parse().expect("uri"));
     options.interval = Duration::from_millis(50);
     options.timeout = Duration::from_secs(30);
-    let (mut view, telemetry) = mcpscope_telemetry::start(rx, options);
-    tokio::spawn(async move { while view.recv().await.is_some() {} });
+    let telemetry = mcpscope_telemetry::start(rx, options);
     for event in mcpscope_engine::fixtures::scenario() {
-        tx.send(event).expect("send");
+        tx.send(event).await.expect("send");
     }
     tokio::time::timeout(WAIT, received.recv())
         .await
@@ -397,15 +412,11 @@ async fn a_task_operation_is_sent_as_one_span_over_its_requests_when_it_ends() {
     let server = testserver::start(testserver::Options::default())
         .await
         .expect("test server");
-    let (tx, rx) = mpsc::unbounded_channel();
     let config = Config {
         listen: "127.0.0.1:0".parse().expect("addr"),
         upstream: server.url().parse().expect("uri"),
         ..Default::default()
     };
-    let proxy = proxy::start(config, EventSink::new(tx))
-        .await
-        .expect("proxy");
     let (collector, mut received) = collector(true).await;
     let mut options = mcpscope_telemetry::Options::new(
         format!("http://{collector}/v1/traces")
@@ -413,7 +424,7 @@ async fn a_task_operation_is_sent_as_one_span_over_its_requests_when_it_ends() {
             .expect("uri"),
     );
     options.interval = Duration::from_millis(100);
-    let (mut view, telemetry) = mcpscope_telemetry::start(rx, options);
+    let (proxy, live, mut view, telemetry) = subscribed(config, options).await;
     let viewed = tokio::spawn(async move { while view.recv().await.is_some() {} });
 
     let mut client = McpClient::new(&format!("http://{}/mcp", proxy.addr))
@@ -495,5 +506,6 @@ async fn a_task_operation_is_sent_as_one_span_over_its_requests_when_it_ends() {
     }
     drop(proxy);
     drop(client);
+    drop(live);
     let _ = tokio::time::timeout(Duration::from_secs(2), viewed).await;
 }

@@ -4,15 +4,18 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcpscope::app;
 use mcpscope_engine::fault::{Fault, Plan, Planner, RequestInfo, Trigger};
 use mcpscope_engine::model::{Model, Notice};
 use mcpscope_engine::record::{self, Create, Recorder};
 use mcpscope_engine::redact::Redactor;
 use mcpscope_proxy::Config;
+use mcpscope_session::Session;
 use mcpscope_testserver as testserver;
 use mcpscope_testserver::client::McpClient;
 use mcpscope_testserver::democlient::{self, DemoStep};
+
+/// How long a test waits for its session to record what it was sent.
+const FINISH: Duration = Duration::from_secs(30);
 
 /// Resets the stream of the first `tools/call poke`, 100 ms in (the tool answers at 300 ms).
 struct KillPoke(std::sync::atomic::AtomicBool);
@@ -55,15 +58,18 @@ async fn a_recording_folds_to_the_live_verdicts() {
         ..Default::default()
     };
     let recorder = Recorder::create(&path, Create::New, true).expect("recording");
-    let mut running = app::start_proxy(config, Some(recorder), Redactor::new())
+    let mut session = Session::builder("http", Redactor::new())
+        .record(Some(recorder))
+        .start()
+        .expect("session");
+    let proxy = mcpscope_proxy::start(config, session.sink())
         .await
         .expect("proxy");
-    running
-        .proxy
+    proxy
         .shared
         .set_planner(Arc::new(KillPoke(Default::default())));
-    let mut feed = running.hub.take_output().expect("feed");
-    let url = format!("http://{}/mcp", running.proxy.addr);
+    let mut feed = session.feed().expect("feed");
+    let url = format!("http://{}/mcp", proxy.addr);
     let steps = [
         DemoStep::Initialize,
         DemoStep::Initialized,
@@ -84,10 +90,10 @@ async fn a_recording_folds_to_the_live_verdicts() {
         outcomes[5]
     );
 
-    running.proxy.shutdown();
-    drop(running.proxy);
+    proxy.shutdown();
+    drop(proxy);
     tokio::time::sleep(Duration::from_millis(100)).await;
-    let recorded = running.hub.finish();
+    let recorded = session.finish(FINISH).await.expect("finished").written;
     let mut live = Model::new();
     let mut live_notices: Vec<Notice> = Vec::new();
     while let Ok(event) = feed.try_recv() {
@@ -143,15 +149,19 @@ async fn secrets_are_absent_from_the_recording_unless_asked() {
             Redactor::disabled()
         };
         let recorder = Recorder::create(&path, Create::New, redact).expect("recording");
-        let running = app::start_proxy(config, Some(recorder), redactor)
+        let session = Session::builder("http", redactor)
+            .record(Some(recorder))
+            .start()
+            .expect("session");
+        let proxy = mcpscope_proxy::start(config, session.sink())
             .await
             .expect("proxy");
-        let status = initialize_with_credentials(running.proxy.addr).await;
+        let status = initialize_with_credentials(proxy.addr).await;
         assert_eq!(status, 200);
-        running.proxy.shutdown();
-        drop(running.proxy);
+        proxy.shutdown();
+        drop(proxy);
         tokio::time::sleep(Duration::from_millis(50)).await;
-        running.hub.finish();
+        session.finish(FINISH).await.expect("finished");
         let text = std::fs::read_to_string(&path).expect("recording");
         for secret in [
             "s3cr3t",

@@ -6,12 +6,12 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use mcpscope::app;
 use mcpscope_engine::event::{Event, EventKind};
 use mcpscope_engine::model::Model;
 use mcpscope_engine::record::{self, Create, Recorder};
 use mcpscope_engine::redact::Redactor;
 use mcpscope_proxy::Config;
+use mcpscope_testkit::live::Proxied;
 use mcpscope_testkit::wirecount;
 use mcpscope_testserver as testserver;
 use mcpscope_testserver::client::McpClient;
@@ -185,7 +185,7 @@ fn mcpscope_convert(args: &[&std::ffi::OsStr]) -> std::process::Output {
 }
 
 /// A proxy in front of the test server, recording to `path` through `redactor`.
-async fn recorded_proxy(upstream: &str, path: &Path, redactor: Redactor) -> app::Running {
+async fn recorded_proxy(upstream: &str, path: &Path, redactor: Redactor) -> Proxied {
     let config = Config {
         listen: "127.0.0.1:0".parse().expect("addr"),
         upstream: upstream.parse().expect("uri"),
@@ -194,20 +194,15 @@ async fn recorded_proxy(upstream: &str, path: &Path, redactor: Redactor) -> app:
         ..Default::default()
     };
     let recorder = Recorder::create(path, Create::New, redactor.enabled()).expect("recording");
-    app::start_proxy(config, Some(recorder), redactor)
-        .await
-        .expect("proxy")
+    Proxied::start(config, Some(recorder), redactor).await
 }
 
 /// Stops the proxy and returns the events its view was fed.
-async fn stop(mut running: app::Running) -> Vec<Event> {
-    let mut feed = running.hub.take_output().expect("feed");
-    running.proxy.shutdown();
-    drop(running.proxy);
-    tokio::time::sleep(Duration::from_millis(100)).await;
+async fn stop(mut running: Proxied) -> Vec<Event> {
+    let mut feed = running.session.feed().expect("feed");
     let tally = running
-        .hub
-        .finish_within(Duration::from_secs(10))
+        .stop(Duration::from_secs(10))
+        .await
         .expect("the hub finishes");
     assert_eq!(tally.written, tally.seen);
     let mut live = Vec::new();

@@ -11,6 +11,8 @@ use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
 use common::peers::{Proxy, root, ts};
+use mcpscope_engine::redact::Redactor;
+use mcpscope_testkit::live::Proxied;
 use mcpscope_testserver as testserver;
 
 /// The fault: the first tools/call's stream is reset after its first event (no event ids).
@@ -274,15 +276,9 @@ async fn a_json_body_that_dies_before_its_first_byte_is_the_rescue() {
             rescue,
             ..Default::default()
         };
-        let mut running = mcpscope_proxy::running::start_proxy(
-            config,
-            None,
-            mcpscope_engine::redact::Redactor::new(),
-        )
-        .await
-        .expect("proxy");
-        let mut feed = running.hub.take_output().expect("feed");
-        let url = format!("http://{}/mcp", running.proxy.addr);
+        let mut running = Proxied::start(config, None, Redactor::new()).await;
+        let mut feed = running.session.feed().expect("feed");
+        let url = running.url();
         let mut client = mcpscope_testserver::client::McpClient::new(&url).expect("client");
         let call = serde_json::json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call",
             "params": {"name": "poke", "arguments": {}}});
@@ -293,11 +289,7 @@ async fn a_json_body_that_dies_before_its_first_byte_is_the_rescue() {
         .expect("bounded");
         let rescued_error = answer.messages.iter().find(|m| m["id"] == 5).cloned();
         drop(client);
-        running.proxy.shutdown();
-        drop(running.proxy);
-        let _ =
-            tokio::task::spawn_blocking(move || running.hub.finish_within(Duration::from_secs(5)))
-                .await;
+        running.stop(Duration::from_secs(5)).await;
         let mut rescued_events = 0;
         while let Some(event) = feed.recv().await {
             if matches!(
@@ -333,13 +325,7 @@ async fn a_rescue_echoes_a_huge_integer_id_as_the_client_wrote_it() {
         rescue: true,
         ..Default::default()
     };
-    let running = mcpscope_proxy::running::start_proxy(
-        config,
-        None,
-        mcpscope_engine::redact::Redactor::new(),
-    )
-    .await
-    .expect("proxy");
+    let running = Proxied::start(config, None, Redactor::new()).await;
     let addr = running.proxy.addr;
     let id = "123456789012345678901234567890";
     let body = format!(

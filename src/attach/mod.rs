@@ -1,66 +1,18 @@
 //! `mcpscope attach`: lists the live sessions of this user and opens one — the TUI, or the
-//! headless lines — fed from its socket (see docs/attach.md). Also what a proxy publishes.
+//! headless lines — fed from its socket (see docs/attach.md).
 
 use std::sync::Arc;
 
 use anyhow::bail;
-use chrono::{SecondsFormat, Utc};
 
 use crate::cli::AttachArgs;
 use crate::headless::{self, View};
 use mcpscope_engine::UsageError;
-use mcpscope_engine::model::Retention;
 use mcpscope_session::attach::{
     self as feed,
     sessions::{self, LiveSession},
 };
-use mcpscope_session::hub::Hub;
-use mcpscope_session::publish::{self, Published, place, wire::SessionInfo};
-
-/// What a session started now says about itself, before its kind's own fields (`listen` and
-/// `upstream` for a proxy, `command` for a stdio shim) are filled in.
-pub fn session_info(kind: &str, name: Option<String>, hub: &Hub, keep: usize) -> SessionInfo {
-    SessionInfo {
-        kind: kind.into(),
-        name,
-        listen: None,
-        upstream: None,
-        command: None,
-        started: Utc::now().to_rfc3339_opts(SecondsFormat::Secs, true),
-        recording: hub
-            .recording
-            .as_ref()
-            .map(|p| std::path::absolute(p).unwrap_or_else(|_| p.clone())),
-        keep_calls: keep,
-    }
-}
-
-/// Publishes a running session's hub for `mcpscope attach`; says on stderr why not when the
-/// runtime directory cannot be used (the session runs on without it). Keep the result for as
-/// long as the session runs: dropping it removes the socket.
-pub fn publish(hub: &Hub, session: SessionInfo) -> Option<Published> {
-    // A stdio shim says nothing on stderr unless something is wrong (stderr is the server's).
-    let quiet = session.kind == "stdio";
-    match publish::start(session, hub.joiner()) {
-        Ok(published) => {
-            tracing::info!("attach socket: {}", published.path().display());
-            if !quiet {
-                crate::say!(
-                    "mcpscope: watch from another terminal: mcpscope attach {}",
-                    std::process::id()
-                );
-            }
-            Some(published)
-        }
-        Err(e) => {
-            crate::say!(
-                "mcpscope: WARNING: not published for `mcpscope attach`: {e} (directory {})",
-                place::runtime_dir().display()
-            );
-            None
-        }
-    }
-}
+use mcpscope_session::publish::place;
 
 /// Chooses the session to open: the one named, or the only one.
 fn choose(sessions: Vec<LiveSession>, wanted: Option<&str>) -> anyhow::Result<LiveSession> {
@@ -152,21 +104,10 @@ pub async fn run(args: &AttachArgs) -> anyhow::Result<()> {
         }
         Some(text)
     };
-    let info = mcpscope_tui::Info {
-        listen: hello.session.listen.clone(),
-        upstream: hello
-            .session
-            .upstream
-            .clone()
-            .or_else(|| hello.session.command.as_ref().map(|c| c.join(" "))),
-        recording: hello.session.recording.clone(),
-        theme: args.theme.clone(),
-        speed: None,
-        retention: Retention::window(hello.session.keep_calls),
-        taken: Some(attached.taken.clone()),
-        ca_cert: crate::forward::known_ca_cert(),
-        // The status bar's extra item: how this view stands toward the session.
-        telemetry: Some(mcpscope_tui::StatusText(Arc::new(line))),
-    };
+    let mut info = mcpscope_tui::Info::live(&hello.session, Some(attached.taken.clone()));
+    info.theme = args.theme.clone();
+    info.ca_cert = crate::forward::known_ca_cert();
+    // The status bar's extra item: how this view stands toward the session.
+    info.telemetry = Some(mcpscope_tui::StatusText(Arc::new(line)));
     mcpscope_tui::run_live(attached.events, info, None).await
 }

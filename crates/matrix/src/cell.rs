@@ -11,7 +11,7 @@ use mcpscope_engine::model::Model;
 use mcpscope_engine::record::{Create, Recorder};
 use mcpscope_engine::redact::Redactor;
 use mcpscope_proxy::Config;
-use mcpscope_proxy::running::start_proxy;
+use mcpscope_session::Session;
 use mcpscope_testserver as testserver;
 
 use super::activity::{self, ActivityLog};
@@ -540,14 +540,12 @@ pub async fn run(case: &'static Case, plan: &Plan) -> anyhow::Result<CellResult>
     };
     let upstream = server.upstream(plan)?;
     let server_url = upstream.to_string();
-    let mut running = start_proxy(
-        proxy_config(plan, upstream),
-        recorder(case, plan)?,
-        Redactor::new(),
-    )
-    .await?;
-    arm(case, plan, &running.proxy.shared)?;
-    let feed = running.hub.take_output().context("view feed taken")?;
+    let mut session = Session::builder("cell", Redactor::new())
+        .record(recorder(case, plan)?)
+        .start()?;
+    let proxy = mcpscope_proxy::start(proxy_config(plan, upstream), session.sink()).await?;
+    arm(case, plan, &proxy.shared)?;
+    let feed = session.feed().context("view feed taken")?;
     let (seen_tx, seen) = tokio::sync::watch::channel(Seen::default());
     let fold = spawn_fold(feed, seen_tx, plan.target.clone());
     let permit = Arc::clone(&plan.starting).acquire_owned().await;
@@ -556,7 +554,7 @@ pub async fn run(case: &'static Case, plan: &Plan) -> anyhow::Result<CellResult>
         let _permit = permit;
         let _ = tokio::time::timeout(START_WINDOW, started.wait_for(|s| s.request)).await;
     });
-    let shared = Arc::clone(&running.proxy.shared);
+    let shared = Arc::clone(&proxy.shared);
     let activity = ActivityLog::default();
     let why_stopped = Arc::new(std::sync::Mutex::new(None));
     let stop = stop_when(
@@ -573,7 +571,7 @@ pub async fn run(case: &'static Case, plan: &Plan) -> anyhow::Result<CellResult>
         }
         shared.note(None, KILL_NOTE);
     };
-    let (url, extra_env) = client_env(case, plan, running.proxy.addr, server_url);
+    let (url, extra_env) = client_env(case, plan, proxy.addr, server_url);
     let (mut run, host_run) = match &plan.host {
         Some(host) => {
             let (run, host_run) = super::host::run(
@@ -601,10 +599,10 @@ pub async fn run(case: &'static Case, plan: &Plan) -> anyhow::Result<CellResult>
     }
     let ended_at = run.exited_at.unwrap_or_else(chrono::Utc::now);
     tokio::time::sleep(SETTLE).await;
-    running.proxy.shutdown();
-    drop(running.proxy);
-    let recording = running.hub.recording.clone();
-    let _ = tokio::task::spawn_blocking(move || running.hub.finish_within(FINISH_PATIENCE)).await;
+    proxy.shutdown();
+    drop(proxy);
+    let recording = session.recording().map(std::path::Path::to_path_buf);
+    session.finish(FINISH_PATIENCE).await;
     let (model, evidence, rescued_at) = fold.await.context("the cell's model")?;
     server.stop().await;
     let elapsed_ms = run

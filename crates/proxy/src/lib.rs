@@ -18,7 +18,6 @@ pub(crate) mod intercept;
 pub mod mock;
 pub(crate) mod oauth;
 pub(crate) mod rescue;
-pub mod running;
 pub(crate) mod shaper;
 pub(crate) mod shared;
 pub(crate) mod stage;

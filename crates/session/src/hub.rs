@@ -1,5 +1,6 @@
-//! Between the proxy and the views: every event goes to the recorder first, then to the view
-//! and to the viewers attached over the session's socket (see [`crate::publish`]).
+//! Between the front end and the views: every event goes to the recorder first, then to the
+//! view, to the viewers attached over the session's socket (see [`crate::publish`]) and to the
+//! subscribers.
 //! Two threads of its own, so neither parsing, file I/O nor a slow view ever holds up
 //! forwarding: the parse stage turns the proxy's facts into redacted events (messages parsed
 //! there), the hub records them and hands them on, each stage working on a burst while the
@@ -69,6 +70,22 @@ pub struct Tally {
     pub written: u64,
     /// Events the hub received.
     pub seen: u64,
+}
+
+/// A consumer beside the view (the OTLP exporter, the metrics): a bounded queue of copies of the
+/// events; a copy that finds it full is dropped and counted (`on_drop`), so a subscriber never
+/// slows the traffic or the view.
+pub(crate) struct Subscriber {
+    pub(crate) copies: tokio::sync::mpsc::Sender<Event>,
+    pub(crate) on_drop: Box<dyn Fn() + Send>,
+}
+
+impl Subscriber {
+    fn offer(&self, event: &Event) {
+        if self.copies.try_send(event.clone()).is_err() {
+            (self.on_drop)();
+        }
+    }
 }
 
 /// The running hub.
@@ -274,6 +291,7 @@ struct Pump {
     for_view: Vec<Event>,
     for_view_bytes: usize,
     viewers: Fanout,
+    subscribers: Vec<Subscriber>,
     failed: bool,
     seen: u64,
 }
@@ -352,6 +370,9 @@ impl Pump {
             report_failure(rec, written, &mut self.failed);
         }
         self.viewers.publish(seq, &event);
+        for subscriber in &self.subscribers {
+            subscriber.offer(&event);
+        }
         self.for_view_bytes += event.weight();
         self.for_view.push(event);
         if self.for_view_bytes > VIEW_BATCH_BYTES {
@@ -414,6 +435,15 @@ impl Hub {
     /// Starts the hub with an optional recorder; `redactor` hides secrets in every event
     /// before it is recorded or reaches the view. Fails when its threads cannot be started.
     pub fn start(recorder: Option<Recorder>, redactor: Redactor) -> Result<Self, HubError> {
+        Self::start_with(recorder, redactor, Vec::new())
+    }
+
+    /// [`Hub::start`] with subscribers: each gets a copy of every event after the recorder.
+    pub(crate) fn start_with(
+        recorder: Option<Recorder>,
+        redactor: Redactor,
+        subscribers: Vec<Subscriber>,
+    ) -> Result<Self, HubError> {
         let (input, rx) = unbounded_channel::<Fact>();
         let (view, output) = unbounded_channel::<Event>();
         let (joiner, joins) = unbounded_channel::<Join>();
@@ -439,12 +469,14 @@ impl Hub {
                     for_view: Vec::new(),
                     for_view_bytes: 0,
                     viewers: Fanout::default(),
+                    subscribers,
                     failed: false,
                     seen: 0,
                 };
                 let whole = runtime.block_on(pump.run(stages, joins));
-                // The viewers' queues close with the session.
+                // The viewers' queues and the subscribers' close with the session.
                 pump.viewers = Fanout::default();
+                pump.subscribers.clear();
                 // Without the parse stage's end, facts may be missing: no tally, and the
                 // waiting side reports the hub stopped without finishing.
                 if whole {

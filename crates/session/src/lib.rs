@@ -32,7 +32,10 @@ pub fn stderr_held() -> bool {
 }
 
 pub mod attach;
+mod builder;
 pub mod hub;
 pub mod pace;
 pub mod publish;
 pub mod sink;
+
+pub use builder::{Session, SessionBuilder};

@@ -1,11 +1,12 @@
-//! The fork: the view's feed passes through untouched, a copy of each event goes to the
-//! exporter if its queue has room.
+//! The exporter as a session's subscriber: a copy of each event goes to it if its queue has
+//! room; the view and the traffic never wait for it.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use mcpscope_engine::event::Event;
+use mcpscope_session::SessionBuilder;
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
@@ -47,47 +48,29 @@ impl Telemetry {
     }
 }
 
-/// Splits `feed` in two: the view's, carrying every event as before, and a bounded queue of
-/// copies (`queue` long) for a consumer beside it; a copy that finds the queue full is dropped
-/// (`on_drop` is told), so the consumer never slows the traffic or the view.
-pub(crate) fn split(
-    mut feed: mpsc::UnboundedReceiver<Event>,
-    queue: usize,
-    on_drop: impl Fn() + Send + 'static,
-) -> (mpsc::UnboundedReceiver<Event>, mpsc::Receiver<Event>) {
-    let (view_tx, view_rx) = mpsc::unbounded_channel();
-    let (copy_tx, copy_rx) = mpsc::channel(queue.max(1));
-    tokio::spawn(async move {
-        let mut view = Some(view_tx);
-        while let Some(event) = feed.recv().await {
-            if copy_tx.try_send(event.clone()).is_err() {
-                on_drop();
-            }
-            if view.as_ref().is_some_and(|v| v.send(event).is_err()) {
-                view = None;
-            }
-        }
+/// Subscribes an exporter to `session` (call inside a tokio runtime): it gets a copy of every
+/// event on a queue `options.queue` long; a copy that finds it full is dropped and counted.
+pub fn subscribe(session: &mut SessionBuilder, options: Options) -> Telemetry {
+    let stats = Arc::new(Stats::default());
+    let counted = stats.clone();
+    let copies = session.subscribe(options.queue, move || {
+        Stats::add(&counted.dropped_events, 1);
     });
-    (view_rx, copy_rx)
+    run(copies, options, stats)
 }
 
-/// Starts an exporter on `feed` (call inside a tokio runtime): returns the feed for the view,
-/// carrying every event as before, and the exporter's handle.
-pub fn start(
-    feed: mpsc::UnboundedReceiver<Event>,
-    options: Options,
-) -> (mpsc::UnboundedReceiver<Event>, Telemetry) {
-    let stats = Arc::new(Stats::default());
-    let fork_stats = stats.clone();
-    let (view_rx, copy_rx) = split(feed, options.queue, move || {
-        Stats::add(&fork_stats.dropped_events, 1);
-    });
+/// Starts an exporter on `copies` (call inside a tokio runtime): it runs until the queue closes
+/// or it is finished.
+pub fn start(copies: mpsc::Receiver<Event>, options: Options) -> Telemetry {
+    run(copies, options, Arc::new(Stats::default()))
+}
+
+fn run(copies: mpsc::Receiver<Event>, options: Options, stats: SharedStats) -> Telemetry {
     let (finish_tx, finish_rx) = oneshot::channel();
-    let task = tokio::spawn(fold::run(copy_rx, finish_rx, options, stats.clone()));
-    let telemetry = Telemetry {
+    let task = tokio::spawn(fold::run(copies, finish_rx, options, stats.clone()));
+    Telemetry {
         stats,
         finish: Some(finish_tx),
         task,
-    };
-    (view_rx, telemetry)
+    }
 }

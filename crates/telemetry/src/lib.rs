@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use http::Uri;
 
-pub use fork::{Telemetry, start};
+pub use fork::{Telemetry, start, subscribe};
 
 /// How the exporter batches and sends.
 #[derive(Debug, Clone)]

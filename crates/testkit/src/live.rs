@@ -1,12 +1,17 @@
 //! A live proxy in front of the built-in test server, with the fault engine installed and the
-//! events on a channel: what the intercept and re-send tests drive.
+//! events on a channel: what the intercept and re-send tests drive; and a proxy with its
+//! session ([`Proxied`]), as the binary runs them.
 
 use std::sync::Arc;
 
 use mcpscope_engine::event::Event;
 use mcpscope_engine::fault::rules::RuleEngine;
+use mcpscope_engine::record::Recorder;
+use mcpscope_engine::redact::Redactor;
 use mcpscope_proxy::controller as fault;
 use mcpscope_proxy::{self as proxy, Config, Proxy};
+use mcpscope_session::Session;
+use mcpscope_session::hub::Tally;
 use mcpscope_session::sink::EventSink;
 use mcpscope_testserver::{self as testserver, TestServer};
 use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
@@ -50,5 +55,39 @@ pub async fn start_with(options: testserver::Options) -> Live {
         engine,
         events,
         url,
+    }
+}
+
+/// A proxy with its session, wired as the binary wires them: every event redacted, recorded
+/// when there is a recorder, and on the session's feed.
+pub struct Proxied {
+    /// The proxy.
+    pub proxy: Proxy,
+    /// Its session.
+    pub session: Session,
+}
+
+impl Proxied {
+    /// Starts a session (recording into `recorder`, if any) and a proxy feeding it.
+    pub async fn start(config: Config, recorder: Option<Recorder>, redactor: Redactor) -> Self {
+        let session = Session::builder("http", redactor)
+            .record(recorder)
+            .start()
+            .expect("session");
+        let proxy = proxy::start(config, session.sink()).await.expect("proxy");
+        Self { proxy, session }
+    }
+
+    /// The proxy's MCP endpoint URL.
+    pub fn url(&self) -> String {
+        format!("http://{}/mcp", self.proxy.addr)
+    }
+
+    /// Stops the proxy (every open exchange ended) and finishes the session within
+    /// `patience`: what the hub did, `None` if it did not finish in time.
+    pub async fn stop(self, patience: std::time::Duration) -> Option<Tally> {
+        self.proxy.shutdown();
+        drop(self.proxy);
+        self.session.finish(patience).await
     }
 }

@@ -16,7 +16,7 @@ use mcpscope_engine::model::{Model, Notice};
 use mcpscope_engine::record::{Create, Recorder};
 use mcpscope_engine::redact::Redactor;
 use mcpscope_proxy::Config;
-use mcpscope_proxy::running::start_proxy;
+use mcpscope_session::Session;
 use mcpscope_testserver::client::{Answer, Background, McpClient, Outcome};
 use mcpscope_testserver::{self as testserver, Options};
 
@@ -90,11 +90,11 @@ pub async fn record(name: &str, out: &Path) -> anyhow::Result<(Model, Vec<Notice
         ..Default::default()
     };
     let recorder = Recorder::create(&path, Create::Replace, true)?;
-    let mut running = start_proxy(config, Some(recorder), Redactor::new()).await?;
-    let mut feed = running
-        .hub
-        .take_output()
-        .context("view feed already taken")?;
+    let mut session = Session::builder("scenario", Redactor::new())
+        .record(Some(recorder))
+        .start()?;
+    let proxy = mcpscope_proxy::start(config, session.sink()).await?;
+    let mut feed = session.feed().context("view feed already taken")?;
     let live = tokio::spawn(async move {
         let mut model = Model::new();
         let mut notices = Vec::new();
@@ -103,8 +103,8 @@ pub async fn record(name: &str, out: &Path) -> anyhow::Result<(Model, Vec<Notice
         }
         (model, notices)
     });
-    let url = format!("http://{}/mcp", running.proxy.addr);
-    let shared = running.proxy.shared.clone();
+    let url = format!("http://{}/mcp", proxy.addr);
+    let shared = proxy.shared.clone();
     let mut c = McpClient::new(&url)?.named("mcpscope-probe");
     eprintln!("{name}:");
     expect("initialize", &c.handshake().await?, answered)?;
@@ -196,10 +196,14 @@ pub async fn record(name: &str, out: &Path) -> anyhow::Result<(Model, Vec<Notice
     }
     tokio::time::sleep(Duration::from_millis(100)).await;
     drop(c);
-    running.proxy.shutdown();
+    proxy.shutdown();
     drop(shared);
-    drop(running.proxy);
-    let events = running.hub.finish();
+    drop(proxy);
+    let events = session
+        .finish(Duration::from_secs(60))
+        .await
+        .context("the recording was not finished within a minute")?
+        .written;
     server.shutdown().await;
     eprintln!("  → {} ({events} events)", path.display());
     Ok(live.await?)

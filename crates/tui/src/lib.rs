@@ -47,6 +47,7 @@ pub use theme::{Theme, ThemeError};
 use mcpscope_engine::event::Event;
 use mcpscope_engine::fault::FaultControl;
 use mcpscope_engine::model::Retention;
+use mcpscope_session::publish::wire::SessionInfo;
 use mcpscope_timeline::{FileCursor, indexer, savedindex};
 
 /// Where the session runs, for the status bar.
@@ -72,6 +73,24 @@ pub struct Info {
     pub taken: Option<mcpscope_session::pace::Pace>,
     /// A forward proxy's local CA certificate, which a request copied as `curl` trusts.
     pub ca_cert: Option<PathBuf>,
+}
+
+impl Info {
+    /// A live view of the session `session` describes (its own, or one attached to), paced by
+    /// `pace`; theme, status line and CA certificate are left for the caller.
+    pub fn live(session: &SessionInfo, pace: Option<mcpscope_session::pace::Pace>) -> Self {
+        Self {
+            listen: session.listen.clone(),
+            upstream: session
+                .upstream
+                .clone()
+                .or_else(|| session.command.as_ref().map(|c| c.join(" "))),
+            recording: session.recording.clone(),
+            retention: Retention::window(session.keep_calls),
+            taken: pace,
+            ..Self::default()
+        }
+    }
 }
 
 /// A status bar item read each frame (`None`: nothing to show).

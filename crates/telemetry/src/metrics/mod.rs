@@ -16,12 +16,12 @@ use std::sync::atomic::AtomicU64;
 use chrono::{DateTime, Utc};
 use mcpscope_engine::event::{Direction, Event, EventKind};
 use mcpscope_engine::model::{Model, Notice, Retention, What};
+use mcpscope_session::SessionBuilder;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::{Registry, Unit};
-use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 use labels::Capped;
@@ -377,16 +377,16 @@ pub const QUEUE: usize = 65_536;
 /// window passes, with no event to say so).
 const TICK: std::time::Duration = std::time::Duration::from_secs(1);
 
-/// Starts the metrics on `feed` (inside a tokio runtime): returns the feed for the view,
-/// carrying every event as before, and the running fold.
-pub fn start(feed: mpsc::UnboundedReceiver<Event>) -> (mpsc::UnboundedReceiver<Event>, Running) {
+/// Subscribes the metrics to `session` (inside a tokio runtime): they fold a copy of every
+/// event; a copy that finds the queue full is dropped and counted.
+pub fn subscribe(session: &mut SessionBuilder) -> Running {
     let metrics = Arc::new(std::sync::Mutex::new(Metrics::new()));
     let dropped = metrics
         .lock()
         .unwrap_or_else(|p| p.into_inner())
         .dropped
         .clone();
-    let (view, mut copies) = crate::fork::split(feed, QUEUE, move || {
+    let mut copies = session.subscribe(QUEUE, move || {
         dropped.inc();
     });
     let task = {
@@ -413,5 +413,5 @@ pub fn start(feed: mpsc::UnboundedReceiver<Event>) -> (mpsc::UnboundedReceiver<E
             }
         })
     };
-    (view, Running { metrics, task })
+    Running { metrics, task }
 }
