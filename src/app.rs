@@ -6,14 +6,14 @@ use anyhow::{Context, bail};
 use http::Uri;
 
 use crate::cli::{Listen, ProxyArgs, RecordArgs, ServeTestArgs};
-use crate::headless::{self, View};
 use crate::signals::Shutdown;
-use mcpscope_engine::model::Retention;
-use mcpscope_engine::record::{Create, Recorder};
+use mcpscope_engine::record::Recorder;
 use mcpscope_engine::redact::Redactor;
 use mcpscope_proxy::{Config, Timeouts};
+pub use mcpscope_session::recording::DefaultPlace;
+use mcpscope_session::recording::{self, Wanted};
 use mcpscope_session::{Session, SessionBuilder};
-use mcpscope_timeline::liveindex::LiveIndex;
+use mcpscope_tui::headless::{self, View};
 
 pub use mcpscope_engine::UsageError;
 pub use mcpscope_proxy::parse_upstream;
@@ -68,17 +68,6 @@ pub fn redactor(args: &ProxyArgs) -> Redactor {
         .with_json_keys(&args.redact_json)
 }
 
-/// What happens when the default place for a recording (a new file in `recordings/`) cannot be
-/// written. A `--record PATH` that cannot be created always stops the run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum DefaultPlace {
-    /// The run stops with the error (the proxy: the user is there to read it).
-    Required,
-    /// The run goes on unrecorded, with a warning on stderr (the stdio shim, which a host starts
-    /// as its server: refusing to start would break the host's server).
-    BestEffort,
-}
-
 /// Creates the recording the arguments ask for: the `--record` file (refused if it exists,
 /// unless `--overwrite`), a new uniquely named file in `recordings/` (its failure handled as
 /// `default` says), or none.
@@ -87,61 +76,19 @@ pub fn create_recording(
     redacted: bool,
     default: DefaultPlace,
 ) -> anyhow::Result<Option<Recorder>> {
-    if args.no_record {
-        return Ok(None);
-    }
-    if let Some(path) = &args.record {
-        let how = if args.overwrite {
-            Create::Replace
-        } else {
-            Create::New
-        };
-        let recorder = Recorder::create(path, how, redacted)
-            .with_context(|| format!("cannot create the recording {}", path.display()))?;
-        return Ok(Some(with_live_index(recorder)));
-    }
-    let dir = Recorder::default_dir();
-    match Recorder::create_in(&dir, redacted) {
-        Ok(recorder) => Ok(Some(with_live_index(recorder))),
-        Err(e) if default == DefaultPlace::BestEffort => {
-            crate::say!(
-                "mcpscope: WARNING: cannot create a recording in {}: {e}; running unrecorded",
-                dir.display()
-            );
-            Ok(None)
-        }
-        Err(e) => Err(e).with_context(|| format!("cannot create a recording in {}", dir.display())),
-    }
-}
-
-/// The recording with its live index: a sidecar index beside it, kept up to date as it is
-/// written, folded as `replay` folds by default, so that its first opening skips the pass.
-fn with_live_index(mut recorder: Recorder) -> Recorder {
-    let retention = Retention::window(Retention::DEFAULT_KEEP_CALLS);
-    let index = LiveIndex::start(recorder.path(), retention);
-    recorder.follow(Box::new(index));
-    recorder
+    let wanted = match (&args.record, args.no_record) {
+        (_, true) => Wanted::Off,
+        (Some(path), false) => Wanted::File {
+            path,
+            overwrite: args.overwrite,
+        },
+        (None, false) => Wanted::Default(default),
+    };
+    recording::create(wanted, redacted)
 }
 
 /// How long the end of a run waits for the hub to write what it was sent.
 const FINISH_PATIENCE: std::time::Duration = std::time::Duration::from_secs(5);
-
-/// How long the start-up check of the upstream waits for a TCP connection.
-const PROBE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
-
-/// Opens (and closes) one TCP connection to the upstream's host and port, to warn at start when
-/// nothing listens there.
-async fn probe_upstream(upstream: &Uri) -> Result<(), String> {
-    let host = upstream.host().ok_or("no host")?;
-    let host = host.trim_start_matches('[').trim_end_matches(']');
-    let https = upstream.scheme_str() == Some("https");
-    let port = upstream.port_u16().unwrap_or(if https { 443 } else { 80 });
-    match tokio::time::timeout(PROBE_TIMEOUT, tokio::net::TcpStream::connect((host, port))).await {
-        Ok(Ok(_)) => Ok(()),
-        Ok(Err(e)) => Err(e.to_string()),
-        Err(_) => Err(format!("no connection within {PROBE_TIMEOUT:?}")),
-    }
-}
 
 /// Turns transparent huge pages off for this process (Linux): the live proxy's threads
 /// allocate and free in small bursts (events, growing model stores, the live index's
@@ -284,7 +231,7 @@ pub async fn run_proxy_with(
     let otlp = args
         .otlp_endpoint
         .as_deref()
-        .map(otlp_options)
+        .map(mcpscope_telemetry::Options::from_endpoint)
         .transpose()?;
     let metrics_listener = metrics_listener(&args).await?;
     // The upstream's password is scrubbed wherever it reappears (an upstream echoing it).
@@ -363,7 +310,7 @@ async fn probe_unless_forwarding(upstream: Uri, shown: String, forwarding: bool)
     if forwarding {
         return;
     }
-    if let Err(e) = probe_upstream(&upstream).await {
+    if let Err(e) = mcpscope_proxy::probe(&upstream).await {
         crate::say!(
             "mcpscope: WARNING: the upstream {shown} cannot be reached now ({e}); \
              requests get 502 until it can"
@@ -495,22 +442,6 @@ async fn end(run: ProxyRun, session: Session, notices: Option<Shown>) {
             .finish_within(std::time::Duration::from_secs(2))
             .await;
     }
-}
-
-/// Checks `--otlp-endpoint`: an http:// URL with a host, used as given.
-/// A userinfo (`http://user:pass@host:4318/v1/traces`) is sent as `Authorization: Basic`.
-pub fn otlp_options(text: &str) -> Result<mcpscope_telemetry::Options, UsageError> {
-    // A password in the URL never reaches the terminal.
-    let shown = Redactor::disabled().url(text);
-    let uri: Uri = text
-        .parse()
-        .map_err(|e| UsageError(format!("--otlp-endpoint {shown:?} is not a URL: {e}")))?;
-    if uri.scheme_str() != Some("http") || uri.host().is_none_or(str::is_empty) {
-        return Err(UsageError(format!(
-            "--otlp-endpoint {shown:?} must be an http:// URL with a host"
-        )));
-    }
-    Ok(mcpscope_telemetry::Options::new(uri))
 }
 
 /// Resolves on SIGINT, SIGTERM, SIGHUP or SIGQUIT (registered when first polled; a run that

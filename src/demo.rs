@@ -8,38 +8,17 @@ use anyhow::Context;
 
 use crate::app::shutdown_signal;
 use crate::cli::DemoArgs;
-use crate::headless::{self, View};
 use mcpscope_engine::redact::Redactor;
 use mcpscope_proxy::Config;
 use mcpscope_proxy::controller as fault;
 use mcpscope_session::Session;
 use mcpscope_testserver as testserver;
-use mcpscope_testserver::democlient::{self, DemoStep};
+use mcpscope_testserver::democlient;
+use mcpscope_tui::headless::{self, View};
 
 /// The rule the demo arms: the first `tools/call` of `poke` is reset mid-call. (`poke` answers
 /// after about 300 ms, so the reset comes at 150 ms, while the call is in flight.)
 pub const DEMO_RULE: &str = "reset after 150ms when tool=poke per-tool once";
-
-/// How long the client waits before its first request (lets the view come up).
-const START_DELAY: Duration = Duration::from_millis(500);
-/// The pause between the periodic calls after the script.
-const IDLE_PERIOD: Duration = Duration::from_secs(4);
-
-/// The demo client's script: the default script (healthy calls, then the `poke` whose stream
-/// dies), then a `peek` and an `echo` every few seconds in the same session.
-pub fn script() -> Vec<DemoStep> {
-    let mut steps = democlient::default_script();
-    for i in 0..150 {
-        steps.push(DemoStep::Wait(IDLE_PERIOD));
-        steps.push(DemoStep::call("peek", serde_json::json!({}), false));
-        steps.push(DemoStep::call(
-            "echo",
-            serde_json::json!({"text": format!("tick {}", i + 1)}),
-            false,
-        ));
-    }
-    steps
-}
 
 /// Runs the demo until quit (TUI), Ctrl-C, or `--seconds`.
 pub async fn run(args: &DemoArgs) -> anyhow::Result<()> {
@@ -80,7 +59,7 @@ pub async fn run(args: &DemoArgs) -> anyhow::Result<()> {
          resets mid-call: watch that call become orphaned"
     );
 
-    let client = tokio::spawn(drive(proxy_url));
+    let client = tokio::spawn(democlient::drive(proxy_url));
     let (feed, pace) = session.view().context("view feed already taken")?;
     let stop = async {
         match args.seconds {
@@ -110,15 +89,4 @@ pub async fn run(args: &DemoArgs) -> anyhow::Result<()> {
     drop(session);
     let _ = tokio::time::timeout(Duration::from_secs(1), server.shutdown()).await;
     result
-}
-
-/// Runs the script, then keeps a fresh session busy every few seconds.
-async fn drive(url: String) {
-    tokio::time::sleep(START_DELAY).await;
-    loop {
-        if let Err(e) = democlient::run_script(&url, &script()).await {
-            tracing::warn!(error = %format!("{e:#}"), "demo client failed");
-        }
-        tokio::time::sleep(IDLE_PERIOD).await;
-    }
 }

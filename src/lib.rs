@@ -36,7 +36,6 @@ pub mod attach;
 pub mod cli;
 pub mod demo;
 pub mod forward;
-pub mod headless;
 pub mod index;
 pub mod model_stub;
 pub mod pass_host;

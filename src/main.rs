@@ -11,46 +11,8 @@ use clap::Parser;
 use mcpscope::app::{self, UsageError};
 use mcpscope::cli::{Cli, Command};
 
-/// Opens the log for appending: created `0600`, never through a link, and only a regular file
-/// (opened non-blocking, so that a FIFO planted at the path fails at once instead of waiting for
-/// a reader).
-fn open_log(path: &std::path::Path) -> std::io::Result<std::fs::File> {
-    let mut options = std::fs::OpenOptions::new();
-    options.create(true).append(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        options
-            .mode(0o600)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK);
-    }
-    let file = options.open(path)?;
-    if !file.metadata()?.is_file() {
-        return Err(std::io::Error::other("not a regular file"));
-    }
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
-    }
-    Ok(file)
-}
-
-/// Where diagnostics go: `$MCPSCOPE_LOG`, else `mcpscope.log` in the user's own runtime
-/// directory (the one sessions publish in, checked to be the user's and closed to others).
-fn log_path() -> std::io::Result<std::path::PathBuf> {
-    if let Some(path) = std::env::var_os("MCPSCOPE_LOG") {
-        return Ok(std::path::PathBuf::from(path));
-    }
-    let dir = mcpscope_session::publish::place::runtime_dir();
-    mcpscope_session::publish::place::prepare_dir(&dir)?;
-    Ok(dir.join("mcpscope.log"))
-}
-
 fn init_tracing() {
-    let opened = log_path().and_then(|path| {
-        open_log(&path).map_err(|e| std::io::Error::other(format!("{}: {e}", path.display())))
-    });
+    let opened = mcpscope_session::log::open();
     let file = match opened {
         Ok(file) => file,
         Err(e) => {

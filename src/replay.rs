@@ -1,9 +1,7 @@
 //! Replays: a recording read back into the same events, folded by the same model (viewer or
 //! headless, with a time cursor), or served as a mock upstream that re-enacts the server side.
 
-use std::io::Write;
 use std::path::Path;
-use std::time::Duration;
 
 use anyhow::Context;
 use chrono::{DateTime, Utc};
@@ -12,11 +10,10 @@ pub use mcpscope_proxy::mock::{ServeHandle, serve};
 
 use crate::app::{UsageError, check_listen, shutdown_signal};
 use crate::cli::ReplayArgs;
-use crate::headless::{self, Style, View};
 use mcpscope_engine::event::Event;
 use mcpscope_engine::model::{Model, Notice};
 use mcpscope_engine::record::{self, Recording};
-use mcpscope_engine::schema::Watch;
+use mcpscope_tui::headless::{self, View};
 
 /// Reads a recording, printing its warnings (a truncated last line) to stderr.
 pub fn load(path: &Path) -> anyhow::Result<Recording> {
@@ -42,45 +39,6 @@ pub fn model_at(events: &[Event], t: DateTime<Utc>) -> Model {
 /// windows close as they did live); returns the model and every notice, in order.
 pub fn fold(events: &[Event]) -> (Model, Vec<Notice>) {
     Model::from_events(events)
-}
-
-/// Prints the notices of a replay, pacing the events by their recorded times divided by
-/// `speed` (0 = as fast as possible).
-pub async fn print_notices(events: &[Event], style: Style, speed: f64) -> anyhow::Result<Model> {
-    let mut model = Model::new();
-    let mut schemas = Watch::new();
-    let mut previous: Option<DateTime<Utc>> = None;
-    let stdout = std::io::stdout();
-    for event in events {
-        if let Some(prev) = previous
-            && speed > 0.0
-            && speed.is_finite()
-        {
-            let gap = (event.t - prev).num_microseconds().unwrap_or(0).max(0) as f64;
-            tokio::time::sleep(Duration::from_secs_f64(gap / 1e6 / speed)).await;
-        }
-        previous = Some(event.t);
-        let notices = model.apply_inspected(event, &mut |m, n| schemas.notices(m, n));
-        write_notices(&stdout, &notices, style, &model)?;
-    }
-    Ok(model)
-}
-
-fn write_notices(
-    stdout: &std::io::Stdout,
-    notices: &[Notice],
-    style: Style,
-    model: &Model,
-) -> anyhow::Result<()> {
-    if notices.is_empty() {
-        return Ok(());
-    }
-    let mut out = stdout.lock();
-    for notice in notices {
-        writeln!(out, "{}", headless::format(notice, style, model))?;
-    }
-    out.flush()?;
-    Ok(())
 }
 
 /// `mcpscope replay FILE`: the viewer on a terminal, headless lines or JSON otherwise, or with
@@ -148,6 +106,6 @@ pub async fn run(args: &ReplayArgs) -> anyhow::Result<()> {
         }
     };
     let recording = load(&args.file)?;
-    print_notices(&recording.events, style, args.speed.unwrap_or(0.0)).await?;
+    headless::print_replay(&recording.events, style, args.speed.unwrap_or(0.0)).await?;
     Ok(())
 }

@@ -13,11 +13,11 @@ use anyhow::Context;
 
 use crate::app::DefaultPlace;
 use crate::cli::StdioArgs;
-use crate::headless::Style;
 use mcpscope_engine::record::{Create, open_private};
 use mcpscope_engine::redact::Redactor;
 use mcpscope_proxy::stdio::{Options, SpawnError};
 use mcpscope_session::Session;
+use mcpscope_tui::headless::Style;
 
 /// How long the end of a run waits for the hub to write what it was sent.
 const FINISH_PATIENCE: Duration = Duration::from_secs(5);
@@ -84,7 +84,7 @@ async fn run(args: StdioArgs) -> anyhow::Result<i32> {
     session.publish(None);
     let notices = match (output, session.view()) {
         (Some(mut out), Some((feed, pace))) => Some(tokio::spawn(async move {
-            crate::headless::run_to(feed, Style::Json, Some(pace), &mut *out).await;
+            mcpscope_tui::headless::run_to(feed, Style::Json, Some(pace), &mut *out).await;
         })),
         _ => None,
     };

@@ -6,13 +6,13 @@ use std::sync::Arc;
 use anyhow::bail;
 
 use crate::cli::AttachArgs;
-use crate::headless::{self, View};
 use mcpscope_engine::UsageError;
 use mcpscope_session::attach::{
     self as feed,
     sessions::{self, LiveSession},
 };
 use mcpscope_session::publish::place;
+use mcpscope_tui::headless::{self, View};
 
 /// Chooses the session to open: the one named, or the only one.
 fn choose(sessions: Vec<LiveSession>, wanted: Option<&str>) -> anyhow::Result<LiveSession> {

@@ -51,6 +51,7 @@ use stage::plan::Decision;
 use stage::read::Unread;
 use stage::{Exchange, forward as forward_stage, guard, plan, read};
 use upstream::UpstreamConn;
+pub use upstream::probe;
 
 /// The body type the proxy answers with.
 pub type ProxyBody = UnsyncBoxBody<Bytes, ProxyError>;

@@ -229,3 +229,20 @@ impl ServerCertVerifier for AcceptAnyCertificate {
         self.0.signature_verification_algorithms.supported_schemes()
     }
 }
+
+/// How long the start-up check of the upstream waits for a TCP connection.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Opens (and closes) one TCP connection to the upstream's host and port, to warn at start when
+/// nothing listens there.
+pub async fn probe(upstream: &Uri) -> Result<(), String> {
+    let host = upstream.host().ok_or("no host")?;
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    let https = upstream.scheme_str() == Some("https");
+    let port = upstream.port_u16().unwrap_or(if https { 443 } else { 80 });
+    match tokio::time::timeout(PROBE_TIMEOUT, tokio::net::TcpStream::connect((host, port))).await {
+        Ok(Ok(_)) => Ok(()),
+        Ok(Err(e)) => Err(e.to_string()),
+        Err(_) => Err(format!("no connection within {PROBE_TIMEOUT:?}")),
+    }
+}

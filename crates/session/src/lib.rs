@@ -34,8 +34,10 @@ pub fn stderr_held() -> bool {
 pub mod attach;
 mod builder;
 pub mod hub;
+pub mod log;
 pub mod pace;
 pub mod publish;
+pub mod recording;
 pub mod sink;
 
 pub use builder::{Session, SessionBuilder};

@@ -15,6 +15,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use http::Uri;
+use mcpscope_engine::UsageError;
+use mcpscope_engine::redact::Redactor;
 
 pub use fork::{Telemetry, start, subscribe};
 
@@ -43,6 +45,22 @@ impl Options {
             interval: Duration::from_secs(1),
             timeout: Duration::from_secs(5),
         }
+    }
+
+    /// Checks `--otlp-endpoint`: an http:// URL with a host, used as given.
+    /// A userinfo (`http://user:pass@host:4318/v1/traces`) is sent as `Authorization: Basic`.
+    pub fn from_endpoint(text: &str) -> Result<Self, UsageError> {
+        // A password in the URL never reaches the terminal.
+        let shown = Redactor::disabled().url(text);
+        let uri: Uri = text
+            .parse()
+            .map_err(|e| UsageError(format!("--otlp-endpoint {shown:?} is not a URL: {e}")))?;
+        if uri.scheme_str() != Some("http") || uri.host().is_none_or(str::is_empty) {
+            return Err(UsageError(format!(
+                "--otlp-endpoint {shown:?} must be an http:// URL with a host"
+            )));
+        }
+        Ok(Self::new(uri))
     }
 }
 

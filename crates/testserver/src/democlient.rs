@@ -106,6 +106,38 @@ pub async fn run_demo(url: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// How long the client waits before its first request (lets the view come up).
+const START_DELAY: Duration = Duration::from_millis(500);
+/// The pause between the periodic calls after the script.
+const IDLE_PERIOD: Duration = Duration::from_secs(4);
+
+/// `mcpscope demo`'s script: the default script (healthy calls, then the `poke` whose stream
+/// dies), then a `peek` and an `echo` every few seconds in the same session.
+pub fn demo_script() -> Vec<DemoStep> {
+    let mut steps = default_script();
+    for i in 0..150 {
+        steps.push(DemoStep::Wait(IDLE_PERIOD));
+        steps.push(DemoStep::call("peek", serde_json::json!({}), false));
+        steps.push(DemoStep::call(
+            "echo",
+            serde_json::json!({"text": format!("tick {}", i + 1)}),
+            false,
+        ));
+    }
+    steps
+}
+
+/// `mcpscope demo`'s client: runs the script, then keeps a fresh session busy every few seconds.
+pub async fn drive(url: String) {
+    tokio::time::sleep(START_DELAY).await;
+    loop {
+        if let Err(e) = run_script(&url, &demo_script()).await {
+            tracing::warn!(error = %format!("{e:#}"), "demo client failed");
+        }
+        tokio::time::sleep(IDLE_PERIOD).await;
+    }
+}
+
 /// Runs `steps` against the MCP endpoint `url`. A failing step is logged and recorded, and the
 /// script carries on; only a failed `initialize` (nothing else can work then) is an error.
 pub async fn run_script(url: &str, steps: &[DemoStep]) -> anyhow::Result<Vec<StepOutcome>> {

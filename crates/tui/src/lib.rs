@@ -16,6 +16,7 @@ pub(crate) mod filter;
 pub(crate) mod geometry;
 pub mod grid;
 pub(crate) mod grouping;
+pub mod headless;
 pub(crate) mod keys;
 pub(crate) mod layout;
 pub(crate) mod node;

@@ -1,9 +1,10 @@
-//! The headless view: one readable line (or one JSON object) per notable change.
+//! The headless view: one readable line (or one JSON object) per notable change, for a live
+//! feed or a replay.
 
 use std::io::Write;
 use std::time::Duration;
 
-use chrono::Utc;
+use chrono::{DateTime, Utc};
 use tokio::sync::mpsc::UnboundedReceiver;
 
 use mcpscope_engine::event::Event;
@@ -125,6 +126,45 @@ pub async fn run_to(
         let _ = out.flush();
     }
     model
+}
+
+/// Prints the notices of a replay, pacing the events by their recorded times divided by
+/// `speed` (0 = as fast as possible).
+pub async fn print_replay(events: &[Event], style: Style, speed: f64) -> std::io::Result<Model> {
+    let mut model = Model::new();
+    let mut schemas = Watch::new();
+    let mut previous: Option<DateTime<Utc>> = None;
+    let stdout = std::io::stdout();
+    for event in events {
+        if let Some(prev) = previous
+            && speed > 0.0
+            && speed.is_finite()
+        {
+            let gap = (event.t - prev).num_microseconds().unwrap_or(0).max(0) as f64;
+            tokio::time::sleep(Duration::from_secs_f64(gap / 1e6 / speed)).await;
+        }
+        previous = Some(event.t);
+        let notices = model.apply_inspected(event, &mut |m, n| schemas.notices(m, n));
+        write_notices(&stdout, &notices, style, &model)?;
+    }
+    Ok(model)
+}
+
+fn write_notices(
+    stdout: &std::io::Stdout,
+    notices: &[Notice],
+    style: Style,
+    model: &Model,
+) -> std::io::Result<()> {
+    if notices.is_empty() {
+        return Ok(());
+    }
+    let mut out = stdout.lock();
+    for notice in notices {
+        writeln!(out, "{}", format(notice, style, model))?;
+    }
+    out.flush()?;
+    Ok(())
 }
 
 #[cfg(test)]
