@@ -15,7 +15,7 @@ use mcpscope_engine::fault::{Fault, Plan, Planner, RequestInfo, Trigger};
 use mcpscope_engine::model::{Model, Notice};
 use mcpscope_engine::record::{Create, Recorder};
 use mcpscope_engine::redact::Redactor;
-use mcpscope_proxy::Config;
+use mcpscope_proxy::{Config, Shared};
 use mcpscope_session::Session;
 use mcpscope_testserver::client::{Answer, Background, McpClient, Outcome};
 use mcpscope_testserver::{self as testserver, Options};
@@ -108,9 +108,27 @@ pub async fn record(name: &str, out: &Path) -> anyhow::Result<(Model, Vec<Notice
     let mut c = McpClient::new(&url)?.named("mcpscope-probe");
     eprintln!("{name}:");
     expect("initialize", &c.handshake().await?, answered)?;
+    drive(name, &mut c, &shared).await?;
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    drop(c);
+    proxy.shutdown();
+    drop(shared);
+    drop(proxy);
+    let events = session
+        .finish(Duration::from_secs(60))
+        .await
+        .context("the recording was not finished within a minute")?
+        .written;
+    server.shutdown().await;
+    eprintln!("  → {} ({events} events)", path.display());
+    Ok(live.await?)
+}
+
+/// Drives the client through scenario `name`, arming its fault on the proxy first.
+async fn drive(name: &str, c: &mut McpClient, shared: &Shared) -> anyhow::Result<()> {
     match name {
         "healthy" => {
-            let mut get = warm_up(&mut c).await?;
+            let mut get = warm_up(c).await?;
             let slow = json!({"steps": 3, "interval_ms": 100});
             expect("slow", &c.call("slow", slow, true).await?, answered)?;
             expect("poke", &c.call("poke", json!({}), false).await?, answered)?;
@@ -126,7 +144,7 @@ pub async fn record(name: &str, out: &Path) -> anyhow::Result<(Model, Vec<Notice
                 Trigger::After(Duration::from_millis(100)),
                 "server-dies after 100ms when tool=poke",
             ));
-            let mut get = warm_up(&mut c).await?;
+            let mut get = warm_up(c).await?;
             let poke = c.call("poke", json!({}), true).await?;
             expect("poke", &poke, |o| o.died() == Some(EndHow::Reset))?;
             let dead = get.ended(Duration::from_secs(5)).await;
@@ -194,19 +212,7 @@ pub async fn record(name: &str, out: &Path) -> anyhow::Result<(Model, Vec<Notice
             SCENARIOS.join(", ")
         ),
     }
-    tokio::time::sleep(Duration::from_millis(100)).await;
-    drop(c);
-    proxy.shutdown();
-    drop(shared);
-    drop(proxy);
-    let events = session
-        .finish(Duration::from_secs(60))
-        .await
-        .context("the recording was not finished within a minute")?
-        .written;
-    server.shutdown().await;
-    eprintln!("  → {} ({events} events)", path.display());
-    Ok(live.await?)
+    Ok(())
 }
 
 /// What every session does first: a GET stream, `tools/list`, one `echo`.

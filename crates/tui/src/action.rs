@@ -133,49 +133,40 @@ impl App {
 
     fn apply(&mut self, action: Action, model: &Model) -> Vec<Effect> {
         match action {
-            Action::Quit => return vec![Effect::Quit],
-            Action::ShowHelp => self.help = true,
-            Action::CloseHelp => self.help = false,
-            Action::ToggleStats => self.stats = !self.stats,
-            Action::NextPane => self.focus = self.focus.next(),
-            Action::PrevPane => self.focus = self.focus.prev(),
-            Action::StartFilter => self.start_input(InputKind::Filter),
-            Action::ToggleAnswered => {
-                self.hide_answered = !self.hide_answered;
-                self.flash = Some(if self.hide_answered {
-                    "answered calls hidden".into()
-                } else {
-                    "answered calls shown".into()
-                });
-            }
-            Action::ToggleFollow => self.follow = !self.follow,
-            Action::TogglePause => return vec![Effect::TogglePause],
-            Action::CycleTheme => self.cycle_theme(),
-            Action::Copy => match self.selected_json(model) {
-                Some(text) => {
-                    self.flash = Some(format!("copied {} bytes of JSON", text.len()));
-                    return vec![Effect::Copy(text)];
-                }
-                None => self.flash = Some("nothing to copy: select a call or message".into()),
-            },
-            Action::ShowLogs => {
-                let session = match self.selected {
-                    Selected::Session(s) => Some(s),
-                    _ => self
-                        .calls
-                        .call
-                        .and_then(|c| model.calls.get(c))
-                        .map(|c| c.session),
-                };
-                match session {
-                    Some(session) => {
-                        self.selected = Selected::Session(session);
-                        self.detail.scroll = 0;
-                        self.zoom = true;
-                    }
-                    None => self.flash = Some("no session: select a call".into()),
-                }
-            }
+            Action::StartIntercept
+            | Action::HeldList
+            | Action::HeldClose
+            | Action::HeldMove(_)
+            | Action::HeldForward
+            | Action::HeldDrop
+            | Action::HeldError
+            | Action::HeldEdit => self.apply_held(action),
+            Action::FaultMenu
+            | Action::StartArm
+            | Action::DisarmOldest
+            | Action::MenuClose
+            | Action::MenuUp
+            | Action::MenuDown
+            | Action::MenuApply => self.apply_faults(action, model),
+            Action::StartFilter
+            | Action::StartSeek
+            | Action::InputCancel
+            | Action::InputSubmit
+            | Action::InputBackspace
+            | Action::Type(_) => self.apply_input(action),
+            Action::Copy
+            | Action::ShowLogs
+            | Action::Resend
+            | Action::CopyCurl
+            | Action::Export => self.apply_selection(action, model),
+            _ => self.apply_view(action, model),
+        }
+    }
+
+    /// The intercept: what to hold, and the held requests' menu (forward, drop, answer with an
+    /// error, edit).
+    fn apply_held(&mut self, action: Action) -> Vec<Effect> {
+        match action {
             Action::StartIntercept => match self.faults {
                 Some(_) => self.start_input(InputKind::Intercept),
                 None => self.flash = Some("intercepting needs a live proxy".into()),
@@ -214,27 +205,15 @@ impl App {
                 };
                 return vec![Effect::Release { id: held.id, how }];
             }
-            Action::Resend => match (&self.faults, self.resend_of_selection(model)) {
-                (None, _) => self.flash = Some("re-sending needs a live proxy".into()),
-                (Some(_), None) => {
-                    self.flash = Some("nothing to re-send: select a client call".into())
-                }
-                (Some(_), Some(request)) => return vec![Effect::Resend(request)],
-            },
-            Action::CopyCurl => match self.curl_of_selection(model) {
-                Some(text) => {
-                    self.flash = Some(format!(
-                        "copied the request as curl ({} bytes; secrets redacted)",
-                        text.len()
-                    ));
-                    return vec![Effect::Copy(text)];
-                }
-                None => self.flash = Some("nothing to copy as curl: select a call".into()),
-            },
-            Action::Export => match self.calls.call.filter(|&c| model.calls.contains(c)) {
-                Some(call) => return vec![Effect::Export { call }],
-                None => self.flash = Some("nothing to export: select a call".into()),
-            },
+            // The other actions are dispatched elsewhere by `apply`.
+            _ => {}
+        }
+        Vec::new()
+    }
+
+    /// The fault menu and the armed rules.
+    fn apply_faults(&mut self, action: Action, model: &Model) -> Vec<Effect> {
+        match action {
             Action::FaultMenu => self.open_fault_menu(model),
             Action::StartArm => match self.faults {
                 Some(_) => self.start_input(InputKind::Arm),
@@ -250,27 +229,6 @@ impl App {
                     }];
                 }
             },
-            Action::DrillIn => {
-                self.drill_in();
-                if let Some(effect) = self.recall(model) {
-                    return vec![effect];
-                }
-            }
-            Action::Back => self.back(),
-            Action::Move(delta) => self.move_by(model, delta),
-            Action::PageUp => self.move_by(model, -(self.calls.page.max(1) as i64)),
-            Action::PageDown => self.move_by(model, self.calls.page.max(1) as i64),
-            Action::Jump(to) => self.jump(model, to),
-            Action::TreeLeft => {
-                self.tree.state_mut().key_left();
-                self.selection_from_tree(model);
-            }
-            Action::TreeRight => {
-                self.tree.state_mut().key_right();
-                self.selection_from_tree(model);
-            }
-            Action::Replay(cmd) => return vec![Effect::Replay(cmd)],
-            Action::StartSeek => self.start_input(InputKind::Seek),
             Action::MenuClose => self.fault_menu = None,
             Action::MenuUp => {
                 if let Some(menu) = &mut self.fault_menu {
@@ -292,6 +250,17 @@ impl App {
                     }];
                 }
             }
+            // The other actions are dispatched elsewhere by `apply`.
+            _ => {}
+        }
+        Vec::new()
+    }
+
+    /// The input line: filter, seek, arm and intercept texts typed and submitted.
+    fn apply_input(&mut self, action: Action) -> Vec<Effect> {
+        match action {
+            Action::StartFilter => self.start_input(InputKind::Filter),
+            Action::StartSeek => self.start_input(InputKind::Seek),
             Action::InputCancel => {
                 if let Some(input) = self.input.take()
                     && input.kind == InputKind::Filter
@@ -316,6 +285,107 @@ impl App {
                 text.pop();
             }),
             Action::Type(c) => self.edit_input(|text| text.push(c)),
+            // The other actions are dispatched elsewhere by `apply`.
+            _ => {}
+        }
+        Vec::new()
+    }
+
+    /// What acts on the selected call or message: copy, copy as curl, export, re-send, logs.
+    fn apply_selection(&mut self, action: Action, model: &Model) -> Vec<Effect> {
+        match action {
+            Action::Copy => match self.selected_json(model) {
+                Some(text) => {
+                    self.flash = Some(format!("copied {} bytes of JSON", text.len()));
+                    return vec![Effect::Copy(text)];
+                }
+                None => self.flash = Some("nothing to copy: select a call or message".into()),
+            },
+            Action::ShowLogs => {
+                let session = match self.selected {
+                    Selected::Session(s) => Some(s),
+                    _ => self
+                        .calls
+                        .call
+                        .and_then(|c| model.calls.get(c))
+                        .map(|c| c.session),
+                };
+                match session {
+                    Some(session) => {
+                        self.selected = Selected::Session(session);
+                        self.detail.scroll = 0;
+                        self.zoom = true;
+                    }
+                    None => self.flash = Some("no session: select a call".into()),
+                }
+            }
+            Action::Resend => match (&self.faults, self.resend_of_selection(model)) {
+                (None, _) => self.flash = Some("re-sending needs a live proxy".into()),
+                (Some(_), None) => {
+                    self.flash = Some("nothing to re-send: select a client call".into())
+                }
+                (Some(_), Some(request)) => return vec![Effect::Resend(request)],
+            },
+            Action::CopyCurl => match self.curl_of_selection(model) {
+                Some(text) => {
+                    self.flash = Some(format!(
+                        "copied the request as curl ({} bytes; secrets redacted)",
+                        text.len()
+                    ));
+                    return vec![Effect::Copy(text)];
+                }
+                None => self.flash = Some("nothing to copy as curl: select a call".into()),
+            },
+            Action::Export => match self.calls.call.filter(|&c| model.calls.contains(c)) {
+                Some(call) => return vec![Effect::Export { call }],
+                None => self.flash = Some("nothing to export: select a call".into()),
+            },
+            // The other actions are dispatched elsewhere by `apply`.
+            _ => {}
+        }
+        Vec::new()
+    }
+
+    /// The view itself: help, statistics, panes, toggles, theme, navigation and replay control.
+    fn apply_view(&mut self, action: Action, model: &Model) -> Vec<Effect> {
+        match action {
+            Action::Quit => return vec![Effect::Quit],
+            Action::ShowHelp => self.help = true,
+            Action::CloseHelp => self.help = false,
+            Action::ToggleStats => self.stats = !self.stats,
+            Action::NextPane => self.focus = self.focus.next(),
+            Action::PrevPane => self.focus = self.focus.prev(),
+            Action::ToggleAnswered => {
+                self.hide_answered = !self.hide_answered;
+                self.flash = Some(if self.hide_answered {
+                    "answered calls hidden".into()
+                } else {
+                    "answered calls shown".into()
+                });
+            }
+            Action::ToggleFollow => self.follow = !self.follow,
+            Action::TogglePause => return vec![Effect::TogglePause],
+            Action::CycleTheme => self.cycle_theme(),
+            Action::DrillIn => {
+                self.drill_in();
+                if let Some(effect) = self.recall(model) {
+                    return vec![effect];
+                }
+            }
+            Action::Back => self.back(),
+            Action::Move(delta) => self.move_by(model, delta),
+            Action::PageUp => self.move_by(model, -(self.calls.page.max(1) as i64)),
+            Action::PageDown => self.move_by(model, self.calls.page.max(1) as i64),
+            Action::Jump(to) => self.jump(model, to),
+            Action::TreeLeft => {
+                self.tree.state_mut().key_left();
+                self.selection_from_tree(model);
+            }
+            Action::TreeRight => {
+                self.tree.state_mut().key_right();
+                self.selection_from_tree(model);
+            }
+            Action::Replay(cmd) => return vec![Effect::Replay(cmd)],
             Action::Scroll(pane, delta) => {
                 let saved = self.focus;
                 self.focus = pane;
@@ -323,10 +393,12 @@ impl App {
                 self.focus = saved;
             }
             Action::Click(at) => self.click(model, at),
+
+            // The other actions are dispatched elsewhere by `apply`.
+            _ => {}
         }
         Vec::new()
     }
-
     fn start_input(&mut self, kind: InputKind) {
         let text = match kind {
             InputKind::Filter => self.filter.text.clone(),

@@ -175,7 +175,7 @@ mod tests {
     /// styles, over every notice the shipped recordings fold to.
     #[test]
     fn printed_lines_are_the_formatted_notices() {
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("recordings");
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../recordings");
         let mut checked = 0;
         for entry in std::fs::read_dir(&dir).expect("recordings") {
             let path = entry.expect("entry").path();

@@ -149,6 +149,38 @@ fn call_lines(app: &App, model: &Model, call: &Call, now: DateTime<Utc>) -> Vec<
             theme.dim(),
         ),
     ])];
+    verdict_lines(app, model, call, &mut out);
+    let owner = model
+        .stream(call.owner)
+        .map(|s| s.label())
+        .unwrap_or_default();
+    let request = model
+        .stream(call.request_stream)
+        .map(|s| s.label())
+        .unwrap_or_default();
+    out.push(kv(
+        theme,
+        "owner",
+        format!("{owner}   (request on {request})"),
+    ));
+    out.push(kv(theme, "elapsed", duration_ms(call.elapsed_ms(now))));
+    schema_lines(app, call, &mut out);
+    death_lines(app, model, call, now, &mut out);
+    mark_lines(app, model, call, &mut out);
+    task_lines(app, model, call, &mut out);
+    out.push(Line::default());
+    out.push(head(theme, "Timings"));
+    out.push(kv(theme, "  sent", clock(call.started_at, app.tz)));
+    if let Some(stream) = model.stream(call.owner) {
+        timing_lines(app, model, stream, call.started_at, &mut out);
+    }
+    call_message_lines(app, model, call, &mut out);
+    out
+}
+
+/// The verdict, and what a listening call listens to.
+fn verdict_lines(app: &App, model: &Model, call: &Call, out: &mut Vec<Line<'static>>) {
+    let theme = &app.theme;
     let verdict = match &call.verdict {
         Verdict::Orphaned { cause, .. } => format!("orphaned — {}", cause.describe()),
         Verdict::Resumable { last_event_id, .. } => format!(
@@ -184,20 +216,11 @@ fn call_lines(app: &App, model: &Model, call: &Call, now: DateTime<Utc>) -> Vec<
             ),
         ]));
     }
-    let owner = model
-        .stream(call.owner)
-        .map(|s| s.label())
-        .unwrap_or_default();
-    let request = model
-        .stream(call.request_stream)
-        .map(|s| s.label())
-        .unwrap_or_default();
-    out.push(kv(
-        theme,
-        "owner",
-        format!("{owner}   (request on {request})"),
-    ));
-    out.push(kv(theme, "elapsed", duration_ms(call.elapsed_ms(now))));
+}
+
+/// The schema findings on the call's request and result.
+fn schema_lines(app: &App, call: &Call, out: &mut Vec<Line<'static>>) {
+    let theme = &app.theme;
     for violation in app.schema.of(call) {
         if violation.is_unchecked() {
             out.push(Line::from(vec![
@@ -224,6 +247,18 @@ fn call_lines(app: &App, model: &Model, call: &Call, now: DateTime<Utc>) -> Vec<
             ),
         ]));
     }
+}
+
+/// When the owning stream died, and the first stream that died under the call when it was
+/// another.
+fn death_lines(
+    app: &App,
+    model: &Model,
+    call: &Call,
+    now: DateTime<Utc>,
+    out: &mut Vec<Line<'static>>,
+) {
+    let theme = &app.theme;
     if let Some(death) = call.verdict.death() {
         out.push(Line::from(vec![
             Span::styled(format!("{:<11}", "died"), theme.header()),
@@ -261,6 +296,12 @@ fn call_lines(app: &App, model: &Model, call: &Call, now: DateTime<Utc>) -> Vec<
             ),
         ]));
     }
+}
+
+/// What marks the call: a tool error, the client's reaction, a retry, a re-send, an injected
+/// fault, a rescue.
+fn mark_lines(app: &App, model: &Model, call: &Call, out: &mut Vec<Line<'static>>) {
+    let theme = &app.theme;
     if call.is_tool_error() {
         out.push(Line::from(Span::styled(
             "the tool reported an error (isError: true)",
@@ -293,13 +334,11 @@ fn call_lines(app: &App, model: &Model, call: &Call, now: DateTime<Utc>) -> Vec<
     if let Some(message) = call.rescued() {
         out.push(kv(theme, "rescued", format!("the client got: {message}")));
     }
-    task_lines(app, model, call, &mut out);
-    out.push(Line::default());
-    out.push(head(theme, "Timings"));
-    out.push(kv(theme, "  sent", clock(call.started_at, app.tz)));
-    if let Some(stream) = model.stream(call.owner) {
-        timing_lines(app, model, stream, call.started_at, &mut out);
-    }
+}
+
+/// The request and the response, highlighted where the filter's terms match.
+fn call_message_lines(app: &App, model: &Model, call: &Call, out: &mut Vec<Line<'static>>) {
+    let theme = &app.theme;
     let terms = app.filter.search_terms();
     let mark = Style::default().add_modifier(Modifier::REVERSED);
     if let Some(req) = model.request_message(call) {
@@ -320,7 +359,6 @@ fn call_lines(app: &App, model: &Model, call: &Call, now: DateTime<Utc>) -> Vec<
             mark,
         ));
     }
-    out
 }
 
 /// First byte, each SSE event (id, byte span, message), and the end, relative to `from`.

@@ -7,24 +7,14 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Wrap};
 
 use super::fmt::clock;
-use crate::app::{App, InputKind};
+use crate::app::{App, Input, InputKind, ReplayStatus};
 use mcpscope_engine::model::Model;
 
 /// Draws the status bar (or the line being typed) into `area`.
 pub(crate) fn render(frame: &mut Frame, app: &App, model: &Model, now: DateTime<Utc>, area: Rect) {
     let theme = &app.theme;
     if let Some(input) = &app.input {
-        let prompt = match input.kind {
-            InputKind::Filter => crate::filter::PROMPT,
-            InputKind::Arm => "arm fault rule: ",
-            InputKind::Seek => "seek to HH:MM:SS[.mmm]: ",
-            InputKind::Intercept => "intercept (tool:NAME method:M; empty turns it off): ",
-        };
-        let line = Line::from(vec![
-            Span::styled(prompt, theme.header()),
-            Span::styled(format!("{}█", input.text), theme.input()),
-        ]);
-        frame.render_widget(Paragraph::new(line).style(theme.input()), area);
+        render_input(frame, app, input, area);
         return;
     }
     let bar = theme.status_bar();
@@ -32,26 +22,92 @@ pub(crate) fn render(frame: &mut Frame, app: &App, model: &Model, now: DateTime<
     let sep = || Span::styled(" │ ", bar);
     let mut spans = Vec::new();
     if let Some(r) = &app.replay {
-        spans.push(Span::styled(
-            format!(
-                " REPLAY {} {} {} · event {}/{}{}{}{}",
-                if r.playing { "▶" } else { "⏸" },
-                r.speed,
-                clock(now, app.tz),
-                r.position,
-                r.len,
-                if r.complete { "" } else { "+" },
-                r.note
-                    .as_deref()
-                    .map(|n| format!(" · {n}"))
-                    .unwrap_or_default(),
-                if r.playing { "" } else { " · space plays" }
-            ),
-            alert,
-        ));
+        spans.push(Span::styled(replay_text(app, r, now), alert));
         spans.push(sep());
     }
     let fixed_start = spans.len();
+    where_spans(app, model, &mut spans);
+    // Where the addresses and the recording end: the first to go when the bar is too long.
+    let fixed_end = spans.len();
+    state_spans(app, model, &mut spans);
+    // The message takes the lines above the bar, wrapped, so that it is never cut.
+    let [message_area, bar_area] =
+        Layout::vertical([Constraint::Min(0), Constraint::Length(1)]).areas(area);
+    if let Some(flash) = &app.flash {
+        if message_area.height > 0 {
+            let message = Paragraph::new(Span::styled(flash.clone(), alert))
+                .style(bar)
+                .wrap(Wrap { trim: false });
+            frame.render_widget(message, message_area);
+        } else {
+            spans.push(sep());
+            spans.push(Span::styled(flash.clone(), alert));
+        }
+    }
+    let help = " │ ? help";
+    let help_width = help.chars().count();
+    let fits = |spans: &[Span]| {
+        spans.iter().map(Span::width).sum::<usize>() + help_width <= usize::from(bar_area.width)
+    };
+    if !fits(&spans) {
+        spans.drain(fixed_start..fixed_end);
+    }
+    let line = Line::from(spans);
+    if line.width() + help_width <= usize::from(bar_area.width) {
+        let mut line = line;
+        line.push_span(Span::styled(help, bar));
+        frame.render_widget(Paragraph::new(line).style(bar), bar_area);
+        return;
+    }
+    // Too long for the width: `? help` keeps its place at the right end, the rest is cut.
+    let help_width = u16::try_from(help_width)
+        .unwrap_or(u16::MAX)
+        .min(bar_area.width);
+    let [left, right] =
+        Layout::horizontal([Constraint::Min(0), Constraint::Length(help_width)]).areas(bar_area);
+    frame.render_widget(Paragraph::new(line).style(bar), left);
+    frame.render_widget(Paragraph::new(Span::styled(help, bar)).style(bar), right);
+}
+
+/// The input line: its prompt and what is typed so far.
+fn render_input(frame: &mut Frame, app: &App, input: &Input, area: Rect) {
+    let theme = &app.theme;
+    let prompt = match input.kind {
+        InputKind::Filter => crate::filter::PROMPT,
+        InputKind::Arm => "arm fault rule: ",
+        InputKind::Seek => "seek to HH:MM:SS[.mmm]: ",
+        InputKind::Intercept => "intercept (tool:NAME method:M; empty turns it off): ",
+    };
+    let line = Line::from(vec![
+        Span::styled(prompt, theme.header()),
+        Span::styled(format!("{}█", input.text), theme.input()),
+    ]);
+    frame.render_widget(Paragraph::new(line).style(theme.input()), area);
+}
+
+/// A replay's state: playing or paused, speed, clock and position.
+fn replay_text(app: &App, r: &ReplayStatus, now: DateTime<Utc>) -> String {
+    format!(
+        " REPLAY {} {} {} · event {}/{}{}{}{}",
+        if r.playing { "▶" } else { "⏸" },
+        r.speed,
+        clock(now, app.tz),
+        r.position,
+        r.len,
+        if r.complete { "" } else { "+" },
+        r.note
+            .as_deref()
+            .map(|n| format!(" · {n}"))
+            .unwrap_or_default(),
+        if r.playing { "" } else { " · space plays" }
+    )
+}
+
+/// Where the session runs: its addresses and its recording (the first to go when the bar is
+/// too long).
+fn where_spans(app: &App, model: &Model, spans: &mut Vec<Span<'static>>) {
+    let bar = app.theme.status_bar();
+    let sep = || Span::styled(" │ ", bar);
     let listen = app
         .info
         .listen
@@ -77,8 +133,14 @@ pub(crate) fn render(frame: &mut Frame, app: &App, model: &Model, now: DateTime<
         spans.push(Span::styled(format!("rec {}", rec.display()), bar));
         spans.push(sep());
     }
-    // Where the addresses and the recording end: the first to go when the bar is too long.
-    let fixed_end = spans.len();
+}
+
+/// The counts, and every state the user set or should know of: evictions, armed rules, the
+/// intercept, the filter, a pause, the exporter, a closed feed.
+fn state_spans(app: &App, model: &Model, spans: &mut Vec<Span<'static>>) {
+    let bar = app.theme.status_bar();
+    let alert = app.theme.status_alert();
+    let sep = || Span::styled(" │ ", bar);
     let c = model.counts();
     spans.push(Span::styled(
         format!(
@@ -130,43 +192,6 @@ pub(crate) fn render(frame: &mut Frame, app: &App, model: &Model, now: DateTime<
         spans.push(sep());
         spans.push(Span::styled("feed closed", alert));
     }
-    // The message takes the lines above the bar, wrapped, so that it is never cut.
-    let [message_area, bar_area] =
-        Layout::vertical([Constraint::Min(0), Constraint::Length(1)]).areas(area);
-    if let Some(flash) = &app.flash {
-        if message_area.height > 0 {
-            let message = Paragraph::new(Span::styled(flash.clone(), alert))
-                .style(bar)
-                .wrap(Wrap { trim: false });
-            frame.render_widget(message, message_area);
-        } else {
-            spans.push(sep());
-            spans.push(Span::styled(flash.clone(), alert));
-        }
-    }
-    let help = " │ ? help";
-    let help_width = help.chars().count();
-    let fits = |spans: &[Span]| {
-        spans.iter().map(Span::width).sum::<usize>() + help_width <= usize::from(bar_area.width)
-    };
-    if !fits(&spans) {
-        spans.drain(fixed_start..fixed_end);
-    }
-    let line = Line::from(spans);
-    if line.width() + help_width <= usize::from(bar_area.width) {
-        let mut line = line;
-        line.push_span(Span::styled(help, bar));
-        frame.render_widget(Paragraph::new(line).style(bar), bar_area);
-        return;
-    }
-    // Too long for the width: `? help` keeps its place at the right end, the rest is cut.
-    let help_width = u16::try_from(help_width)
-        .unwrap_or(u16::MAX)
-        .min(bar_area.width);
-    let [left, right] =
-        Layout::horizontal([Constraint::Min(0), Constraint::Length(help_width)]).areas(bar_area);
-    frame.render_widget(Paragraph::new(line).style(bar), left);
-    frame.render_widget(Paragraph::new(Span::styled(help, bar)).style(bar), right);
 }
 
 /// What the model let go of to stay within its memory policy, when it let go of anything:
