@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use mcpscope_engine::event::StreamId;
-use mcpscope_engine::model::{Call, Model, OrphanCause, ToolInfo, Verdict};
+use mcpscope_engine::model::{Call, Model, Name, OrphanCause, ToolInfo, Verdict};
 use mcpscope_engine::schema::{Checker, Side, Violation};
 use serde_json::{Value, json};
 
@@ -222,28 +222,18 @@ pub fn findings(model: &Model, rules: &[Rule]) -> Vec<Finding> {
     let mut unchecked_said = BTreeSet::new();
     for call in &model.calls {
         if check_schemas {
-            for violation in schemas.check(model, call) {
-                let rule = match violation.side {
-                    _ if violation.is_unchecked() => Rule::SchemaUnchecked,
-                    Side::Input => Rule::SchemaInput,
-                    Side::Output | Side::Elicitation => Rule::SchemaOutput,
-                };
-                let first = rule != Rule::SchemaUnchecked
-                    || unchecked_said.insert((
-                        call.tool.clone(),
-                        violation.side,
-                        violation.message.clone(),
-                    ));
-                if has(rule) && first {
-                    out.push(Finding {
-                        rule,
-                        call: Some(call.index),
-                        stream: None,
-                        detail: violation.text(),
-                        schema: Some(violation),
-                    });
-                }
-            }
+            schema_findings(
+                model,
+                call,
+                rules,
+                &mut schemas,
+                &mut unchecked_said,
+                &mut out,
+            );
+        }
+        if !call.stands_alone() {
+            // Judged on its task's operation (task-result-lost, task-expired, its verdict).
+            continue;
         }
         let mut hit = |rule: Rule, detail: String| {
             if has(rule) {
@@ -256,78 +246,133 @@ pub fn findings(model: &Model, rules: &[Rule]) -> Vec<Finding> {
                 });
             }
         };
-        let cause = describe::cause(call).unwrap_or_default();
-        if !call.stands_alone() {
-            // Judged on its task's operation (task-result-lost, task-expired, its verdict).
-            continue;
-        }
-        match &call.verdict {
-            Verdict::Orphaned { cause: why, death } => {
-                hit(Rule::Orphaned, cause.clone());
-                let resumed = model
-                    .streams
-                    .iter()
-                    .any(|s| s.resumes == Some(death.stream));
-                if *why == OrphanCause::ResumeFailed && !resumed {
-                    hit(Rule::ResumableNeverResumed, cause.clone());
-                }
-            }
-            Verdict::Pending => hit(Rule::Pending, cause.clone()),
-            Verdict::Resumable { .. } => hit(Rule::ResumableNeverResumed, cause.clone()),
-            Verdict::Error { .. } => hit(Rule::Failed, cause.clone()),
-            Verdict::Answered | Verdict::Cancelled { .. } => {}
-        }
-        if describe::tool_error(call) {
-            hit(Rule::ToolError, cause.clone());
-        }
-        if matches!(
-            call.verdict,
-            Verdict::Orphaned {
-                cause: OrphanCause::TaskExpired,
-                ..
-            }
-        ) {
-            hit(Rule::TaskExpired, cause.clone());
-        }
-        if let Some(task) = call.task()
-            && task.waits_lost > 0
-            && call.verdict != Verdict::Answered
-            && !matches!(call.verdict, Verdict::Error { .. })
-        {
-            hit(
-                Rule::TaskResultLost,
-                format!(
-                    "task {}: {} tasks/result wait(s) died, the client asked again ×{}; no result reached it",
-                    task.id, task.waits_lost, task.reasked
-                ),
-            );
-        }
-        if let Some(prev) = call.retry_of.and_then(|p| model.calls.get(p))
-            && non_idempotent(model, call)
-        {
-            let tool = call.tool.as_deref().unwrap_or("?");
-            hit(
-                Rule::NonIdempotentRetry,
-                format!(
-                    "arrival {} of {tool} (retries id={}); {tool} is not annotated read-only or idempotent",
-                    call.arrival,
-                    prev.id_text()
-                ),
-            );
-            if may_have_executed(model, prev) && may_have_executed(model, call) {
-                hit(
-                    Rule::DoubleExecution,
-                    format!(
-                        "{tool} may have run twice: id={} reached the server ({}) and arrival {} (id={}) ran again",
-                        prev.id_text(),
-                        prev.verdict.name(),
-                        call.arrival,
-                        call.id_text()
-                    ),
-                );
-            }
+        outcome_findings(model, call, &mut hit);
+        retry_findings(model, call, &mut hit);
+    }
+    invalid_message_findings(model, rules, &mut out);
+    stream_findings(model, rules, &mut out);
+    out.sort_by_key(|f| (f.call.is_none(), f.call, f.stream, f.rule));
+    out
+}
+
+/// The schema rules on one call: what its arguments, its result or an elicitation's content
+/// break (`schema-input`, `schema-output`), and the schemas it needed that were not checked
+/// (`schema-unchecked`, said once per tool, side and reason: `unchecked_said`).
+fn schema_findings(
+    model: &Model,
+    call: &Call,
+    rules: &[Rule],
+    schemas: &mut Checker,
+    unchecked_said: &mut BTreeSet<(Option<Name>, Side, String)>,
+    out: &mut Vec<Finding>,
+) {
+    let has = |rule| rules.contains(&rule);
+    for violation in schemas.check(model, call) {
+        let rule = match violation.side {
+            _ if violation.is_unchecked() => Rule::SchemaUnchecked,
+            Side::Input => Rule::SchemaInput,
+            Side::Output | Side::Elicitation => Rule::SchemaOutput,
+        };
+        let first = rule != Rule::SchemaUnchecked
+            || unchecked_said.insert((
+                call.tool.clone(),
+                violation.side,
+                violation.message.clone(),
+            ));
+        if has(rule) && first {
+            out.push(Finding {
+                rule,
+                call: Some(call.index),
+                stream: None,
+                detail: violation.text(),
+                schema: Some(violation),
+            });
         }
     }
+}
+
+/// How a stand-alone call ended, by the rules: orphaned (and never resumed), pending, left
+/// resumable, failed, a tool error, a task's ttl run out, a task's result lost.
+fn outcome_findings(model: &Model, call: &Call, hit: &mut impl FnMut(Rule, String)) {
+    let cause = describe::cause(call).unwrap_or_default();
+    match &call.verdict {
+        Verdict::Orphaned { cause: why, death } => {
+            hit(Rule::Orphaned, cause.clone());
+            let resumed = model
+                .streams
+                .iter()
+                .any(|s| s.resumes == Some(death.stream));
+            if *why == OrphanCause::ResumeFailed && !resumed {
+                hit(Rule::ResumableNeverResumed, cause.clone());
+            }
+        }
+        Verdict::Pending => hit(Rule::Pending, cause.clone()),
+        Verdict::Resumable { .. } => hit(Rule::ResumableNeverResumed, cause.clone()),
+        Verdict::Error { .. } => hit(Rule::Failed, cause.clone()),
+        Verdict::Answered | Verdict::Cancelled { .. } => {}
+    }
+    if describe::tool_error(call) {
+        hit(Rule::ToolError, cause.clone());
+    }
+    if matches!(
+        call.verdict,
+        Verdict::Orphaned {
+            cause: OrphanCause::TaskExpired,
+            ..
+        }
+    ) {
+        hit(Rule::TaskExpired, cause.clone());
+    }
+    if let Some(task) = call.task()
+        && task.waits_lost > 0
+        && call.verdict != Verdict::Answered
+        && !matches!(call.verdict, Verdict::Error { .. })
+    {
+        hit(
+            Rule::TaskResultLost,
+            format!(
+                "task {}: {} tasks/result wait(s) died, the client asked again ×{}; no result reached it",
+                task.id, task.waits_lost, task.reasked
+            ),
+        );
+    }
+}
+
+/// A retry of a tool not annotated read-only or idempotent (`non-idempotent-retry`), and
+/// when both arrivals may have reached the server, a tool that may have run twice
+/// (`double-execution`).
+fn retry_findings(model: &Model, call: &Call, hit: &mut impl FnMut(Rule, String)) {
+    if let Some(prev) = call.retry_of.and_then(|p| model.calls.get(p))
+        && non_idempotent(model, call)
+    {
+        let tool = call.tool.as_deref().unwrap_or("?");
+        hit(
+            Rule::NonIdempotentRetry,
+            format!(
+                "arrival {} of {tool} (retries id={}); {tool} is not annotated read-only or idempotent",
+                call.arrival,
+                prev.id_text()
+            ),
+        );
+        if may_have_executed(model, prev) && may_have_executed(model, call) {
+            hit(
+                Rule::DoubleExecution,
+                format!(
+                    "{tool} may have run twice: id={} reached the server ({}) and arrival {} (id={}) ran again",
+                    prev.id_text(),
+                    prev.verdict.name(),
+                    call.arrival,
+                    call.id_text()
+                ),
+            );
+        }
+    }
+}
+
+/// Bytes that should have been a JSON-RPC message but were not (`invalid-message`): on the
+/// call they belong to, else on each call of their stream, or on the stream alone.
+fn invalid_message_findings(model: &Model, rules: &[Rule], out: &mut Vec<Finding>) {
+    let has = |rule| rules.contains(&rule);
     for message in &model.messages {
         if let Some(reason) = &message.invalid
             && has(Rule::InvalidMessage)
@@ -350,6 +395,13 @@ pub fn findings(model: &Model, rules: &[Rule]) -> Vec<Finding> {
             }
         }
     }
+}
+
+/// What went wrong on the streams: an HTTP error status or an unreachable upstream
+/// (`http-error`), a resumption from the wrong event (`resume-mismatch`), an injected fault
+/// (`injected-fault`); each on the calls it concerns, or on the stream alone.
+fn stream_findings(model: &Model, rules: &[Rule], out: &mut Vec<Finding>) {
+    let has = |rule| rules.contains(&rule);
     for stream in &model.streams {
         if let Some(status) = stream.status.filter(|&s| s >= 400)
             && has(Rule::HttpError)
@@ -395,8 +447,6 @@ pub fn findings(model: &Model, rules: &[Rule]) -> Vec<Finding> {
             }
         }
     }
-    out.sort_by_key(|f| (f.call.is_none(), f.call, f.stream, f.rule));
-    out
 }
 
 /// A resume mismatch, on each call of the `waiting` stream that had not been answered on it

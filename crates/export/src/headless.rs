@@ -28,18 +28,65 @@ pub fn line_for(notice: &Notice, name_server: bool) -> String {
 /// One readable line for the headless view.
 pub fn line(notice: &Notice) -> String {
     let t = notice.t.format("%H:%M:%S%.3f");
-    let call = |c: &CallRef| {
-        let session = c.session.as_deref().unwrap_or("-");
-        let what = match &c.tool {
-            Some(tool) => format!("{} {tool}", c.method),
-            None => c.method.clone(),
-        };
-        match &c.task {
-            Some(task) => format!("{what} id={} session={session} task={task}", c.request_id),
-            None => format!("{what} id={} session={session}", c.request_id),
+    let what = &notice.what;
+    let text = match what {
+        What::SessionStarted { .. }
+        | What::SessionRevision { .. }
+        | What::SessionEnded { .. }
+        | What::ProcessStarted { .. }
+        | What::ProcessExited { .. }
+        | What::StdinClosed { .. } => session_text(what),
+        What::StreamEnded { .. }
+        | What::ResumeMismatch { .. }
+        | What::UpstreamUnreachable { .. }
+        | What::InvalidMessage { .. }
+        | What::FaultInjected { .. }
+        | What::Rewritten { .. } => stream_text(what),
+        What::CallStarted { .. }
+        | What::CallAnswered { .. }
+        | What::CallFailed { .. }
+        | What::CallSuperseded { .. }
+        | What::CallCancelled { .. }
+        | What::CallInputRequired { .. }
+        | What::CallContinued { .. }
+        | What::ServerRequest { .. }
+        | What::ServerRequestAnswered { .. }
+        | What::AuthChallenge { .. } => call_text(what),
+        What::CallOrphaned { .. }
+        | What::CallResumable { .. }
+        | What::CallResumed { .. }
+        | What::ClientRetry { .. }
+        | What::CallRescued { .. } => call_trouble_text(what),
+        What::TaskCreated { .. } | What::TaskStatus { .. } | What::TaskResultWaitDied { .. } => {
+            task_text(what)
         }
+        What::SchemaViolation { .. } | What::SchemaUnchecked { .. } => schema_text(what),
     };
-    let text = match &notice.what {
+    format!("{t} {text}")
+}
+
+/// A call as the lines name it: its method (and tool), request id, session and task.
+fn call(c: &CallRef) -> String {
+    let session = c.session.as_deref().unwrap_or("-");
+    let what = match &c.tool {
+        Some(tool) => format!("{} {tool}", c.method),
+        None => c.method.clone(),
+    };
+    match &c.task {
+        Some(task) => format!("{what} id={} session={session} task={task}", c.request_id),
+        None => format!("{what} id={} session={session}", c.request_id),
+    }
+}
+
+/// The text of a notice handed to a group that is not its own: none is (`line` hands each
+/// kind to its group), but one would be written as what it is rather than lost.
+fn unrouted(what: &What) -> String {
+    format!("{what:?}")
+}
+
+/// The text of a notice about a session or a stdio server's process.
+fn session_text(what: &What) -> String {
+    match what {
         What::SessionStarted { session, revision } => format!(
             "session started   {} revision={}",
             session.as_deref().unwrap_or("-"),
@@ -57,9 +104,40 @@ pub fn line(notice: &Notice) -> String {
         What::SessionEnded { session, how } => {
             format!("session {how}   {}", session.as_deref().unwrap_or("-"))
         }
-        What::CallStarted { call: c, stream } => {
-            format!("call started      {} on #{stream}", call(c))
+        What::ProcessStarted {
+            session,
+            stream,
+            pid,
+            command,
+        } => format!("process started   {session} pid={pid} on #{stream}: {command}"),
+        What::ProcessExited {
+            stream,
+            code,
+            signal,
+            pending,
+        } => {
+            let how = match (code, signal) {
+                (_, Some(signal)) => {
+                    format!(
+                        "KILLED by {}",
+                        mcpscope_engine::model::process::signal_name(*signal)
+                    )
+                }
+                (Some(code), None) => format!("exited with code {code}"),
+                (None, None) => "ended".to_string(),
+            };
+            format!("PROCESS ENDED     #{stream} {how} with {pending} call(s) unanswered")
         }
+        What::StdinClosed { stream } => format!("stdin closed      #{stream} by the client"),
+        other => unrouted(other),
+    }
+}
+
+/// The text of a notice about a stream or what the proxy reports of one: its end, a
+/// resumption from the wrong event, an unreachable upstream, an invalid message, a fault, a
+/// rewrite.
+fn stream_text(what: &What) -> String {
+    match what {
         What::StreamEnded {
             label,
             how,
@@ -71,37 +149,6 @@ pub fn line(notice: &Notice) -> String {
             how.as_str(),
             leg.as_str()
         ),
-        What::CallOrphaned {
-            call: c,
-            stream,
-            how,
-            cause,
-            ..
-        } => format!(
-            "CALL ORPHANED     {} — #{stream} {}: {cause}",
-            call(c),
-            how.map(EndHow::as_str).unwrap_or("-")
-        ),
-        What::CallResumable {
-            call: c,
-            stream,
-            last_event_id,
-            ..
-        } => format!(
-            "call resumable    {} — #{stream} died after event id {}",
-            call(c),
-            last_event_id.as_deref().unwrap_or("-")
-        ),
-        What::CallResumed {
-            call: c,
-            stream,
-            last_event_id,
-        } => {
-            format!(
-                "call resumed      {} on #{stream} from event id {last_event_id}",
-                call(c)
-            )
-        }
         What::ResumeMismatch {
             stream,
             last_event_id,
@@ -110,9 +157,35 @@ pub fn line(notice: &Notice) -> String {
             mismatch,
         } => format!(
             "RESUME MISMATCH   #{stream} resumed from event id {last_event_id}, {}; \
-             the last id #{waiting} carried was {expected}",
+         the last id #{waiting} carried was {expected}",
             mismatch.words()
         ),
+        What::UpstreamUnreachable { stream, error } => {
+            format!("UNREACHABLE       upstream on #{stream}: {error}")
+        }
+        What::InvalidMessage { stream, reason } => {
+            format!("invalid message   on #{stream}: {reason}")
+        }
+        What::FaultInjected { stream, fault } => {
+            format!("FAULT INJECTED    {fault} on #{stream}")
+        }
+        What::Rewritten {
+            stream,
+            what,
+            from,
+            to,
+        } => format!("rewritten         {what} on #{stream}: {from} → {to}"),
+        other => unrouted(other),
+    }
+}
+
+/// The text of a notice of a call's course: started, answered, failed, superseded,
+/// cancelled, asking for input, continued, challenged; a server's request and its answer.
+fn call_text(what: &What) -> String {
+    match what {
+        What::CallStarted { call: c, stream } => {
+            format!("call started      {} on #{stream}", call(c))
+        }
         What::CallAnswered {
             call: c,
             elapsed_ms,
@@ -153,6 +226,50 @@ pub fn line(notice: &Notice) -> String {
         } => {
             format!("client answered   {} in {elapsed_ms} ms", call(c))
         }
+        What::AuthChallenge {
+            call: c,
+            stream,
+            status,
+        } => format!("auth challenge    {} on #{stream}: HTTP {status}", call(c)),
+        other => unrouted(other),
+    }
+}
+
+/// The text of a notice of a call in trouble: orphaned or left resumable by its stream's
+/// death, resumed, retried by the client, rescued by the proxy.
+fn call_trouble_text(what: &What) -> String {
+    match what {
+        What::CallOrphaned {
+            call: c,
+            stream,
+            how,
+            cause,
+            ..
+        } => format!(
+            "CALL ORPHANED     {} — #{stream} {}: {cause}",
+            call(c),
+            how.map(EndHow::as_str).unwrap_or("-")
+        ),
+        What::CallResumable {
+            call: c,
+            stream,
+            last_event_id,
+            ..
+        } => format!(
+            "call resumable    {} — #{stream} died after event id {}",
+            call(c),
+            last_event_id.as_deref().unwrap_or("-")
+        ),
+        What::CallResumed {
+            call: c,
+            stream,
+            last_event_id,
+        } => {
+            format!(
+                "call resumed      {} on #{stream} from event id {last_event_id}",
+                call(c)
+            )
+        }
         What::ClientRetry {
             call: c,
             arrival,
@@ -167,56 +284,18 @@ pub fn line(notice: &Notice) -> String {
                 None => " — tool annotations unknown (the session never listed tools)",
             }
         ),
-        What::UpstreamUnreachable { stream, error } => {
-            format!("UNREACHABLE       upstream on #{stream}: {error}")
-        }
-        What::InvalidMessage { stream, reason } => {
-            format!("invalid message   on #{stream}: {reason}")
-        }
-        What::FaultInjected { stream, fault } => {
-            format!("FAULT INJECTED    {fault} on #{stream}")
-        }
-        What::Rewritten {
-            stream,
-            what,
-            from,
-            to,
-        } => format!("rewritten         {what} on #{stream}: {from} → {to}"),
         What::CallRescued {
             call: c,
             stream,
             message,
         } => format!("CALL RESCUED      {} on #{stream}: {message}", call(c)),
-        What::AuthChallenge {
-            call: c,
-            stream,
-            status,
-        } => format!("auth challenge    {} on #{stream}: HTTP {status}", call(c)),
-        What::ProcessStarted {
-            session,
-            stream,
-            pid,
-            command,
-        } => format!("process started   {session} pid={pid} on #{stream}: {command}"),
-        What::ProcessExited {
-            stream,
-            code,
-            signal,
-            pending,
-        } => {
-            let how = match (code, signal) {
-                (_, Some(signal)) => {
-                    format!(
-                        "KILLED by {}",
-                        mcpscope_engine::model::process::signal_name(*signal)
-                    )
-                }
-                (Some(code), None) => format!("exited with code {code}"),
-                (None, None) => "ended".to_string(),
-            };
-            format!("PROCESS ENDED     #{stream} {how} with {pending} call(s) unanswered")
-        }
-        What::StdinClosed { stream } => format!("stdin closed      #{stream} by the client"),
+        other => unrouted(other),
+    }
+}
+
+/// The text of a notice about a task (MCP tasks): created, its status, a dead result wait.
+fn task_text(what: &What) -> String {
+    match what {
         What::TaskCreated {
             call: c,
             status,
@@ -246,6 +325,13 @@ pub fn line(notice: &Notice) -> String {
             call(c),
             how.map(EndHow::as_str).unwrap_or("-")
         ),
+        other => unrouted(other),
+    }
+}
+
+/// The text of a notice about a schema: a value that breaks it, or one not checked.
+fn schema_text(what: &What) -> String {
+    match what {
         What::SchemaViolation {
             call: c,
             side,
@@ -262,8 +348,8 @@ pub fn line(notice: &Notice) -> String {
             side,
             message,
         } => format!("SCHEMA NOT CHECKED  {} — {side}: {message}", call(c)),
-    };
-    format!("{t} {text}")
+        other => unrouted(other),
+    }
 }
 
 #[cfg(test)]

@@ -118,14 +118,29 @@ impl Timeline {
     }
 }
 
+/// One call's lines: its request, its streams, a task's steps, its outcome and what the client
+/// did about it, in the order they happened.
 fn diagram_call(model: &Model, call: &Call, lines: &mut Vec<String>) {
     let mut timeline = Timeline::default();
-    let number = describe::number(call);
-    let title = format!("{} id {}", call.title(), call.id_text());
-    let (asker, answerer) = match call.dir {
+    // Who asks and who answers: the client, or the server for a request of its own.
+    let sides = match call.dir {
         Direction::ClientToServer => ("Client", "Server"),
         Direction::ServerToClient => ("Server", "Client"),
     };
+    request(model, call, sides, &mut timeline);
+    call_streams(model, call, sides, &mut timeline);
+    task_steps(model, call, &mut timeline);
+    outcome(model, call, sides, &mut timeline);
+    client_reactions(model, call, &mut timeline);
+    timeline.0.sort_by_key(|(at, _)| *at);
+    lines.extend(timeline.0.into_iter().map(|(_, line)| line));
+}
+
+/// A call's start: a note naming it (number, time, session), and its request from the asker
+/// through mcpscope to the answerer.
+fn request(model: &Model, call: &Call, (asker, answerer): (&str, &str), timeline: &mut Timeline) {
+    let number = describe::number(call);
+    let title = format!("{} id {}", call.title(), call.id_text());
     let start = call.started_at;
     timeline.note(
         start,
@@ -136,12 +151,24 @@ fn diagram_call(model: &Model, call: &Call, lines: &mut Vec<String>) {
             describe::session(model, call)
         ),
     );
-    let request_stream = model.stream(call.request_stream);
-    let via = request_stream.map(stream_name).unwrap_or_default();
+    let via = model
+        .stream(call.request_stream)
+        .map(stream_name)
+        .unwrap_or_default();
     timeline.arrow(start, asker, "mcpscope", "->>", &format!("{title} ({via})"));
     timeline.arrow(start, "mcpscope", answerer, "->>", &title);
+}
 
-    let mut streams: Vec<&Stream> = request_stream.into_iter().collect();
+/// What a call's streams (the one it was sent on, and the one that owns it when another, a
+/// resumption) show of it: a resumption's request, response heads, the proxy's notes, its
+/// progress, and a death under it when the call was answered elsewhere.
+fn call_streams(
+    model: &Model,
+    call: &Call,
+    (asker, answerer): (&str, &str),
+    timeline: &mut Timeline,
+) {
+    let mut streams: Vec<&Stream> = model.stream(call.request_stream).into_iter().collect();
     if let Some(owner) = model
         .stream(call.owner)
         .filter(|s| s.id != call.request_stream)
@@ -166,22 +193,28 @@ fn diagram_call(model: &Model, call: &Call, lines: &mut Vec<String>) {
             );
         }
         if call.dir == Direction::ClientToServer || i > 0 {
-            head(stream, &mut timeline);
+            head(stream, timeline);
         }
         for (at, _, text) in model.notes.iter().filter(|n| n.1 == Some(stream.id)) {
             timeline.note(*at, "mcpscope", text);
         }
-        progress(model, call, stream, (answerer, asker), &mut timeline);
+        progress(model, call, stream, (answerer, asker), timeline);
         // A stream that died under a call later answered elsewhere (a resumption).
         if let Some(end) = &stream.ended
             && end.how != EndHow::Eof
             && call.verdict.death().is_none_or(|d| d.stream != stream.id)
         {
-            death(&mut timeline, stream, end.at, Some(end.how), Some(end.leg));
+            death(timeline, stream, end.at, Some(end.how), Some(end.leg));
         }
     }
+}
 
-    task_steps(model, call, &mut timeline);
+/// How a call ended, by its verdict: its result or error back to the asker, its stream's death
+/// and why it was orphaned or left resumable, or a note that it was still pending. (A task's
+/// result is drawn with its steps; a cancellation with the client's reactions.)
+fn outcome(model: &Model, call: &Call, (asker, answerer): (&str, &str), timeline: &mut Timeline) {
+    let number = describe::number(call);
+    let start = call.started_at;
     let end = call.ended_at.unwrap_or(start);
     let id = call.id_text();
     match &call.verdict {
@@ -220,7 +253,7 @@ fn diagram_call(model: &Model, call: &Call, lines: &mut Vec<String>) {
         }
         Verdict::Orphaned { death: d, .. } | Verdict::Resumable { death: d, .. } => {
             if let Some(stream) = model.stream(d.stream) {
-                death(&mut timeline, stream, d.at, d.how, d.leg);
+                death(timeline, stream, d.at, d.how, d.leg);
             }
             timeline.note(
                 call.ended_at.unwrap_or(d.at),
@@ -242,6 +275,12 @@ fn diagram_call(model: &Model, call: &Call, lines: &mut Vec<String>) {
         }
         Verdict::Cancelled { .. } => {}
     }
+}
+
+/// What the client did about a call, as arrows from it: a retry, a cancellation, an
+/// `initialize` again, a new GET.
+fn client_reactions(model: &Model, call: &Call, timeline: &mut Timeline) {
+    let id = call.id_text();
     for (at, reaction) in reactions(model, call) {
         let text = match reaction {
             "retry" => format!("retry: {} at {}", call.title(), describe::clock(at)),
@@ -251,8 +290,6 @@ fn diagram_call(model: &Model, call: &Call, lines: &mut Vec<String>) {
         };
         timeline.arrow(at, "Client", "mcpscope", "->>", &text);
     }
-    timeline.0.sort_by_key(|(at, _)| *at);
-    lines.extend(timeline.0.into_iter().map(|(_, line)| line));
 }
 
 /// A task operation's steps: the task created, each request about it (a `tasks/get` poll, a

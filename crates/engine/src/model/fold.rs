@@ -1,7 +1,10 @@
 //! `Model::apply`: how each fact changes the state. The event's dispatch is here; what it does
-//! to sessions, streams and calls is in `sessions`, `streams` and `calls`.
+//! to sessions, streams and calls is in `sessions`, `streams` and `calls`; what the proxy
+//! reports besides the traffic (faults, rescues, rewrites, an unreachable upstream) in
+//! `reports`.
 
 mod calls;
+mod reports;
 mod sessions;
 mod streams;
 
@@ -58,6 +61,23 @@ fn is_input_required(result: &Value) -> bool {
         || result.get("inputRequests").is_some()
 }
 
+/// Session 0: the one an exchange belongs to until a session id says otherwise (made by the
+/// first event).
+fn first_session(t: DateTime<Utc>) -> Session {
+    Session {
+        id: None,
+        origin: None,
+        revision: None,
+        client: None,
+        server: None,
+        started_at: t,
+        ended: None,
+        streams: Vec::new(),
+        tools: Default::default(),
+        announced: true,
+    }
+}
+
 /// A `stream_opened` as the fold reads it, its server resolved.
 struct Opened<'a> {
     id: StreamId,
@@ -100,34 +120,46 @@ impl Model {
         out
     }
 
+    /// Folds one event: the clock moved to it, its kind folded by the group it belongs to, and
+    /// the servers of the notices it caused named.
     fn fold_event(&mut self, event: &Event) -> Vec<Notice> {
         let mut out = self.advance(event.t);
         if self.sessions.is_empty() {
-            self.sessions.push(Session {
-                id: None,
-                origin: None,
-                revision: None,
-                client: None,
-                server: None,
-                started_at: event.t,
-                ended: None,
-                streams: Vec::new(),
-                tools: Default::default(),
-                announced: true,
-            });
+            self.sessions.push(first_session(event.t));
         }
         self.events_applied += 1;
         self.last_t = Some(event.t);
         let t = event.t;
         match &event.kind {
-            EventKind::ProxyStarted {
-                listen, upstream, ..
-            } => {
-                self.proxy = Some(ProxyInfo {
-                    listen: listen.clone(),
-                    upstream: upstream.clone(),
-                });
+            EventKind::StreamOpened { .. }
+            | EventKind::ResponseHead { .. }
+            | EventKind::SseEvent { .. }
+            | EventKind::Message { .. }
+            | EventKind::StreamEnded { .. } => self.fold_exchange(t, event, &mut out),
+            EventKind::ProxyStarted { .. }
+            | EventKind::InvalidMessage { .. }
+            | EventKind::UpstreamUnreachable { .. }
+            | EventKind::FaultInjected { .. }
+            | EventKind::CallRescued { .. }
+            | EventKind::Note { .. }
+            | EventKind::Rewritten { .. }
+            | EventKind::Unobserved { .. } => {
+                if self.fold_proxy_report(t, &event.kind, &mut out).is_break() {
+                    return out;
+                }
             }
+            EventKind::ProcessStarted { .. }
+            | EventKind::StderrLine { .. }
+            | EventKind::ProcessExited { .. } => self.fold_process(t, &event.kind, &mut out),
+        }
+        self.name_servers(&mut out);
+        out
+    }
+
+    /// Folds an event of an HTTP exchange: a stream opened, its response head, its SSE events,
+    /// the messages it carried and its end. (The other kinds are other groups'.)
+    fn fold_exchange(&mut self, t: DateTime<Utc>, event: &Event, out: &mut Vec<Notice>) {
+        match &event.kind {
             EventKind::StreamOpened {
                 stream,
                 conn,
@@ -145,14 +177,14 @@ impl Model {
                     headers,
                     origin,
                 };
-                self.open_stream(t, opened, &mut out);
+                self.open_stream(t, opened, out);
             }
             EventKind::ResponseHead {
                 stream,
                 status,
                 headers,
             } => {
-                self.response_head(t, *stream, *status, headers, &mut out);
+                self.response_head(t, *stream, *status, headers, out);
             }
             EventKind::SseEvent {
                 stream,
@@ -163,46 +195,11 @@ impl Model {
                 start,
                 end,
             } => {
-                self.legacy_endpoint(t, *stream, name.as_deref(), data, &mut out);
+                self.legacy_endpoint(t, *stream, name.as_deref(), data, out);
                 self.sse_event(t, *stream, id.as_deref(), *retry, (*start, *end));
             }
             EventKind::Message { stream, dir, body } => {
-                self.message(t, *stream, *dir, body, event.source.as_ref(), &mut out)
-            }
-            EventKind::InvalidMessage {
-                stream,
-                dir,
-                reason,
-                raw,
-            } => {
-                if let Some(si) = self.stream_index.get(stream).copied() {
-                    let size = raw.len() + 2;
-                    self.detail_bytes += size;
-                    let index = self.messages.push(MessageRec {
-                        at: t,
-                        stream: *stream,
-                        dir: *dir,
-                        body: Body::new(&Value::String(raw.clone())),
-                        invalid: Some(reason.clone()),
-                        sse_id: None,
-                        call: None,
-                        size,
-                    });
-                    let s = &mut self.streams[si];
-                    s.messages.push(index);
-                    s.detail_bytes += size;
-                    s.invalid += 1;
-                    self.link_mark(si, index, false);
-                    self.trim_stream(si);
-                }
-                out.push(Notice {
-                    server: None,
-                    t,
-                    what: What::InvalidMessage {
-                        stream: *stream,
-                        reason: reason.clone(),
-                    },
-                });
+                self.message(t, *stream, *dir, body, event.source.as_ref(), out)
             }
             EventKind::StreamEnded {
                 stream,
@@ -219,97 +216,16 @@ impl Model {
                     bytes: *bytes,
                     detail: detail.clone(),
                 };
-                self.stream_ended(*stream, *dir, end, &mut out);
+                self.stream_ended(*stream, *dir, end, out);
             }
-            EventKind::UpstreamUnreachable { stream, error } => {
-                if let Some(si) = self.stream_index.get(stream).copied() {
-                    if self.streams[si].is_open() {
-                        self.counts.open_streams -= 1;
-                    }
-                    self.streams[si].unreachable = Some(error.clone());
-                    let message = format!("upstream unreachable: {error}");
-                    for index in self.open_calls_owned_by(si) {
-                        if !self.resume_unreached(si, index) {
-                            self.fail(index, message.clone(), t, &mut out);
-                        }
-                    }
-                }
-                out.push(Notice {
-                    server: None,
-                    t,
-                    what: What::UpstreamUnreachable {
-                        stream: *stream,
-                        error: error.clone(),
-                    },
-                });
-            }
-            EventKind::FaultInjected {
-                stream,
-                fault,
-                rule,
-            } => {
-                if let Some(si) = self.stream_index.get(stream).copied() {
-                    self.streams[si].faults.push(fault.clone());
-                    self.counts.faults += 1;
-                    for index in self.streams[si].calls.clone() {
-                        self.calls[index].injected = true;
-                    }
-                }
-                let text = match rule {
-                    Some(rule) => format!("fault {fault} injected ({rule})"),
-                    None => format!("fault {fault} injected"),
-                };
-                self.notes.push((t, Some(*stream), text));
-                out.push(Notice {
-                    server: None,
-                    t,
-                    what: What::FaultInjected {
-                        stream: *stream,
-                        fault: fault.clone(),
-                    },
-                });
-            }
-            EventKind::CallRescued {
-                stream,
-                id,
-                message,
-            } => {
-                let Some(si) = self.stream_index.get(stream).copied() else {
-                    return out;
-                };
-                if let Some(index) = self.find_call(si, Direction::ServerToClient, id) {
-                    self.calls[index].aside_mut().rescued = Some(message.clone());
-                    out.push(Notice {
-                        server: None,
-                        t,
-                        what: What::CallRescued {
-                            call: self.call_ref(index),
-                            stream: *stream,
-                            message: message.clone(),
-                        },
-                    });
-                }
-            }
-            EventKind::Note { stream, text } => self.notes.push((t, *stream, text.clone())),
-            EventKind::Rewritten {
-                stream,
-                what,
-                from,
-                to,
-            } => {
-                let text = format!("rewrote {what}: {from} → {to}");
-                self.notes.push((t, Some(*stream), text));
-                out.push(Notice {
-                    server: None,
-                    t,
-                    what: What::Rewritten {
-                        stream: *stream,
-                        what: what.clone(),
-                        from: from.clone(),
-                        to: to.clone(),
-                    },
-                });
-            }
+            _ => {}
+        }
+    }
+
+    /// Folds an event of a stdio server's process: it started, wrote a line to stderr, or
+    /// exited. (The other kinds are other groups'.)
+    fn fold_process(&mut self, t: DateTime<Utc>, kind: &EventKind, out: &mut Vec<Notice>) {
+        match kind {
             EventKind::ProcessStarted {
                 stream,
                 pid,
@@ -322,25 +238,16 @@ impl Model {
                     name: name.clone(),
                     ..Default::default()
                 };
-                self.process_started(t, *stream, process, &mut out);
+                self.process_started(t, *stream, process, out);
             }
             EventKind::StderrLine { stream, line } => self.stderr_line(t, *stream, line),
             EventKind::ProcessExited {
                 stream,
                 code,
                 signal,
-            } => self.process_exited(t, *stream, *code, *signal, &mut out),
-            EventKind::Unobserved {
-                bytes_up,
-                bytes_down,
-                ..
-            } => {
-                self.unobserved.exchanges += 1;
-                self.unobserved.bytes += bytes_up + bytes_down;
-            }
+            } => self.process_exited(t, *stream, *code, *signal, out),
+            _ => {}
         }
-        self.name_servers(&mut out);
-        out
     }
 
     /// The origin of the one upstream `proxy_started` named, for exchanges that do not name

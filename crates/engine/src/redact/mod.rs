@@ -1,5 +1,15 @@
 //! What counts as a secret, and how it is hidden: the one policy applied to every event before
 //! it is recorded, shown or printed. Values are replaced whole (never a partial value).
+//!
+//! The policy, the secret values it learns and what it does to each kind of event are here;
+//! how it reads URLs and parameters is in `url`, JSON bodies and texts in `json`, a stdio
+//! server's command line and log lines in `process`.
+
+mod json;
+mod process;
+mod url;
+
+pub use url::UrlCredentials;
 
 use std::borrow::Cow;
 
@@ -138,42 +148,6 @@ fn letter_bits<'a>(keys: impl Iterator<Item = &'a str>, end: fn(&[u8]) -> Option
 /// secret key's letter at that end (`letters`). A key of other letters is not ruled out here.
 fn ruled_out(letter: Option<&u8>, letters: u128) -> bool {
     letter.is_some_and(|b| b.is_ascii() && letters & (1u128 << b.to_ascii_lowercase()) == 0)
-}
-
-/// The credentials in a URL's userinfo (`http://user:pass@host/`), percent-decoded.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct UrlCredentials {
-    /// The user name.
-    pub user: String,
-    /// The password, when the userinfo has a `:`.
-    pub password: Option<String>,
-}
-
-impl UrlCredentials {
-    /// The userinfo of an absolute URL, if it has one.
-    pub fn of(url: &str) -> Option<Self> {
-        let (_, rest) = url.split_once("://")?;
-        let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-        let (userinfo, _) = rest[..authority_end].rsplit_once('@')?;
-        let (user, password) = match userinfo.split_once(':') {
-            Some((user, password)) => (user, Some(percent_decode(password, false))),
-            None => (userinfo, None),
-        };
-        Some(Self {
-            user: percent_decode(user, false),
-            password,
-        })
-    }
-
-    /// The `Authorization` header value that carries them (`Basic base64(user:password)`).
-    pub fn basic(&self) -> String {
-        use base64::Engine as _;
-        let pair = format!("{}:{}", self.user, self.password.as_deref().unwrap_or(""));
-        format!(
-            "Basic {}",
-            base64::engine::general_purpose::STANDARD.encode(pair)
-        )
-    }
 }
 
 impl Default for Redactor {
@@ -495,147 +469,6 @@ impl Redactor {
         }
     }
 
-    /// A path with its query's secret parameter values hidden (`/mcp?api_key=[redacted]&x=1`).
-    pub fn path<'a>(&self, path: &'a str) -> Cow<'a, str> {
-        if !self.enabled {
-            return Cow::Borrowed(path);
-        }
-        let Some((base, query)) = path.split_once('?') else {
-            return Cow::Borrowed(path);
-        };
-        match self.params(query, '&') {
-            Cow::Borrowed(_) => Cow::Borrowed(path),
-            Cow::Owned(query) => Cow::Owned(format!("{base}?{query}")),
-        }
-    }
-
-    /// `k=v` pairs separated by `sep`, with secret values hidden.
-    fn params<'a>(&self, text: &'a str, sep: char) -> Cow<'a, str> {
-        let mut changed = false;
-        let parts: Vec<Cow<'a, str>> = text
-            .split(sep)
-            .map(|pair| match pair.split_once('=') {
-                Some((name, value)) if value != REDACTED && self.is_secret_param(&decode(name)) => {
-                    changed = true;
-                    Cow::Owned(format!("{name}={REDACTED}"))
-                }
-                _ => Cow::Borrowed(pair),
-            })
-            .collect();
-        if changed {
-            Cow::Owned(parts.join(&sep.to_string()))
-        } else {
-            Cow::Borrowed(text)
-        }
-    }
-
-    /// A URL as it may be shown anywhere: userinfo hidden (whatever the policy: a password in a
-    /// URL is never printed), and secret query values hidden when redaction is on.
-    pub fn url(&self, url: &str) -> String {
-        let is_scheme = |s: &str| {
-            s.starts_with(|c: char| c.is_ascii_alphabetic())
-                && s.chars()
-                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
-        };
-        let without_userinfo = match url.split_once("://") {
-            Some((scheme, rest)) if is_scheme(scheme) => {
-                let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-                let (authority, tail) = rest.split_at(authority_end);
-                match authority.rsplit_once('@') {
-                    Some((_, host)) => format!("{scheme}://{REDACTED}@{host}{tail}"),
-                    None => url.to_string(),
-                }
-            }
-            _ => url.to_string(),
-        };
-        self.path(&without_userinfo).into_owned()
-    }
-
-    /// Redacts secret values in a JSON value, wherever their keys appear; returns whether it
-    /// changed anything.
-    pub fn json(&self, value: &mut Value) -> bool {
-        if !self.enabled {
-            return false;
-        }
-        match value {
-            Value::Object(map) => {
-                let mut changed = false;
-                for (key, item) in map.iter_mut() {
-                    if self.is_secret_json_key(key) {
-                        if item.as_str() != Some(REDACTED) {
-                            *item = Value::String(REDACTED.to_string());
-                            changed = true;
-                        }
-                    } else {
-                        changed |= self.json(item);
-                    }
-                }
-                changed
-            }
-            Value::Array(items) => items
-                .iter_mut()
-                .fold(false, |changed, item| self.json(item) | changed),
-            _ => false,
-        }
-    }
-
-    /// Redacts a text that may hold JSON or an `application/x-www-form-urlencoded` body
-    /// (an OAuth token request); returns the redacted text when anything changed.
-    pub fn text(&self, text: &str) -> Option<String> {
-        if !self.enabled || text.is_empty() {
-            return None;
-        }
-        let trimmed = text.trim_start();
-        if trimmed.starts_with('{') || trimmed.starts_with('[') {
-            if !self.may_hold_secret_key(text) {
-                return None;
-            }
-            return match serde_json::from_str::<Value>(text) {
-                Ok(mut value) => self.json(&mut value).then(|| value.to_string()),
-                // Text that does not parse (a brace missing, a cut body) still loses the values
-                // of its secret keys.
-                Err(_) => self.raw_json_keys(text),
-            };
-        }
-        if text.contains('=')
-            && !text.contains(char::is_whitespace)
-            && let Cow::Owned(form) = self.params(text, '&')
-        {
-            return Some(form);
-        }
-        None
-    }
-
-    /// A cheap check before parsing: whether `text` has a key that is a secret's. It reads
-    /// the text's strings as JSON does: a string followed by `:` is a key. A key with an
-    /// escape in it (which parsing would decode) or a string that does not end counts as one
-    /// that may be, so the text is then parsed (or, not parsing, read raw) as before.
-    fn may_hold_secret_key(&self, text: &str) -> bool {
-        let bytes = text.as_bytes();
-        let mut i = 0;
-        while i < bytes.len() {
-            if bytes[i] != b'"' {
-                i += 1;
-                continue;
-            }
-            let Some(end) = string_end(bytes, i) else {
-                return true;
-            };
-            let mut j = end;
-            while j < bytes.len() && bytes[j].is_ascii_whitespace() {
-                j += 1;
-            }
-            if bytes.get(j) == Some(&b':') {
-                let key = &text[i + 1..end - 1];
-                if key.contains('\\') || self.is_secret_json_key(key) {
-                    return true;
-                }
-            }
-            i = end;
-        }
-        false
-    }
-
     /// Redacts every secret an event carries, in place: headers, the path's query, the
     /// upstream URL, JSON bodies (messages and SSE data) and raw texts (invalid messages, form
     /// bodies); then scrubs the known secret values from every text it holds.
@@ -731,223 +564,16 @@ impl Redactor {
             _ => {}
         }
     }
-
-    /// Redacts a server's log line (a stdio server's stderr): a JSON line as a body; a line
-    /// `Name: value` whose name is a secret header's, the whole value; a `Bearer`/`Basic`
-    /// credential; `name=value` words whose name is a secret's; the secrets of URLs. Returns the
-    /// redacted line when anything changed.
-    pub fn log_line(&self, line: &str) -> Option<String> {
-        if !self.enabled || line.is_empty() {
-            return None;
-        }
-        if let Some(redacted) = self.text(line) {
-            return Some(redacted);
-        }
-        if let Some((name, value)) = line.split_once(':')
-            && !name.trim().is_empty()
-            && !name.trim().contains(char::is_whitespace)
-            && !value.trim().is_empty()
-            && !value.starts_with("//")
-            && self.is_secret_header(name.trim())
-        {
-            return Some(format!("{name}: {REDACTED}"));
-        }
-        let mut changed = false;
-        let mut credential_next = false;
-        let words: Vec<String> = line
-            .split(' ')
-            .map(|word| {
-                if std::mem::take(&mut credential_next) && !word.is_empty() {
-                    changed = true;
-                    return REDACTED.to_string();
-                }
-                if word.eq_ignore_ascii_case("bearer") || word.eq_ignore_ascii_case("basic") {
-                    credential_next = true;
-                    return word.to_string();
-                }
-                let redacted = if word.contains("://") {
-                    self.url(word)
-                } else if word.contains('=') {
-                    self.params(word, '&').into_owned()
-                } else {
-                    return word.to_string();
-                };
-                changed |= redacted != word;
-                redacted
-            })
-            .collect();
-        changed.then(|| words.join(" "))
-    }
-
-    /// Redacts a command line in place: the value of an option named like a secret
-    /// (`--api-key=…`, `--token …`) and the secrets of a URL argument.
-    pub fn command(&self, args: &mut [String]) {
-        if !self.enabled {
-            return;
-        }
-        let option_name = |arg: &str| -> Option<String> {
-            let name = arg.strip_prefix("--").or_else(|| arg.strip_prefix('-'))?;
-            Some(name.split('=').next().unwrap_or(name).to_string())
-        };
-        let mut secret_next = false;
-        for arg in args.iter_mut() {
-            if std::mem::take(&mut secret_next) && !arg.starts_with('-') {
-                *arg = REDACTED.to_string();
-                continue;
-            }
-            if option_name(arg).is_some_and(|n| self.is_secret_param(&n)) {
-                match arg.split_once('=') {
-                    Some((option, _)) => *arg = format!("{option}={REDACTED}"),
-                    None => secret_next = true,
-                }
-            } else if arg.contains("://") {
-                *arg = self.url(arg);
-            }
-        }
-    }
-}
-
-impl Redactor {
-    /// Redacts the values of secret keys in text that looks like JSON but does not parse:
-    /// `"password": "…"` (any scalar, object or array, up to where it ends or the text does)
-    /// becomes `"password": "[redacted]"`. Returns the text when anything changed.
-    fn raw_json_keys(&self, text: &str) -> Option<String> {
-        let bytes = text.as_bytes();
-        let mut out = String::with_capacity(text.len());
-        let mut copied = 0;
-        let mut changed = false;
-        let mut i = 0;
-        while i < bytes.len() {
-            if bytes[i] != b'"' {
-                i += 1;
-                continue;
-            }
-            let key_end = string_end(bytes, i);
-            let Some(key_end) = key_end else { break };
-            let key = &text[i + 1..key_end - 1];
-            let mut j = key_end;
-            while j < bytes.len() && bytes[j].is_ascii_whitespace() {
-                j += 1;
-            }
-            if j >= bytes.len() || bytes[j] != b':' || !self.is_secret_json_key(key) {
-                i = key_end;
-                continue;
-            }
-            j += 1;
-            while j < bytes.len() && bytes[j].is_ascii_whitespace() {
-                j += 1;
-            }
-            let value_end = value_end(bytes, j);
-            if &text[j..value_end] != "\"[redacted]\"" && value_end > j {
-                out.push_str(&text[copied..j]);
-                out.push('"');
-                out.push_str(REDACTED);
-                out.push('"');
-                copied = value_end;
-                changed = true;
-            }
-            i = value_end.max(j);
-        }
-        if !changed {
-            return None;
-        }
-        out.push_str(&text[copied..]);
-        Some(out)
-    }
-}
-
-/// The end (one past the closing quote) of the JSON string starting at `start`, if it closes.
-fn string_end(bytes: &[u8], start: usize) -> Option<usize> {
-    let mut i = start + 1;
-    while i < bytes.len() {
-        match bytes[i] {
-            b'\\' => i += 2,
-            b'"' => return Some(i + 1),
-            _ => i += 1,
-        }
-    }
-    None
-}
-
-/// The end of the JSON value starting at `start`: a string, an object or array up to its
-/// matching bracket, or a scalar up to a delimiter; the text's end when it does not close.
-fn value_end(bytes: &[u8], start: usize) -> usize {
-    match bytes.get(start) {
-        None => start,
-        Some(b'"') => string_end(bytes, start).unwrap_or(bytes.len()),
-        Some(b'{' | b'[') => {
-            let mut depth = 0usize;
-            let mut i = start;
-            while i < bytes.len() {
-                match bytes[i] {
-                    b'"' => {
-                        i = string_end(bytes, i).unwrap_or(bytes.len());
-                        continue;
-                    }
-                    b'{' | b'[' => depth += 1,
-                    b'}' | b']' => {
-                        depth = depth.saturating_sub(1);
-                        if depth == 0 {
-                            return i + 1;
-                        }
-                    }
-                    _ => {}
-                }
-                i += 1;
-            }
-            bytes.len()
-        }
-        Some(_) => {
-            let mut i = start;
-            while i < bytes.len() && !matches!(bytes[i], b',' | b'}' | b']' | b'\n' | b'\r') {
-                i += 1;
-            }
-            while i > start && bytes[i - 1].is_ascii_whitespace() {
-                i -= 1;
-            }
-            i
-        }
-    }
 }
 
 fn names_as_json_keys<'a>(names: impl Iterator<Item = &'a str>) -> Vec<String> {
     names.map(json_key).collect()
 }
 
-/// Percent-decodes a parameter name enough to compare it (`api%5Fkey` → `api_key`).
-fn decode(name: &str) -> Cow<'_, str> {
-    if !name.contains('%') && !name.contains('+') {
-        return Cow::Borrowed(name);
-    }
-    Cow::Owned(percent_decode(name, true))
-}
-
-/// Percent-decodes a text; `plus_is_space` for form encoding (not for a URL's userinfo).
-fn percent_decode(name: &str, plus_is_space: bool) -> String {
-    if !(name.contains('%') || plus_is_space && name.contains('+')) {
-        return name.to_string();
-    }
-    let hex = |b: u8| (b as char).to_digit(16);
-    let bytes = name.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        match (bytes[i], bytes.get(i + 1), bytes.get(i + 2)) {
-            (b'+', _, _) if plus_is_space => out.push(b' '),
-            (b'%', Some(&h), Some(&l)) if hex(h).is_some() && hex(l).is_some() => {
-                let value = hex(h).unwrap_or(0) * 16 + hex(l).unwrap_or(0);
-                out.push(u8::try_from(value).unwrap_or(b'?'));
-                i += 2;
-            }
-            (b, _, _) => out.push(b),
-        }
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
-}
-
 #[cfg(test)]
 mod tests {
+    use super::*;
+
     #[test]
     fn a_secret_part_is_found_wherever_it_is_in_a_name() {
         let names = [
@@ -979,56 +605,6 @@ mod tests {
             assert_eq!(super::has_secret_part(name), by_substring, "{name}");
         }
     }
-
-    #[test]
-    fn a_servers_log_lines_lose_their_secrets() {
-        let r = super::Redactor::new();
-        let hidden = |line: &str| r.log_line(line).unwrap_or_else(|| line.to_string());
-        assert_eq!(
-            hidden("Authorization: Bearer abc.def"),
-            "Authorization: [redacted]"
-        );
-        assert_eq!(
-            hidden("calling upstream with Bearer abc.def now"),
-            "calling upstream with Bearer [redacted] now"
-        );
-        assert_eq!(
-            hidden("GET /v1?api_key=s3cret&page=2 200"),
-            "GET /v1?api_key=[redacted]&page=2 200"
-        );
-        assert!(!hidden("connecting to https://user:pw@db.example/x").contains("pw"));
-        assert!(!hidden(r#"{"level":"info","access_token":"s3cr3t"}"#).contains("s3cr3t"));
-        assert_eq!(r.log_line("listening on port 8080"), None);
-        assert_eq!(r.log_line("note: nothing secret here"), None);
-        assert_eq!(
-            Redactor::disabled().log_line("Authorization: Bearer x"),
-            None
-        );
-    }
-
-    #[test]
-    fn command_lines_lose_their_secrets() {
-        let mut args: Vec<String> = [
-            "npx",
-            "my-server",
-            "--api-key=abc",
-            "--token",
-            "xyz",
-            "--port",
-            "8080",
-            "https://user:pw@example.com/mcp",
-        ]
-        .map(String::from)
-        .to_vec();
-        super::Redactor::new().command(&mut args);
-        assert_eq!(args[..3], ["npx", "my-server", "--api-key=[redacted]"]);
-        assert_eq!(args[3..7], ["--token", "[redacted]", "--port", "8080"]);
-        assert!(!args[7].contains("pw"), "{}", args[7]);
-    }
-
-    use serde_json::json;
-
-    use super::*;
 
     #[test]
     fn whole_header_values_are_hidden() {
@@ -1129,31 +705,6 @@ mod tests {
         };
         assert_eq!(&*data, "/messages/?session_id=ab12&api_key=[redacted]");
         assert_eq!(&*data, r.path(url));
-    }
-
-    #[test]
-    fn query_parameters_and_userinfo() {
-        let r = Redactor::new();
-        assert_eq!(
-            r.path("/mcp?api_key=LEAK&x=1&access_token=T&sessionId=S&session_id=L"),
-            "/mcp?api_key=[redacted]&x=1&access_token=[redacted]&sessionId=S&session_id=L"
-        );
-        assert_eq!(r.path("/mcp?x=1"), "/mcp?x=1");
-        assert_eq!(r.path("/mcp?api%5Fkey=LEAK"), "/mcp?api%5Fkey=[redacted]");
-        assert_eq!(
-            r.url("http://user:PW@127.0.0.1:8080/mcp?key=K"),
-            "http://[redacted]@127.0.0.1:8080/mcp?key=[redacted]"
-        );
-        assert_eq!(r.url("http://127.0.0.1/mcp"), "http://127.0.0.1/mcp");
-        // A password in a URL is never shown, even with redaction off.
-        assert_eq!(
-            Redactor::disabled().url("https://u:p@h/x?key=K"),
-            "https://[redacted]@h/x?key=K"
-        );
-        assert_eq!(
-            r.clone().with_query(&["tenant"]).path("/a?tenant=acme"),
-            "/a?tenant=[redacted]"
-        );
     }
 
     #[test]
@@ -1263,36 +814,6 @@ mod tests {
         }
         assert!(checked > 2_000, "{checked}");
     }
-
-    #[test]
-    fn json_keys_anywhere_and_oauth_forms() {
-        let r = Redactor::new();
-        let mut body = json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{
-            "name":"fetch","arguments":{"apiKey":"LEAK","nested":[{"password":"P"}],"q":"x"},
-            "_meta":{"progressToken":7}}});
-        assert!(r.json(&mut body));
-        let text = body.to_string();
-        assert!(!text.contains("LEAK") && !text.contains("\"P\""), "{text}");
-        assert!(text.contains("\"progressToken\":7"), "{text}");
-        let mut error = json!({"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"m"}});
-        assert!(!r.json(&mut error));
-        let token =
-            r#"{"access_token":"AT","refresh_token":"RT","id_token":"IT","token_type":"Bearer"}"#;
-        let redacted = r.text(token).expect("a token response");
-        assert!(!redacted.contains("AT\"") && !redacted.contains("RT") && !redacted.contains("IT"));
-        assert!(redacted.contains("Bearer"));
-        let form = "grant_type=authorization_code&code=C0DE&code_verifier=V&client_secret=S&redirect_uri=http%3A%2F%2Flocalhost";
-        let redacted = r.text(form).expect("a form body");
-        assert_eq!(
-            redacted,
-            "grant_type=authorization_code&code=[redacted]&code_verifier=[redacted]&client_secret=[redacted]&redirect_uri=http%3A%2F%2Flocalhost"
-        );
-        assert_eq!(r.text("plain words, nothing = here"), None);
-        let custom = r.clone().with_json_keys(&["ssn"]);
-        let mut v = json!({"SSN":"123"});
-        assert!(custom.json(&mut v));
-        assert_eq!(v, json!({"SSN": REDACTED}));
-    }
 }
 
 #[cfg(test)]
@@ -1325,58 +846,5 @@ mod known_values {
         // Short values would match ordinary words: not learnt.
         r.learn("abc");
         assert_eq!(r.scrub("abc"), None);
-    }
-
-    #[test]
-    fn secret_keys_in_text_that_does_not_parse() {
-        let r = Redactor::new();
-        let text = r#"{"params":{"arguments":{"password":"P\"W","access_token":12345, "q":"x", "apiKey":{"a":[1,"}"]}}"#;
-        let redacted = r.text(text).expect("redacted");
-        assert_eq!(
-            redacted,
-            r#"{"params":{"arguments":{"password":"[redacted]","access_token":"[redacted]", "q":"x", "apiKey":"[redacted]"}"#
-        );
-        assert_eq!(r.text(&redacted), None);
-        assert_eq!(r.text(r#"{"password":"#), None);
-    }
-
-    /// Only a key that is a secret's (whole, as parsing would read it) makes a text parsed:
-    /// a key that merely contains one (`progressToken`), or a value that mentions one, does not.
-    #[test]
-    fn the_check_before_parsing_reads_keys_as_json_does() {
-        let r = Redactor::new().with_json_keys(&["session-ticket"]);
-        // (text, what it becomes; None: unchanged)
-        let table: &[(&str, Option<&str>)] = &[
-            (
-                r#"{"method":"notifications/progress","params":{"progressToken":"t","progress":1}}"#,
-                None,
-            ),
-            (r#"{"note":"token: abc","text":"password\":1"}"#, None),
-            (
-                r#"{"a" : {"Access_Token" : "x"}}"#,
-                Some(r#"{"a":{"Access_Token":"[redacted]"}}"#),
-            ),
-            (r#"{"\u0074oken":"x"}"#, Some(r#"{"token":"[redacted]"}"#)),
-            (
-                r#"[{"sessionTicket":"x"}]"#,
-                Some(r#"[{"sessionTicket":"[redacted]"}]"#),
-            ),
-            (
-                r#"{"clientSecret":"s","#,
-                Some(r#"{"clientSecret":"[redacted]","#),
-            ),
-            (r#"{"a":"never ends"#, None),
-            (r#"{"k":"\"token\":1"}"#, None),
-        ];
-        for &(text, want) in table {
-            assert_eq!(r.text(text).as_deref(), want, "{text}");
-        }
-        let long = format!(r#"{{"{}":"v","token":"t"}}"#, "k".repeat(100));
-        assert!(
-            r.text(&long).is_some_and(|t| !t.contains(r#""t""#)),
-            "{long}"
-        );
-        let unicode = r#"{"clé":"v","pässword":"x"}"#;
-        assert_eq!(r.text(unicode), None);
     }
 }

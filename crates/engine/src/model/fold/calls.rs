@@ -87,6 +87,8 @@ impl Model {
         self.trim_stream(si);
     }
 
+    /// A request becomes a call: its revision and tool read, the call made and filed, what an
+    /// `initialize` or a retry means for earlier calls done, and the call told; returns its index.
     pub(super) fn start_call(
         &mut self,
         t: DateTime<Utc>,
@@ -104,39 +106,8 @@ impl Model {
         } = request;
         let stream = &self.streams[si];
         let session = stream.session;
-        let legacy = self.is_legacy_session(session);
-        let revision = legacy
-            .then(|| crate::model::legacy::LEGACY_REVISION.to_string())
-            .or_else(|| {
-                stream
-                    .request_header("mcp-protocol-version")
-                    .map(str::to_string)
-            })
-            .or_else(|| {
-                params
-                    .pointer("/_meta/io.modelcontextprotocol~1protocolVersion")
-                    .and_then(Value::as_str)
-                    .map(str::to_string)
-            })
-            .or_else(|| self.sessions[session].revision.clone())
-            .or_else(|| {
-                (method == "initialize")
-                    .then(|| {
-                        params
-                            .get("protocolVersion")
-                            .and_then(Value::as_str)
-                            .map(str::to_string)
-                    })
-                    .flatten()
-            });
-        let tool = (method == "tools/call")
-            .then(|| {
-                params
-                    .get("name")
-                    .and_then(Value::as_str)
-                    .map(str::to_string)
-            })
-            .flatten();
+        let revision = self.request_revision(si, method, params);
+        let tool = tool_name(method, params);
         if stream.process.is_some() && self.sessions[session].revision.is_none() {
             // A stdio session has no header to say it: its first call's revision does.
             self.sessions[session].revision.clone_from(&revision);
@@ -171,10 +142,66 @@ impl Model {
             aside: None,
             retry_key: KnownKey::default(),
         };
-        if dir == Direction::ClientToServer
-            && method == "initialize"
-            && let Some(probe) = self.failed_probes.pop_front()
-        {
+        if dir == Direction::ClientToServer && method == "initialize" {
+            self.initialize_sent(t, session, index, rid, params, out);
+        }
+        let retry = if dir == Direction::ClientToServer && !NOT_RETRIES.contains(&method) {
+            self.link_retry(&mut call, method, params)
+        } else {
+            None
+        };
+        let stream_id = self.file_call(t, si, call, rid);
+        self.tell_call_started(t, index, stream_id, retry, out);
+        index
+    }
+
+    /// The protocol revision a request is sent at: a legacy session's; else its stream's
+    /// `MCP-Protocol-Version` header; else its `_meta`'s; else its session's; else, for an
+    /// `initialize`, the one it asks for.
+    fn request_revision(&self, si: usize, method: &str, params: &Value) -> Option<String> {
+        let stream = &self.streams[si];
+        let session = stream.session;
+        let legacy = self.is_legacy_session(session);
+        legacy
+            .then(|| crate::model::legacy::LEGACY_REVISION.to_string())
+            .or_else(|| {
+                stream
+                    .request_header("mcp-protocol-version")
+                    .map(str::to_string)
+            })
+            .or_else(|| {
+                params
+                    .pointer("/_meta/io.modelcontextprotocol~1protocolVersion")
+                    .and_then(Value::as_str)
+                    .map(str::to_string)
+            })
+            .or_else(|| self.sessions[session].revision.clone())
+            .or_else(|| {
+                (method == "initialize")
+                    .then(|| {
+                        params
+                            .get("protocolVersion")
+                            .and_then(Value::as_str)
+                            .map(str::to_string)
+                    })
+                    .flatten()
+            })
+    }
+
+    /// A client's `initialize` (call `index`, request id `rid`) in `session`: the failed
+    /// `server/discover` probe it follows, if any, superseded by it; the session's client
+    /// named; every call orphaned or left resumable so far marked as followed by a
+    /// re-initialization.
+    fn initialize_sent(
+        &mut self,
+        t: DateTime<Utc>,
+        session: usize,
+        index: usize,
+        rid: &Value,
+        params: &Value,
+        out: &mut Vec<Notice>,
+    ) {
+        if let Some(probe) = self.failed_probes.pop_front() {
             if let Some(probe_call) = self.calls.get_mut(probe.index) {
                 probe_call.aside_mut().superseded_by = Some(index);
             }
@@ -184,60 +211,76 @@ impl Model {
                 what: What::CallSuperseded {
                     call: probe.call,
                     error: probe.error,
-                    by: method.to_string(),
+                    by: "initialize".to_string(),
                     by_request_id: rid.clone(),
                 },
             });
         }
-        if dir == Direction::ClientToServer && method == "initialize" {
-            if let Some(client) = client_name(params) {
-                self.sessions[session].client = Some(client);
-            }
-            for other in self.calls.iter_mut() {
-                if matches!(
-                    other.verdict,
-                    Verdict::Orphaned { .. } | Verdict::Resumable { .. }
-                ) {
-                    other.reaction.reinitialized = true;
-                }
+        if let Some(client) = client_name(params) {
+            self.sessions[session].client = Some(client);
+        }
+        for other in self.calls.iter_mut() {
+            if matches!(
+                other.verdict,
+                Verdict::Orphaned { .. } | Verdict::Resumable { .. }
+            ) {
+                other.reaction.reinitialized = true;
             }
         }
-        let mut retry_notice = None;
-        if dir == Direction::ClientToServer && !NOT_RETRIES.contains(&method) {
-            let key = retry_key(method, params);
-            let continuing =
-                params.get("inputResponses").is_some() || params.get("requestState").is_some();
-            let earlier = self
-                .calls_by_key
-                .get(&key)
-                .and_then(|list| list.last())
-                .copied();
-            if let Some(prev) = earlier.filter(|&p| continuing && self.calls[p].input_required) {
-                call.aside_mut().continues = Some(prev);
-                self.calls[prev].aside_mut().continued_by = Some(index);
-            } else if let Some(prev) = self.retried_call(&key, session) {
-                call.arrival = self.calls[prev].arrival + 1;
-                call.retry_of = Some(prev);
-                let mut root = prev;
-                while let Some(up) = self.calls.get(root).and_then(|c| c.retry_of) {
-                    if !self.calls.contains(up) {
-                        break;
-                    }
-                    root = up;
+    }
+
+    /// A client's new call (not yet filed) linked to the earlier one with its method and params
+    /// that it continues (with the input an `InputRequiredResult` asked for) or retries (the
+    /// first arrival counting the retry), and filed under that key. For a retry, returns what
+    /// its notice says.
+    fn link_retry(&mut self, call: &mut Call, method: &str, params: &Value) -> Option<Retry> {
+        let (index, session) = (call.index, call.session);
+        let mut retry = None;
+        let key = retry_key(method, params);
+        let continuing =
+            params.get("inputResponses").is_some() || params.get("requestState").is_some();
+        let earlier = self
+            .calls_by_key
+            .get(&key)
+            .and_then(|list| list.last())
+            .copied();
+        if let Some(prev) = earlier.filter(|&p| continuing && self.calls[p].input_required) {
+            call.aside_mut().continues = Some(prev);
+            self.calls[prev].aside_mut().continued_by = Some(index);
+        } else if let Some(prev) = self.retried_call(&key, session) {
+            call.arrival = self.calls[prev].arrival + 1;
+            call.retry_of = Some(prev);
+            let mut root = prev;
+            while let Some(up) = self.calls.get(root).and_then(|c| c.retry_of) {
+                if !self.calls.contains(up) {
+                    break;
                 }
-                self.calls[root].reaction.retries += 1;
-                let idempotent = match &call.tool {
-                    Some(tool) => self
-                        .tool_info(session, tool)
-                        .or_else(|| self.tool_info(self.calls[prev].session, tool))
-                        .map(ToolInfo::safe_to_retry),
-                    None => Some(true),
-                };
-                retry_notice = Some((call.arrival, idempotent, self.calls[prev].id.value()));
+                root = up;
             }
-            call.retry_key = KnownKey::known(&key);
-            self.calls_by_key.entry(key).or_default().push(index);
+            self.calls[root].reaction.retries += 1;
+            let idempotent = match &call.tool {
+                Some(tool) => self
+                    .tool_info(session, tool)
+                    .or_else(|| self.tool_info(self.calls[prev].session, tool))
+                    .map(ToolInfo::safe_to_retry),
+                None => Some(true),
+            };
+            retry = Some(Retry {
+                arrival: call.arrival,
+                idempotent,
+                retry_of: self.calls[prev].id.value(),
+            });
         }
+        call.retry_key = KnownKey::known(&key);
+        self.calls_by_key.entry(key).or_default().push(index);
+        retry
+    }
+
+    /// Files a new call (request id `rid`) made on stream `si`: by its id, on its stream (and,
+    /// for a legacy POST, on its session's SSE stream, which owns it), counted pending. Returns
+    /// the stream it is told on.
+    fn file_call(&mut self, t: DateTime<Utc>, si: usize, call: Call, rid: &Value) -> StreamId {
+        let (index, session, dir) = (call.index, call.session, call.dir);
         self.calls_by_id
             .entry((session, dir, id_text(rid)))
             .or_default()
@@ -257,23 +300,36 @@ impl Model {
             self.streams[oi].calls.push(index);
             stream_id = owner;
         }
-        if dir == Direction::ServerToClient {
+        stream_id
+    }
+
+    /// The notices of a call just started on `stream`: a server's request; or a client's call
+    /// and, when it continues or retries an earlier one, that.
+    fn tell_call_started(
+        &self,
+        t: DateTime<Utc>,
+        index: usize,
+        stream: StreamId,
+        retry: Option<Retry>,
+        out: &mut Vec<Notice>,
+    ) {
+        if self.calls[index].dir == Direction::ServerToClient {
             out.push(Notice {
                 server: None,
                 t,
                 what: What::ServerRequest {
                     call: self.call_ref(index),
-                    stream: stream_id,
+                    stream,
                 },
             });
         }
-        if dir == Direction::ClientToServer {
+        if self.calls[index].dir == Direction::ClientToServer {
             out.push(Notice {
                 server: None,
                 t,
                 what: What::CallStarted {
                     call: self.call_ref(index),
-                    stream: stream_id,
+                    stream,
                 },
             });
             if let Some(prev) = self.calls[index].continues() {
@@ -289,7 +345,12 @@ impl Model {
                     },
                 });
             }
-            if let Some((arrival, idempotent, retry_of)) = retry_notice {
+            if let Some(Retry {
+                arrival,
+                idempotent,
+                retry_of,
+            }) = retry
+            {
                 out.push(Notice {
                     server: None,
                     t,
@@ -302,7 +363,6 @@ impl Model {
                 });
             }
         }
-        index
     }
 
     /// The earlier call with the same method and params that a new call in `session` re-sends,
@@ -705,4 +765,24 @@ impl Model {
             _ => {}
         }
     }
+}
+
+/// What a retry's notice says: which arrival it is, whether its tool is safe to run again
+/// (unknown when its session never listed it), and the request id of the call it retries.
+struct Retry {
+    arrival: u32,
+    idempotent: Option<bool>,
+    retry_of: Value,
+}
+
+/// The tool a `tools/call` calls, by its `name`.
+fn tool_name(method: &str, params: &Value) -> Option<String> {
+    (method == "tools/call")
+        .then(|| {
+            params
+                .get("name")
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        })
+        .flatten()
 }
