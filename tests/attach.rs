@@ -9,6 +9,7 @@ use std::process::{Child, Command, Output, Stdio};
 use std::sync::mpsc::{Receiver, channel};
 use std::time::{Duration, Instant};
 
+use mcpscope_testkit::tmux::Tmux;
 use mcpscope_testserver::client::McpClient;
 use mcpscope_testserver::{self as testserver, TestServer};
 use serde_json::{Value, json};
@@ -504,69 +505,6 @@ async fn a_viewer_that_never_reads_is_cut_off_and_costs_the_session_nothing() {
     proxy.stop();
 }
 
-/// A tmux session that is killed when dropped.
-struct Tmux {
-    name: String,
-}
-
-impl Tmux {
-    fn start(width: u16, height: u16) -> Self {
-        let name = format!("mcpscope-attach-{}", std::process::id());
-        let status = Command::new("tmux")
-            .args(["new-session", "-d", "-s", &name, "-x"])
-            .arg(width.to_string())
-            .arg("-y")
-            .arg(height.to_string())
-            .args(["bash", "--norc", "--noprofile"])
-            .env("PS1", "$ ")
-            .env("TERM", "xterm-256color")
-            .status()
-            .expect("tmux must be installed (apt-get install tmux)");
-        assert!(status.success(), "tmux new-session failed");
-        Self { name }
-    }
-
-    fn keys(&self, keys: &[&str]) {
-        let status = Command::new("tmux")
-            .args(["send-keys", "-t", &self.name])
-            .args(keys)
-            .status()
-            .expect("send-keys");
-        assert!(status.success());
-    }
-
-    fn screen(&self) -> String {
-        let out = Command::new("tmux")
-            .args(["capture-pane", "-p", "-t", &self.name])
-            .output()
-            .expect("capture-pane");
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-
-    fn wait_for(&self, what: &str, want: impl Fn(&str) -> bool) -> String {
-        let deadline = Instant::now() + PATIENCE;
-        loop {
-            let screen = self.screen();
-            if want(&screen) {
-                return screen;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "timed out waiting for {what}; screen:\n{screen}"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-}
-
-impl Drop for Tmux {
-    fn drop(&mut self) {
-        let _ = Command::new("tmux")
-            .args(["kill-session", "-t", &self.name])
-            .status();
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs tmux: install it (CI does, in .ci/run), then run scripts/test.sh"]
 async fn attach_shows_the_tui_with_the_calls_and_stays_open_when_the_session_ends() {
@@ -588,26 +526,34 @@ async fn attach_shows_the_tui_with_the_calls_and_stays_open_when_the_session_end
     );
     tmux.keys(&[&command, "Enter"]);
     let attached = format!("attached to {}, read-only", proxy.pid());
-    tmux.wait_for("the call made before attaching, in the TUI", |s| {
-        s.contains("slow") && s.contains(&attached)
-    });
+    tmux.wait_for(
+        "the call made before attaching, in the TUI",
+        PATIENCE,
+        |s| s.contains("slow") && s.contains(&attached),
+    );
     echo(&mut client, "live").await;
-    tmux.wait_for("the call made while attached", |s| s.contains("echo"));
+    tmux.wait_for("the call made while attached", PATIENCE, |s| {
+        s.contains("echo")
+    });
     // The proxy's commands need the proxy itself: a viewer neither offers nor takes them.
     tmux.keys(&["a"]);
     tmux.keys(&["?"]);
-    let help = tmux.wait_for("the help", |s| s.contains("mcpscope keys"));
+    let help = tmux
+        .wait_for("the help", PATIENCE, |s| s.contains("mcpscope keys"))
+        .screen;
     assert!(!help.contains("arm a fault rule"), "{help}");
     assert!(!help.contains("re-send"), "{help}");
     assert!(!help.contains("arm fault rule:"), "a took a rule: {help}");
     tmux.keys(&["Escape"]);
 
     proxy.stop();
-    tmux.wait_for("the end of the session, the view still open", |s| {
-        s.contains("feed closed") && s.contains("slow")
-    });
+    tmux.wait_for(
+        "the end of the session, the view still open",
+        PATIENCE,
+        |s| s.contains("feed closed") && s.contains("slow"),
+    );
     tmux.keys(&["q"]);
-    tmux.wait_for("a clean exit", |s| s.contains("EXIT=0"));
+    tmux.wait_for("a clean exit", PATIENCE, |s| s.contains("EXIT=0"));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

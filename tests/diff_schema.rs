@@ -8,10 +8,10 @@ mod common;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 use std::time::Duration;
 
-use common::peers::{Lines, Proc, Proxy, temp_dir, wait_line};
+use common::peers::{Proc, Proxy, ServeTest, temp_dir};
 use mcpscope_engine::event::{Direction, EventKind};
 use mcpscope_testserver::client::McpClient;
 use serde_json::{Value, json};
@@ -29,30 +29,14 @@ fn text(bytes: &[u8]) -> String {
 
 /// `mcpscope serve-test` on an ephemeral loopback port, `echo` redefined when `drift`.
 fn serve_test(drift: bool) -> (Proc, String) {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_mcpscope"));
-    cmd.args(["serve-test", "--listen", "127.0.0.1:0"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped());
-    if drift {
-        cmd.env("MCPSCOPE_TESTSERVER_DRIFT", "1");
-    } else {
-        cmd.env_remove("MCPSCOPE_TESTSERVER_DRIFT");
-    }
-    let mut child = cmd.spawn().expect("spawn serve-test");
-    let err = child.stderr.take().expect("stderr");
-    let proc = Proc {
-        child,
-        name: "serve-test".into(),
-    };
-    let (stderr, rx) = Lines::spawn(err);
-    const PREFIX: &str = "listening on ";
-    let line = wait_line(&rx, Duration::from_secs(20), |l| l.contains(PREFIX))
-        .unwrap_or_else(|| panic!("serve-test printed no address\n{}", stderr.text()));
-    let url = line[line.find(PREFIX).map(|i| i + PREFIX.len()).unwrap_or(0)..]
-        .trim()
-        .to_string();
-    (proc, url)
+    let server = ServeTest::start_with(&[], |command| {
+        if drift {
+            command.env("MCPSCOPE_TESTSERVER_DRIFT", "1");
+        } else {
+            command.env_remove("MCPSCOPE_TESTSERVER_DRIFT");
+        }
+    });
+    (server.proc, server.url)
 }
 
 /// Records one session through the real proxy: handshake, `tools/list`, `echo` with only its

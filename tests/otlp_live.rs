@@ -30,17 +30,28 @@ use tokio::sync::mpsc;
 
 const WAIT: Duration = Duration::from_secs(10);
 
-/// A session with the exporter subscribed and a proxy feeding it: the proxy, the session, the
-/// view's feed and the exporter.
+/// A session with the exporter subscribed (sending to `collector` every 100 ms) and a proxy in
+/// front of `upstream` feeding it: the proxy, the session, the view's feed and the exporter.
 async fn subscribed(
-    config: Config,
-    options: mcpscope_telemetry::Options,
+    upstream: &str,
+    collector: SocketAddr,
 ) -> (
     proxy::Proxy,
     Session,
     mpsc::UnboundedReceiver<mcpscope_engine::event::Event>,
     mcpscope_telemetry::Telemetry,
 ) {
+    let config = Config {
+        listen: "127.0.0.1:0".parse().expect("addr"),
+        upstream: upstream.parse().expect("uri"),
+        ..Default::default()
+    };
+    let mut options = mcpscope_telemetry::Options::new(
+        format!("http://{collector}/v1/traces")
+            .parse()
+            .expect("uri"),
+    );
+    options.interval = Duration::from_millis(100);
     let mut builder = Session::builder("http", Redactor::disabled());
     let telemetry = mcpscope_telemetry::subscribe(&mut builder, options);
     let mut live = builder.start().expect("session");
@@ -115,19 +126,8 @@ async fn live_spans_for_answered_and_orphaned_calls_with_their_session_root() {
     })
     .await
     .expect("test server");
-    let config = Config {
-        listen: "127.0.0.1:0".parse().expect("addr"),
-        upstream: server.url().parse().expect("uri"),
-        ..Default::default()
-    };
     let (collector, mut received) = collector(true).await;
-    let mut options = mcpscope_telemetry::Options::new(
-        format!("http://{collector}/v1/traces")
-            .parse()
-            .expect("uri"),
-    );
-    options.interval = Duration::from_millis(100);
-    let (proxy, live, mut view, telemetry) = subscribed(config, options).await;
+    let (proxy, live, mut view, telemetry) = subscribed(&server.url(), collector).await;
     let rules = vec!["reset after 1 events when tool=slow".to_string()];
     let _engine = fault::install(&proxy, &rules, None).expect("rules");
     let viewed = tokio::spawn(async move {
@@ -412,19 +412,8 @@ async fn a_task_operation_is_sent_as_one_span_over_its_requests_when_it_ends() {
     let server = testserver::start(testserver::Options::default())
         .await
         .expect("test server");
-    let config = Config {
-        listen: "127.0.0.1:0".parse().expect("addr"),
-        upstream: server.url().parse().expect("uri"),
-        ..Default::default()
-    };
     let (collector, mut received) = collector(true).await;
-    let mut options = mcpscope_telemetry::Options::new(
-        format!("http://{collector}/v1/traces")
-            .parse()
-            .expect("uri"),
-    );
-    options.interval = Duration::from_millis(100);
-    let (proxy, live, mut view, telemetry) = subscribed(config, options).await;
+    let (proxy, live, mut view, telemetry) = subscribed(&server.url(), collector).await;
     let viewed = tokio::spawn(async move { while view.recv().await.is_some() {} });
 
     let mut client = McpClient::new(&format!("http://{}/mcp", proxy.addr))

@@ -57,6 +57,105 @@ fn drain(mut pipe: impl Read + Send + 'static) -> thread::JoinHandle<Vec<u8>> {
     })
 }
 
+/// The shim running a command, stdout and (when piped) stderr read to their ends on threads,
+/// stdin kept for the test when piped.
+struct Shim {
+    child: Child,
+    stdin: Option<std::process::ChildStdin>,
+    out: Option<thread::JoinHandle<Vec<u8>>>,
+    err: Option<thread::JoinHandle<Vec<u8>>>,
+}
+
+/// How a [`Shim`] ended: its status and what it wrote.
+struct Ended {
+    status: std::process::ExitStatus,
+    out: Vec<u8>,
+    err: Vec<u8>,
+}
+
+impl Shim {
+    /// Starts [`shim`] in `dir` on `command`, stdout piped and drained, stdin and stderr as
+    /// given (a piped stderr is drained too).
+    fn start(dir: &Path, command: &[&str], stdin: Stdio, stderr: Stdio) -> Self {
+        let mut child = shim(dir, command)
+            .stdin(stdin)
+            .stdout(Stdio::piped())
+            .stderr(stderr)
+            .spawn()
+            .expect("spawn");
+        let stdin = child.stdin.take();
+        let out = child.stdout.take().map(drain);
+        let err = child.stderr.take().map(drain);
+        Self {
+            child,
+            stdin,
+            out,
+            err,
+        }
+    }
+
+    /// The shim's pid, as text for `kill`.
+    fn pid(&self) -> String {
+        self.child.id().to_string()
+    }
+
+    /// Sends the shim a signal (`TERM`, `INT`, …).
+    fn signal(&self, name: &str) {
+        kill(name, &self.pid());
+    }
+
+    /// Waits for the shim's exit (at most `limit`) and for what it wrote.
+    fn ended(mut self, limit: Duration) -> Ended {
+        drop(self.stdin.take());
+        let status = wait_exit(&mut self.child, limit);
+        let read = |pipe: Option<thread::JoinHandle<Vec<u8>>>| {
+            pipe.map(|p| p.join().expect("pipe")).unwrap_or_default()
+        };
+        Ended {
+            status,
+            out: read(self.out.take()),
+            err: read(self.err.take()),
+        }
+    }
+}
+
+/// The server process the model folded.
+fn process_of(model: &Model) -> &mcpscope_engine::model::Process {
+    model
+        .streams
+        .iter()
+        .find_map(|s| s.process.as_ref())
+        .expect("process")
+}
+
+/// Whether the server said hello on stderr (the SDK peers' echo tool logs it).
+fn said_hello(process: &mcpscope_engine::model::Process) -> bool {
+    process
+        .stderr
+        .iter()
+        .any(|(_, l)| l == "echo: hello mcpscope")
+}
+
+/// Sends signal `name` (`TERM`, `KILL`, …) to process `pid`.
+fn kill(name: &str, pid: &str) {
+    let sent = Command::new("kill")
+        .args([&format!("-{name}"), pid])
+        .status()
+        .expect("kill");
+    assert!(sent.success(), "kill -{name} {pid}");
+}
+
+/// The methods of the messages recorded in direction `dir`, in order.
+fn methods(events: &[EventKind], dir: Direction) -> Vec<&str> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            EventKind::Message { dir: d, body, .. } if *d == dir => body["method"].as_str(),
+            _ => None,
+        })
+        .collect()
+}
+
 /// The JSON notices written so far.
 fn notices(dir: &Path) -> Vec<Value> {
     std::fs::read_to_string(dir.join("notices.jsonl"))
@@ -114,17 +213,9 @@ printf '"params":{}}\r\n\n  \t\nnot json\n\377\376 raw\n'; sleep 0.1;
 printf '{"jsonrpc":"2.0","method":"notifications/b"}'"#;
     let expected: &[u8] = b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/a\",\"params\":{}}\r\n\n  \t\nnot json\n\xff\xfe raw\n{\"jsonrpc\":\"2.0\",\"method\":\"notifications/b\"}";
     let command = sh(script);
-    let mut child = shim(dir.path(), &args(&command))
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn");
-    let out = drain(child.stdout.take().expect("stdout"));
-    let err = drain(child.stderr.take().expect("stderr"));
-    let status = wait_exit(&mut child, Duration::from_secs(20));
-    let out = out.join().expect("stdout");
-    let err = err.join().expect("stderr");
+    let Ended { status, out, err } =
+        Shim::start(dir.path(), &args(&command), Stdio::null(), Stdio::piped())
+            .ended(Duration::from_secs(20));
     assert!(
         status.success(),
         "{status:?} {}",
@@ -138,19 +229,8 @@ printf '{"jsonrpc":"2.0","method":"notifications/b"}'"#;
     );
 
     let events = recording(dir.path());
-    let methods: Vec<&str> = events
-        .iter()
-        .filter_map(|e| match e {
-            EventKind::Message {
-                dir: Direction::ServerToClient,
-                body,
-                ..
-            } => body["method"].as_str(),
-            _ => None,
-        })
-        .collect();
     assert_eq!(
-        methods,
+        methods(&events, Direction::ServerToClient),
         ["notifications/a", "notifications/b"],
         "{events:#?}"
     );
@@ -181,14 +261,8 @@ fn stdin_passes_byte_for_byte_and_its_closing_is_recorded() {
     let dir = temp_dir();
     let copy = dir.path().join("stdin.bin");
     let command = sh(&format!("cat > '{}'", copy.display()));
-    let mut child = shim(dir.path(), &args(&command))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn");
-    let out = drain(child.stdout.take().expect("stdout"));
-    let mut stdin = child.stdin.take().expect("stdin");
+    let mut shim = Shim::start(dir.path(), &args(&command), Stdio::piped(), Stdio::piped());
+    let mut stdin = shim.stdin.take().expect("stdin");
     let pieces: [&[u8]; 4] = [
         b"{\"jsonrpc\":\"2.0\",\"id\":1,\"meth",
         b"od\":\"tools/call\",\"params\":{\"name\":\"x\"}}\r\n  \n",
@@ -201,24 +275,16 @@ fn stdin_passes_byte_for_byte_and_its_closing_is_recorded() {
         thread::sleep(Duration::from_millis(50));
     }
     drop(stdin);
-    let status = wait_exit(&mut child, Duration::from_secs(20));
-    assert!(status.success(), "{status:?}");
-    assert!(out.join().expect("stdout").is_empty());
+    let ended = shim.ended(Duration::from_secs(20));
+    assert!(ended.status.success(), "{:?}", ended.status);
+    assert!(ended.out.is_empty());
     assert_eq!(std::fs::read(&copy).expect("copy"), pieces.concat());
 
     let events = recording(dir.path());
-    let requests: Vec<&str> = events
-        .iter()
-        .filter_map(|e| match e {
-            EventKind::Message {
-                dir: Direction::ClientToServer,
-                body,
-                ..
-            } => body["method"].as_str(),
-            _ => None,
-        })
-        .collect();
-    assert_eq!(requests, ["tools/call", "notifications/initialized"]);
+    assert_eq!(
+        methods(&events, Direction::ClientToServer),
+        ["tools/call", "notifications/initialized"]
+    );
     assert!(events.iter().any(|e| matches!(
         e,
         EventKind::StreamEnded { dir: Direction::ClientToServer, leg: mcpscope_engine::event::Leg::Client, bytes, .. }
@@ -273,11 +339,7 @@ fn exit_code_and_stderr_pass_and_stderr_is_captured_per_line() {
     );
     assert_eq!(lines[3], "last");
     let model = fold(dir.path());
-    let process = model
-        .streams
-        .iter()
-        .find_map(|s| s.process.as_ref())
-        .expect("process");
+    let process = process_of(&model);
     assert_eq!(process.exit.map(|e| e.code), Some(Some(3)));
     assert_eq!(process.stderr.len(), 5);
     // The TUI's notifications and logs view (`L`) lists them as the session's log.
@@ -343,28 +405,15 @@ fn a_command_that_does_not_exist_exits_127() {
 fn sigterm_to_the_shim_reaches_the_server() {
     let dir = temp_dir();
     let command = sh("trap 'echo got-term >&2; exit 42' TERM; while :; do sleep 0.05; done");
-    let mut child = shim(dir.path(), &args(&command))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn");
-    let err = drain(child.stderr.take().expect("stderr"));
+    let shim = Shim::start(dir.path(), &args(&command), Stdio::piped(), Stdio::piped());
     wait_notice(dir.path(), Duration::from_secs(10), |n| {
         n["kind"] == "process_started"
     });
     thread::sleep(Duration::from_millis(200));
-    let pid = child.id().to_string();
-    assert!(
-        Command::new("kill")
-            .args(["-TERM", &pid])
-            .status()
-            .expect("kill")
-            .success()
-    );
-    let status = wait_exit(&mut child, Duration::from_secs(10));
-    assert_eq!(status.code(), Some(42), "{status:?}");
-    assert!(String::from_utf8_lossy(&err.join().expect("stderr")).contains("got-term"));
+    shim.signal("TERM");
+    let ended = shim.ended(Duration::from_secs(10));
+    assert_eq!(ended.status.code(), Some(42), "{:?}", ended.status);
+    assert!(String::from_utf8_lossy(&ended.err).contains("got-term"));
 }
 
 /// Sends a tools/call to a server that never answers, kills the server with SIGKILL, and
@@ -373,15 +422,8 @@ fn sigterm_to_the_shim_reaches_the_server() {
 fn a_server_killed_mid_call_orphans_it_with_the_signal_as_cause() {
     let dir = temp_dir();
     let command = sh("while read line; do echo \"got $line\" >&2; done");
-    let mut child = shim(dir.path(), &args(&command))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn");
-    let out = drain(child.stdout.take().expect("stdout"));
-    let _err = drain(child.stderr.take().expect("stderr"));
-    let mut stdin = child.stdin.take().expect("stdin");
+    let mut shim = Shim::start(dir.path(), &args(&command), Stdio::piped(), Stdio::piped());
+    let mut stdin = shim.stdin.take().expect("stdin");
     stdin
         .write_all(b"{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/call\",\"params\":{\"name\":\"hang\"}}\n")
         .expect("write");
@@ -392,18 +434,11 @@ fn a_server_killed_mid_call_orphans_it_with_the_signal_as_cause() {
     wait_notice(dir.path(), Duration::from_secs(10), |n| {
         n["kind"] == "call_started"
     });
-    let pid = started["pid"].as_u64().expect("pid").to_string();
-    assert!(
-        Command::new("kill")
-            .args(["-KILL", &pid])
-            .status()
-            .expect("kill")
-            .success()
-    );
-    let status = wait_exit(&mut child, Duration::from_secs(10));
-    assert_eq!(status.code(), Some(128 + 9));
+    kill("KILL", &started["pid"].as_u64().expect("pid").to_string());
+    let ended = shim.ended(Duration::from_secs(10));
+    assert_eq!(ended.status.code(), Some(128 + 9));
     // The client gets EOF on the shim's stdout.
-    assert!(out.join().expect("stdout").is_empty());
+    assert!(ended.out.is_empty());
     drop(stdin);
 
     let orphan = wait_notice(dir.path(), Duration::from_secs(5), |n| {
@@ -605,19 +640,8 @@ fn python_sdk_through_the_shim(style: &str) {
         })
         .expect("session");
     assert_eq!(session.revision.as_deref(), via["protocol"].as_str());
-    let process = model
-        .streams
-        .iter()
-        .find_map(|s| s.process.as_ref())
-        .expect("process");
-    assert!(
-        process
-            .stderr
-            .iter()
-            .any(|(_, l)| l == "echo: hello mcpscope"),
-        "{:?}",
-        process.stderr
-    );
+    let process = process_of(&model);
+    assert!(said_hello(process), "{:?}", process.stderr);
     assert!(process.stdin_closed.is_some());
 }
 
@@ -770,19 +794,8 @@ fn sdk_matrix_over_stdio() {
             calls.iter().all(|c| c.verdict == Verdict::Answered),
             "{pair}"
         );
-        let process = model
-            .streams
-            .iter()
-            .find_map(|s| s.process.as_ref())
-            .expect("process");
-        assert!(
-            process
-                .stderr
-                .iter()
-                .any(|(_, l)| l == "echo: hello mcpscope"),
-            "{pair}: {:?}",
-            process.stderr
-        );
+        let process = process_of(&model);
+        assert!(said_hello(process), "{pair}: {:?}", process.stderr);
     }
 }
 
@@ -821,17 +834,15 @@ fn a_client_that_closes_its_stdout_ends_the_server_by_sigpipe() {
 #[test]
 fn repeated_invalid_lines_are_counted_and_sampled_not_recorded_one_by_one() {
     let dir = temp_dir();
-    let mut child = shim(dir.path(), &["seq", "1", "1000000"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn");
-    let out = drain(child.stdout.take().expect("stdout"));
-    let status = wait_exit(&mut child, Duration::from_secs(60));
-    assert_eq!(status.code(), Some(0));
-    let passed = out.join().expect("stdout");
-    assert_eq!(passed.len(), 6_888_896, "every byte passes");
+    let ended = Shim::start(
+        dir.path(),
+        &["seq", "1", "1000000"],
+        Stdio::piped(),
+        Stdio::null(),
+    )
+    .ended(Duration::from_secs(60));
+    assert_eq!(ended.status.code(), Some(0));
+    assert_eq!(ended.out.len(), 6_888_896, "every byte passes");
     let size = recording_size(dir.path());
     assert!(size < 256 * 1024, "the recording is {size} bytes");
     let events = recording(dir.path());
@@ -896,25 +907,13 @@ fn ctrl_c_reaches_every_process_of_a_server_started_through_a_wrapper() {
         "-c".to_string(),
         format!("bash -c '{inner}'; true"),
     ];
-    let mut child = shim(dir.path(), &args(&command))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn");
+    let shim = Shim::start(dir.path(), &args(&command), Stdio::piped(), Stdio::null());
     let server = read_pid(&pidfile);
-    let pid = child.id().to_string();
-    assert!(
-        Command::new("kill")
-            .args(["-INT", &pid])
-            .status()
-            .expect("kill")
-            .success()
-    );
-    let ended = wait_gone(&server, Duration::from_secs(3));
-    let status = wait_exit(&mut child, Duration::from_secs(5));
-    assert!(ended, "the server the wrapper started outlived Ctrl-C");
-    assert!(!status.success(), "{status:?}");
+    shim.signal("INT");
+    let gone = wait_gone(&server, Duration::from_secs(3));
+    let ended = shim.ended(Duration::from_secs(5));
+    assert!(gone, "the server the wrapper started outlived Ctrl-C");
+    assert!(!ended.status.success(), "{:?}", ended.status);
 }
 
 #[test]
@@ -925,15 +924,10 @@ fn a_server_that_ignores_signals_dies_with_a_killed_shim() {
         "trap '' TERM INT HUP; echo $$ > {}; while :; do sleep 0.05; done",
         pidfile.display()
     ));
-    let mut child = shim(dir.path(), &args(&command))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn");
+    let mut shim = Shim::start(dir.path(), &args(&command), Stdio::piped(), Stdio::null());
     let server = read_pid(&pidfile);
-    child.kill().expect("SIGKILL the shim");
-    let _ = child.wait();
+    shim.child.kill().expect("SIGKILL the shim");
+    let _ = shim.child.wait();
     let ended = wait_gone(&server, Duration::from_secs(3));
     if !ended {
         let _ = Command::new("kill").args(["-KILL", &server]).status();

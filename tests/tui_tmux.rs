@@ -6,80 +6,9 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use mcpscope_testkit::raw::{observe, read_head, reset};
+use mcpscope_testkit::tmux::Tmux;
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpListener;
-
-/// A tmux session that is killed when dropped.
-struct Tmux {
-    name: String,
-}
-
-impl Tmux {
-    fn start(width: u16, height: u16) -> Self {
-        static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let name = format!("mcpscope-test-{}-{n}", std::process::id());
-        let status = Command::new("tmux")
-            .args([
-                "new-session",
-                "-d",
-                "-s",
-                &name,
-                "-x",
-                &width.to_string(),
-                "-y",
-                &height.to_string(),
-            ])
-            .args(["bash", "--norc", "--noprofile"])
-            .env("PS1", "$ ")
-            .env("TERM", "xterm-256color")
-            .status()
-            .expect("tmux must be installed (apt-get install tmux)");
-        assert!(status.success(), "tmux new-session failed");
-        Self { name }
-    }
-
-    fn keys(&self, keys: &[&str]) {
-        let status = Command::new("tmux")
-            .args(["send-keys", "-t", &self.name])
-            .args(keys)
-            .status()
-            .expect("send-keys");
-        assert!(status.success());
-    }
-
-    fn screen(&self) -> String {
-        let out = Command::new("tmux")
-            .args(["capture-pane", "-p", "-t", &self.name])
-            .output()
-            .expect("capture-pane");
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-
-    /// Waits until the screen satisfies `want`; returns when it did.
-    fn wait_for(&self, what: &str, timeout: Duration, want: impl Fn(&str) -> bool) -> Instant {
-        let start = Instant::now();
-        loop {
-            let screen = self.screen();
-            if want(&screen) {
-                return Instant::now();
-            }
-            assert!(
-                start.elapsed() < timeout,
-                "timed out waiting for {what}; screen:\n{screen}"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-}
-
-impl Drop for Tmux {
-    fn drop(&mut self) {
-        let _ = Command::new("tmux")
-            .args(["kill-session", "-t", &self.name])
-            .status();
-    }
-}
 
 const SSE_HEAD: &str = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nmcp-session-id: s1\r\nconnection: close\r\n\r\n";
 
@@ -131,7 +60,7 @@ async fn the_orphan_shows_within_a_second_help_opens_and_q_restores_the_terminal
         s.lines()
             .any(|l| l.contains("poke") && l.contains("orphaned"))
     });
-    let lag = shown.saturating_duration_since(died);
+    let lag = shown.at.saturating_duration_since(died);
     assert!(
         lag < Duration::from_secs(1),
         "orphan shown {lag:?} after the death"
@@ -166,23 +95,6 @@ async fn the_orphan_shows_within_a_second_help_opens_and_q_restores_the_terminal
     tmux.wait_for("a usable shell", Duration::from_secs(3), |s| {
         s.contains("still-42")
     });
-}
-
-impl Tmux {
-    /// tmux's view of the pane's terminal modes: alternate screen, cursor shown, mouse reporting.
-    fn modes(&self) -> String {
-        let out = Command::new("tmux")
-            .args([
-                "display-message",
-                "-p",
-                "-t",
-                &self.name,
-                "alt=#{alternate_on} cursor=#{cursor_flag} mouse=#{mouse_any_flag}#{mouse_button_flag}#{mouse_standard_flag}#{mouse_sgr_flag}",
-            ])
-            .output()
-            .expect("display-message");
-        String::from_utf8_lossy(&out.stdout).trim().to_string()
-    }
 }
 
 #[test]
@@ -410,7 +322,7 @@ async fn q_exits_within_a_second_while_a_client_waits_on_an_open_call() {
     let back = tmux.wait_for("the shell again", Duration::from_secs(10), |s| {
         s.contains("EXIT=0")
     });
-    let took = back.saturating_duration_since(pressed);
+    let took = back.at.saturating_duration_since(pressed);
     assert!(took < Duration::from_secs(1), "q took {took:?} to exit");
     let events = mcpscope_engine::record::read_file(&rec)
         .expect("recording")

@@ -464,14 +464,20 @@ impl ServeTest {
 
     /// Starts `mcpscope serve-test --listen 127.0.0.1:0` plus `extra` arguments.
     pub fn start(extra: &[&str]) -> ServeTest {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_mcpscope"))
+        Self::start_with(extra, |_| {})
+    }
+
+    /// [`ServeTest::start`], the command first set up by `setup` (its environment).
+    pub fn start_with(extra: &[&str], setup: impl FnOnce(&mut Command)) -> ServeTest {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_mcpscope"));
+        command
             .args(["serve-test", "--listen", "127.0.0.1:0"])
             .args(extra)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn mcpscope serve-test");
+            .stderr(Stdio::piped());
+        setup(&mut command);
+        let mut child = command.spawn().expect("spawn mcpscope serve-test");
         let err = child.stderr.take().expect("stderr");
         let proc = Proc {
             child,

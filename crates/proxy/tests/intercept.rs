@@ -159,13 +159,7 @@ async fn held_requests_are_forwarded_edited_dropped_or_refused() {
 async fn a_json_response_is_held_too_and_can_be_edited() {
     let run = async {
         let HeldResponse {
-            live:
-                mcpscope_testkit::live::Live {
-                    server,
-                    proxy: _proxy,
-                    events: mut rx,
-                    ..
-                },
+            mut live,
             control,
             call,
             held: h,
@@ -183,7 +177,7 @@ async fn a_json_response_is_held_too_and_can_be_edited() {
         // A note says the client was sent an edited response.
         tokio::time::sleep(Duration::from_millis(100)).await;
         let mut notes = Vec::new();
-        while let Ok(event) = rx.try_recv() {
+        while let Ok(event) = live.events.try_recv() {
             if let mcpscope_engine::event::EventKind::Note { text, .. } = event.kind {
                 notes.push(text);
             }
@@ -194,7 +188,7 @@ async fn a_json_response_is_held_too_and_can_be_edited() {
                 .any(|n| n.starts_with("response released by the intercept: sent edited")),
             "{notes:?}"
         );
-        server.shutdown().await;
+        live.server.shutdown().await;
     };
     tokio::time::timeout(Duration::from_secs(60), run)
         .await
@@ -274,13 +268,7 @@ async fn an_edited_response_is_recorded_as_sent_and_redacted() {
     use mcpscope_engine::event::{Direction, EventKind};
     let run = async {
         let HeldResponse {
-            live:
-                mcpscope_testkit::live::Live {
-                    server,
-                    proxy: _proxy,
-                    events: mut rx,
-                    ..
-                },
+            mut live,
             control,
             call,
             held: h,
@@ -300,7 +288,7 @@ async fn an_edited_response_is_recorded_as_sent_and_redacted() {
         let mut ends = Vec::new();
         let mut notes = Vec::new();
         let mut answer_stream = None;
-        while let Ok(mut event) = rx.try_recv() {
+        while let Ok(mut event) = live.events.try_recv() {
             redactor.event(&mut event.kind);
             match event.kind {
                 EventKind::Message {
@@ -341,7 +329,7 @@ async fn an_edited_response_is_recorded_as_sent_and_redacted() {
                 .all(|n| !n.contains("from the intercept") && !n.contains("S3CRET")),
             "{notes:?}"
         );
-        server.shutdown().await;
+        live.server.shutdown().await;
     };
     tokio::time::timeout(Duration::from_secs(60), run)
         .await

@@ -6,4 +6,5 @@
 pub mod live;
 pub mod raw;
 pub mod scenario;
+pub mod tmux;
 pub mod wirecount;
