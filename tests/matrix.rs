@@ -20,6 +20,15 @@ fn mcpscope(args: &[&str], limit: Duration) -> (Output, Duration) {
     mcpscope_with(args, limit, &[])
 }
 
+/// `mcpscope matrix OPTIONS -- CLIENT…`, OPTIONS given as one string of words.
+fn matrix(options: &str, client: &[&str], limit: Duration) -> (Output, Duration) {
+    let mut args = vec!["matrix"];
+    args.extend(options.split_whitespace());
+    args.push("--");
+    args.extend_from_slice(client);
+    mcpscope(&args, limit)
+}
+
 /// [`mcpscope`] with more environment variables.
 fn mcpscope_with(args: &[&str], limit: Duration, env: &[(&str, &Path)]) -> (Output, Duration) {
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
@@ -105,17 +114,9 @@ fn list_and_usage_errors() {
         assert_eq!(out.status.code(), Some(2), "{args:?}: {out:?}");
     }
     // Plain seconds are a timeout: the cell runs (and finds that `true` never calls).
-    let (out, _) = mcpscope(
-        &[
-            "matrix",
-            "--timeout",
-            "8",
-            "--cases",
-            "healthy",
-            "--json",
-            "--",
-            "true",
-        ],
+    let (out, _) = matrix(
+        "--timeout 8 --cases healthy --json",
+        &["true"],
         Duration::from_secs(30),
     );
     assert_eq!(out.status.code(), Some(3), "{out:?}");
@@ -239,19 +240,9 @@ fn assert_replays(recording: &Path) {
 /// call), the run exits 3 (inconclusive, not a defect), and the whole matrix stays bounded.
 #[test]
 fn a_client_that_never_calls_is_inconclusive_in_every_cell_not_hung() {
-    let (out, took) = mcpscope(
-        &[
-            "matrix",
-            "--json",
-            "--quick",
-            "--jobs",
-            "8",
-            "--startup-timeout",
-            "3s",
-            "--",
-            "sleep",
-            "120",
-        ],
+    let (out, took) = matrix(
+        "--json --quick --jobs 8 --startup-timeout 3s",
+        &["sleep", "120"],
         Duration::from_secs(90),
     );
     assert_eq!(out.status.code(), Some(3), "{out:?}");
@@ -444,18 +435,9 @@ fn typescript_sdk_hangs_on_deaths_without_event_ids() {
 #[ignore = "needs the Python MCP SDKs in .venv and .venv-mcp1 and the TypeScript SDK in tests/peers/node/node_modules: run scripts/test.sh (installs them)"]
 fn typescript_sdk_passes_the_deaths_without_event_ids_with_rescue() {
     let client = node_client();
-    let (out, _) = mcpscope(
-        &[
-            "matrix",
-            "--json",
-            "--rescue",
-            "--cases",
-            "reset-after-event,eof-before-result,server-dies,server-dies-refusing,priming-then-reset,resume-refused,resumable",
-            "--",
-            "node",
-            &client,
-            "{url}",
-        ],
+    let (out, _) = matrix(
+        "--json --rescue --cases reset-after-event,eof-before-result,server-dies,server-dies-refusing,priming-then-reset,resume-refused,resumable",
+        &["node", &client, "{url}"],
         Duration::from_secs(120),
     );
     let cells = json_cells(&out);
@@ -559,20 +541,9 @@ fn task_client() -> String {
 fn the_task_case_wants_tasks_result_asked_again() {
     let client = task_client();
     let case = "task-result-reset";
-    let (out, _) = mcpscope(
-        &[
-            "matrix",
-            "--json",
-            "--timeout",
-            "10s",
-            "--cases",
-            case,
-            "--",
-            "python3",
-            &client,
-            "{url}",
-            "--reask",
-        ],
+    let (out, _) = matrix(
+        &format!("--json --timeout 10s --cases {case}"),
+        &["python3", &client, "{url}", "--reask"],
         Duration::from_secs(60),
     );
     let cells = json_cells(&out);
@@ -583,19 +554,9 @@ fn the_task_case_wants_tasks_result_asked_again() {
     assert_eq!(c["call_verdict"], "answered", "{c}");
     assert_eq!(out.status.code(), Some(0), "{stderr}");
 
-    let (out, _) = mcpscope(
-        &[
-            "matrix",
-            "--json",
-            "--timeout",
-            "10s",
-            "--cases",
-            case,
-            "--",
-            "python3",
-            &client,
-            "{url}",
-        ],
+    let (out, _) = matrix(
+        &format!("--json --timeout 10s --cases {case}"),
+        &["python3", &client, "{url}"],
         Duration::from_secs(60),
     );
     let cells = json_cells(&out);
@@ -605,20 +566,9 @@ fn the_task_case_wants_tasks_result_asked_again() {
     assert_eq!(out.status.code(), Some(1));
 
     let plain = retry_client();
-    let (out, _) = mcpscope(
-        &[
-            "matrix",
-            "--json",
-            "--timeout",
-            "10s",
-            "--cases",
-            case,
-            "--",
-            "python3",
-            &plain,
-            "{url}",
-            "echo",
-        ],
+    let (out, _) = matrix(
+        &format!("--json --timeout 10s --cases {case}"),
+        &["python3", &plain, "{url}", "echo"],
         Duration::from_secs(60),
     );
     let cells = json_cells(&out);
@@ -851,19 +801,9 @@ fn verdicts_hold_while_four_busy_loops_hold_both_cores() {
         (venv1_python(), "hung", Some("hangs on stream death"), 1),
     ] {
         let py = python.display().to_string();
-        let (out, _) = mcpscope(
-            &[
-                "matrix",
-                "--json",
-                "--timeout",
-                "8s",
-                "--cases",
-                DEATHS,
-                "--",
-                &py,
-                &client,
-                "{url}",
-            ],
+        let (out, _) = matrix(
+            &format!("--json --timeout 8s --cases {DEATHS}"),
+            &[&py, &client, "{url}"],
             Duration::from_secs(400),
         );
         let cells = json_cells(&out);
@@ -893,25 +833,19 @@ fn a_server_command_serves_each_cell_and_its_failure_is_no_verdict() {
         "{} serve-test --listen {{port}}",
         env!("CARGO_BIN_EXE_mcpscope")
     );
-    let (out, _) = mcpscope(
-        &[
-            "matrix",
-            "--cases",
-            "healthy,reset-after-headers,resumable",
-            "--tool",
-            "poke",
-            "--timeout",
-            "8s",
-            "--json",
-            "--server-command",
-            &server,
-            "--",
-            "python3",
-            &client,
-            "{url}",
-        ],
-        Duration::from_secs(60),
-    );
+    // The server command is one argument: it holds spaces.
+    let options = "--cases healthy,reset-after-headers,resumable --tool poke --timeout 8s --json";
+    let mut args = vec!["matrix"];
+    args.extend(options.split_whitespace());
+    args.extend([
+        "--server-command",
+        &server,
+        "--",
+        "python3",
+        &client,
+        "{url}",
+    ]);
+    let (out, _) = mcpscope(&args, Duration::from_secs(60));
     let stderr = String::from_utf8_lossy(&out.stderr);
     let cells = json_cells(&out);
     assert_eq!(cell(&cells, "healthy")["outcome"], "ok", "{stderr}");

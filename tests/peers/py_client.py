@@ -33,37 +33,17 @@ import anyio
 import mcp_types as types
 from mcp import Client
 from mcp.client.sse import sse_client
+from py_common import healthy, text_of
 
 ELICIT_ANSWER = "42"
-
-
-def text_of(result: types.CallToolResult) -> str:
-    parts = [c.text for c in result.content if isinstance(c, types.TextContent)]
-    return "".join(parts)
 
 
 async def on_elicit(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
     return types.ElicitResult(action="accept", content={"value": ELICIT_ANSWER})
 
 
-async def healthy(client: Client) -> dict[str, Any]:
-    out: dict[str, Any] = {"protocol": client.protocol_version}
-    tools = await client.list_tools()
-    out["tools"] = sorted(t.name for t in tools.tools)
-
-    r = await client.call_tool("echo", {"text": "hello mcpscope"})
-    out["echo"] = text_of(r)
-
-    count = 0
-
-    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
-        nonlocal count
-        count += 1
-
-    r = await client.call_tool("slow", {"steps": 5}, progress_callback=on_progress)
-    out["slow"] = text_of(r)
-    out["progress"] = count
-
+async def healthy_with_ask(client: Client) -> dict[str, Any]:
+    out = await healthy(client)
     r = await client.call_tool("ask", {})
     out["ask"] = text_of(r)
     return out
@@ -120,7 +100,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     try:
         async with client:
             if args.scenario == "healthy":
-                result = await healthy(client)
+                result = await healthy_with_ask(client)
             elif args.scenario == "poke_slow":
                 result = await poke_slow(client, args.timeout)
             else:

@@ -27,6 +27,7 @@ import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import { ElicitResultSchema, isInitializeRequest } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
+import { readJson, reject } from "./http_common.mjs";
 
 function parseArgs(argv) {
   const out = { port: 0, mode: "healthy" };
@@ -125,17 +126,6 @@ function build() {
 /** Live sessions by `Mcp-Session-Id`. */
 const sessions = new Map();
 
-function reject(res, status, message) {
-  res.writeHead(status, { "content-type": "application/json" });
-  res.end(JSON.stringify({ jsonrpc: "2.0", error: { code: -32000, message }, id: null }));
-}
-
-async function readJson(req) {
-  const chunks = [];
-  for await (const c of req) chunks.push(c);
-  const raw = Buffer.concat(chunks).toString("utf8");
-  return raw.length ? JSON.parse(raw) : undefined;
-}
 
 /** A new session's transport, registered once the SDK assigns its id. */
 async function openSession() {

@@ -19,6 +19,7 @@ import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/
 import { isInitializeRequest } from "@modelcontextprotocol/sdk/types.js";
 import { InMemoryTaskStore, InMemoryTaskMessageQueue } from "@modelcontextprotocol/sdk/experimental/tasks/stores/in-memory.js";
 import { z } from "zod";
+import { readJson, reject } from "./http_common.mjs";
 
 const port = Number(process.argv[2] ?? 0);
 if (!Number.isInteger(port) || port < 0) throw new Error("usage: tasks_server.mjs PORT");
@@ -66,17 +67,6 @@ function build() {
 
 const sessions = new Map();
 
-function reject(res, status, message) {
-  res.writeHead(status, { "content-type": "application/json" });
-  res.end(JSON.stringify({ jsonrpc: "2.0", error: { code: -32000, message }, id: null }));
-}
-
-async function readJson(req) {
-  const chunks = [];
-  for await (const c of req) chunks.push(c);
-  const raw = Buffer.concat(chunks).toString("utf8");
-  return raw.length ? JSON.parse(raw) : undefined;
-}
 
 async function handle(req, res) {
   const url = new URL(req.url ?? "/", "http://127.0.0.1");
