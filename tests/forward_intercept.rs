@@ -14,16 +14,16 @@ use chrono::{Offset, Utc};
 use mcpscope_engine::event::{Direction, Event, EventKind};
 use mcpscope_engine::fault::{FaultControl, HeldRequest, RESENT_HEADER, Release, Resend};
 use mcpscope_engine::model::Model;
+use mcpscope_proxy::Config;
 use mcpscope_proxy::ForwardMode;
 use mcpscope_proxy::ca::Ca;
 use mcpscope_proxy::controller as fault;
-use mcpscope_proxy::{self as proxy, Config};
-use mcpscope_session::sink::EventSink;
+use mcpscope_testkit::live::start_proxy;
 use mcpscope_testserver as testserver;
 use mcpscope_tui::App;
 use mcpscope_tui::{Info, Theme};
 use serde_json::{Value, json};
-use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
+use tokio::sync::mpsc::UnboundedReceiver;
 
 const WAIT: Duration = Duration::from_secs(20);
 
@@ -73,16 +73,12 @@ async fn through_forward_a_held_request_goes_on_edited_and_a_resent_one_reaches_
             .await
             .expect("test server");
         let ca = Arc::new(Ca::create(dir.path()).expect("the local CA"));
-        let (tx, mut events) = unbounded_channel::<Event>();
         let config = Config {
             listen: "127.0.0.1:0".parse().expect("addr"),
             forward: Some(Arc::new(ForwardMode::new(ca, Vec::new()))),
             ..Default::default()
         };
-        let proxy = proxy::start(config, EventSink::new(tx))
-            .await
-            .expect("forward proxy");
-        let engine = fault::install(&proxy, &[], None).expect("rules");
+        let (proxy, engine, mut events) = start_proxy(config).await;
         let control = fault::controller(&proxy, engine);
         let (via, to) = (proxy.addr, server.addr);
         let mut model = Model::new();
@@ -191,16 +187,13 @@ async fn through_forward_a_call_copied_as_curl_reaches_its_https_server_again() 
         let (front, test_ca, _) = tls_front(dir.path(), server.addr).await;
         let local = Arc::new(Ca::create(&dir.path().join("data")).expect("the local CA"));
         let roots = mcpscope_proxy::ca::read_roots(&[test_ca]).expect("the test CA");
-        let (tx, mut events) = unbounded_channel::<Event>();
         let config = Config {
             listen: "127.0.0.1:0".parse().expect("addr"),
             forward: Some(Arc::new(ForwardMode::new(local.clone(), Vec::new()))),
             ca_roots: roots,
             ..Default::default()
         };
-        let proxy = proxy::start(config, EventSink::new(tx))
-            .await
-            .expect("forward proxy");
+        let (proxy, _engine, mut events) = start_proxy(config).await;
         let via = proxy.addr;
         let url = format!("https://127.0.0.2:{}/mcp", front.port());
         let origin = format!("https://127.0.0.2:{}", front.port());

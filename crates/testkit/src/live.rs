@@ -38,16 +38,12 @@ pub async fn start() -> Live {
 /// Starts the test server with `options` and a proxy in front of it.
 pub async fn start_with(options: testserver::Options) -> Live {
     let server = testserver::start(options).await.expect("test server");
-    let (tx, events) = unbounded_channel::<Event>();
     let config = Config {
         listen: "127.0.0.1:0".parse().expect("addr"),
         upstream: server.url().parse().expect("uri"),
         ..Default::default()
     };
-    let proxy = proxy::start(config, EventSink::new(tx))
-        .await
-        .expect("proxy");
-    let engine = fault::install(&proxy, &[], None).expect("rules");
+    let (proxy, engine, events) = start_proxy(config).await;
     let url = format!("http://{}/mcp", proxy.addr);
     Live {
         server,
@@ -56,6 +52,17 @@ pub async fn start_with(options: testserver::Options) -> Live {
         events,
         url,
     }
+}
+
+/// A proxy set up by `config` (a forward proxy, say), with the fault engine installed and every
+/// event it emits on a channel.
+pub async fn start_proxy(config: Config) -> (Proxy, Arc<RuleEngine>, UnboundedReceiver<Event>) {
+    let (tx, events) = unbounded_channel::<Event>();
+    let proxy = proxy::start(config, EventSink::new(tx))
+        .await
+        .expect("proxy");
+    let engine = fault::install(&proxy, &[], None).expect("rules");
+    (proxy, engine, events)
 }
 
 /// A proxy with its session, wired as the binary wires them: every event redacted, recorded
