@@ -84,11 +84,11 @@ fn the_cursor_stays_on_the_first_listed_row_until_the_user_moves_it() {
         Verdict::Orphaned { .. }
     ));
     assert_eq!(
-        app.calls.rows.first(),
+        app.calls().rows.first(),
         Some(&slow),
         "the orphan is listed first"
     );
-    assert_eq!((app.calls.row, app.calls.call), (0, Some(slow)));
+    assert_eq!((app.calls().row, app.calls().call), (0, Some(slow)));
     let screen = screen(&mut app, &model, now, 160);
     assert!(screen.contains("tools/call slow  id=3"), "{screen}");
     // The call died with POST#22; the detail says so, and what the client tried.
@@ -104,11 +104,11 @@ fn the_user_s_choice_of_row_is_kept_as_rows_move() {
     let mut app = app();
     app.sync(&model);
     app.handle_key(KeyEvent::new(KeyCode::Down, KeyModifiers::NONE), &model);
-    assert_eq!(app.calls.row, 1);
-    let chosen = app.calls.call;
+    assert_eq!(app.calls().row, 1);
+    let chosen = app.calls().call;
     model.advance(s.now() + Duration::milliseconds(RESUME_GRACE_MS + 1));
     app.sync(&model);
-    assert_eq!(app.calls.call, chosen);
+    assert_eq!(app.calls().call, chosen);
 }
 
 #[test]
@@ -144,8 +144,8 @@ fn a_resumption_mcpscope_answered_itself_is_not_an_upstream_eof() {
     app.sync(&model);
     let slow = last_call(&model, "slow").expect("slow").index;
     assert!(app.select_call(&model, slow), "listed");
-    app.selected = mcpscope_tui::Selected::Stream(23);
-    app.zoom = true;
+    app.set_selected(mcpscope_tui::Selected::Stream(23));
+    app.set_zoom(true);
     let screen = screen(&mut app, &model, s.now(), 160);
     assert!(
         screen.contains("answered by mcpscope (upstream unreachable: connection refused)"),
@@ -162,7 +162,7 @@ fn a_status_message_is_shown_whole_at_any_width() {
                    pick a stream that is still open)";
     for width in [40, 80, 100, 160, 260] {
         let mut app = app();
-        app.flash = Some(message.to_string());
+        app.set_flash(message.to_string());
         let screen = screen(&mut app, &model, s.now(), width);
         let lines: Vec<&str> = screen.lines().collect();
         let bar = lines.last().copied().unwrap_or_default();
@@ -211,7 +211,7 @@ fn the_fault_menu_fits_its_columns_and_enter_reports_at_160_columns() {
     let s = script();
     let (model, _) = s.fold();
     let mut app = app();
-    app.faults = Some(std::sync::Arc::new(Refusing));
+    app.set_faults(std::sync::Arc::new(Refusing));
     app.sync(&model);
     let press = |app: &mut App, code: KeyCode| {
         let (_feed, rx) = tokio::sync::mpsc::unbounded_channel();
@@ -236,7 +236,7 @@ fn the_fault_menu_fits_its_columns_and_enter_reports_at_160_columns() {
     }
     insta::assert_snapshot!("fault_menu_160", menu);
     press(&mut app, KeyCode::Enter);
-    assert!(app.fault_menu.is_none());
+    assert!(app.fault_menu().is_none());
     let after = screen(&mut app, &model, s.now(), 160);
     assert!(
         after.contains("fault reset on #22 failed: stream #22 is not live"),
@@ -262,7 +262,7 @@ fn replay_starts_with_a_hint_and_the_start_is_one_place() {
         }
         source.pump(app);
     };
-    let position = |app: &App| app.replay.as_ref().map(|r| r.position);
+    let position = |app: &App| app.replay().as_ref().map(|r| r.position);
     press(&mut app, &mut source, KeyCode::Char(']'));
     press(&mut app, &mut source, KeyCode::Char('['));
     let start = position(&app);
@@ -304,8 +304,12 @@ fn slash_searches_message_bodies_and_highlights_the_matches() {
         press(&mut app, KeyCode::Char(c));
     }
     press(&mut app, KeyCode::Enter);
-    assert_eq!(app.calls.rows.len(), 1, "only the call whose body holds it");
-    app.zoom = true;
+    assert_eq!(
+        app.calls().rows.len(),
+        1,
+        "only the call whose body holds it"
+    );
+    app.set_zoom(true);
     let buf = render_to_buffer(&mut app, &model, s.now(), 120, 60);
     let mut marked = Vec::new();
     for y in 0..buf.area.height {
@@ -378,7 +382,7 @@ fn l_lists_the_session_s_notifications_and_logs_with_levels() {
         KeyEvent::new(KeyCode::Char('L'), KeyModifiers::NONE),
         &model,
     );
-    assert!(app.zoom);
+    assert!(app.zoom());
     let screen = screen(&mut app, &model, s.now(), 120);
     for line in [
         "Notifications and logs (5)",
@@ -393,7 +397,7 @@ fn l_lists_the_session_s_notifications_and_logs_with_levels() {
     // The error is drawn in the theme's error colour.
     let model_lines = mcpscope_tui::view::notifications::lines(&app, &model, 1);
     let error_line = model_lines.last().expect("a line");
-    assert_eq!(error_line.spans[1].style, app.theme.error());
+    assert_eq!(error_line.spans[1].style, app.theme().error());
 }
 
 #[test]

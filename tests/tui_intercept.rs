@@ -47,13 +47,13 @@ async fn until_held(app: &mut App, n: usize) {
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
         run::read_armed(app);
-        if app.intercepted.len() == n {
+        if app.intercepted().len() == n {
             return;
         }
         assert!(
             Instant::now() < deadline,
             "{} held, not {n}",
-            app.intercepted.len()
+            app.intercepted().len()
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
@@ -80,14 +80,14 @@ async fn i_holds_i_lists_a_forwards_e_refuses_and_quitting_releases() {
             ..Info::default()
         };
         let mut app = App::new(info, Theme::dark(), Utc.fix());
-        app.faults = Some(fault::controller(&proxy, engine));
+        app.set_faults(fault::controller(&proxy, engine));
 
         press(&mut app, &model, KeyCode::Char('i'));
         for c in "tool:echo".chars() {
             press(&mut app, &model, KeyCode::Char(c));
         }
         press(&mut app, &model, KeyCode::Enter);
-        assert_eq!(app.intercept.as_deref(), Some("tool:echo"));
+        assert_eq!(app.intercept().as_deref(), Some("tool:echo"));
 
         let first = echo(&url, "as sent");
         until_held(&mut app, 1).await;

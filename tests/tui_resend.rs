@@ -46,7 +46,7 @@ async fn r_resends_the_request_and_its_answer_is_a_new_marked_exchange() {
         ..Info::default()
     };
     let mut app = App::new(info, Theme::dark(), Utc.fix());
-    app.faults = Some(fault::controller(&proxy, engine));
+    app.set_faults(fault::controller(&proxy, engine));
     app.sync(&model);
     let echo_index = model
         .calls
@@ -64,11 +64,11 @@ async fn r_resends_the_request_and_its_answer_is_a_new_marked_exchange() {
         run::perform(&mut app, effect, &mut source, &mut |_| Ok(())).expect("perform");
     }
     assert!(
-        app.flash
+        app.flash()
             .as_deref()
             .is_some_and(|f| f.starts_with("re-sent")),
         "{:?}",
-        app.flash
+        app.flash()
     );
 
     // The copy goes through the proxy like any request, and is answered.

@@ -190,71 +190,175 @@ pub struct Areas {
 /// The whole view state.
 pub struct App {
     /// Where the session runs.
-    pub info: Info,
+    pub(crate) info: Info,
     /// The active theme.
-    pub theme: Theme,
+    pub(crate) theme: Theme,
     /// Themes `t` cycles through (built-ins, then a user file).
-    pub themes: Vec<Theme>,
+    pub(crate) themes: Vec<Theme>,
     /// Index of the active theme in `themes`.
-    pub theme_index: usize,
+    pub(crate) theme_index: usize,
     /// The focused pane.
-    pub focus: Pane,
+    pub(crate) focus: Pane,
     /// Drilled into the detail pane (full screen).
-    pub zoom: bool,
+    pub(crate) zoom: bool,
     /// What the detail pane shows.
-    pub selected: Selected,
+    pub(crate) selected: Selected,
     /// The calls table's rows, cursor and page.
-    pub calls: CallsPane,
+    pub(crate) calls: CallsPane,
     /// The tree's widget state and server level.
-    pub tree: TreePane,
+    pub(crate) tree: TreePane,
     /// The waterfall's highlighted stream.
-    pub waterfall: WaterfallPane,
+    pub(crate) waterfall: WaterfallPane,
     /// The detail pane's scroll and lines.
-    pub detail: DetailPane,
+    pub(crate) detail: DetailPane,
     /// Active filter.
-    pub filter: Filter,
+    pub(crate) filter: Filter,
     /// Hide answered calls.
-    pub hide_answered: bool,
+    pub(crate) hide_answered: bool,
     /// Follow the newest call.
-    pub follow: bool,
+    pub(crate) follow: bool,
     /// Live view paused (the screen frozen; events still folded, none lost).
-    pub paused: bool,
+    pub(crate) paused: bool,
     /// Events that arrived since the pause.
-    pub held: usize,
+    pub(crate) held: usize,
     /// Help overlay shown.
-    pub help: bool,
+    pub(crate) help: bool,
     /// Stats overlay shown (latency, errors and definition bytes per tool and method).
-    pub stats: bool,
+    pub(crate) stats: bool,
     /// Schema findings of the calls on screen (settled by `layout`).
-    pub schema: crate::schemas::SchemaFindings,
+    pub(crate) schema: crate::schemas::SchemaFindings,
     /// A line being typed.
-    pub input: Option<Input>,
+    pub(crate) input: Option<Input>,
     /// The fault menu.
-    pub fault_menu: Option<FaultMenu>,
+    pub(crate) fault_menu: Option<FaultMenu>,
     /// The intercept's filter, when one is set (`i`).
-    pub intercept: Option<String>,
+    pub(crate) intercept: Option<String>,
     /// The requests the intercept holds (read from the proxy each frame).
-    pub intercepted: Vec<mcpscope_engine::fault::HeldRequest>,
+    pub(crate) intercepted: Vec<mcpscope_engine::fault::HeldRequest>,
     /// The held-requests list (`I`), open, with its highlighted row.
-    pub held_menu: Option<usize>,
+    pub(crate) held_menu: Option<usize>,
     /// The live proxy's fault control, if any.
-    pub faults: Option<Arc<dyn FaultControl>>,
+    pub(crate) faults: Option<Arc<dyn FaultControl>>,
     /// The armed fault rules as last read by the runner: (id, label), oldest first.
-    pub armed: Vec<(RuleId, String)>,
+    pub(crate) armed: Vec<(RuleId, String)>,
     /// A one-line message until the next key.
-    pub flash: Option<String>,
+    pub(crate) flash: Option<String>,
     /// Replay state for the status bar (None when live).
-    pub replay: Option<ReplayStatus>,
+    pub(crate) replay: Option<ReplayStatus>,
     /// Whether the feed has closed (live).
-    pub feed_closed: bool,
+    pub(crate) feed_closed: bool,
     /// The time zone times are shown in.
-    pub tz: FixedOffset,
+    pub(crate) tz: FixedOffset,
     /// Areas of the current layout.
-    pub areas: Areas,
+    pub(crate) areas: Areas,
     /// The folder `e` writes call files into (the working directory by default).
-    pub export_dir: PathBuf,
+    pub(crate) export_dir: PathBuf,
     /// The last evicted call whose detail was read back from the recording.
-    pub recalled: Option<mcpscope_timeline::recall::Recalled>,
+    pub(crate) recalled: Option<mcpscope_timeline::recall::Recalled>,
+}
+
+/// What a host of the view (and its tests) reads of the view's state, and the few things it
+/// sets before running it.
+impl App {
+    /// The line the view says last (what a key did, or why it did nothing).
+    pub fn flash(&self) -> &Option<String> {
+        &self.flash
+    }
+
+    /// The calls pane: rows, cursor and selected call.
+    pub fn calls(&self) -> &CallsPane {
+        &self.calls
+    }
+
+    /// The tree pane.
+    pub fn tree(&self) -> &TreePane {
+        &self.tree
+    }
+
+    /// The detail pane.
+    pub fn detail(&self) -> &DetailPane {
+        &self.detail
+    }
+
+    /// The focused pane.
+    pub fn focus(&self) -> Pane {
+        self.focus
+    }
+
+    /// What the detail shows.
+    pub fn selected(&self) -> Selected {
+        self.selected
+    }
+
+    /// Whether the detail fills the screen.
+    pub fn zoom(&self) -> bool {
+        self.zoom
+    }
+
+    /// Whether the help is shown.
+    pub fn help(&self) -> bool {
+        self.help
+    }
+
+    /// Whether the statistics are shown.
+    pub fn stats(&self) -> bool {
+        self.stats
+    }
+
+    /// The theme in use.
+    pub fn theme(&self) -> &Theme {
+        &self.theme
+    }
+
+    /// A replay's state (none live).
+    pub fn replay(&self) -> &Option<ReplayStatus> {
+        &self.replay
+    }
+
+    /// The fault menu, while open.
+    pub fn fault_menu(&self) -> &Option<FaultMenu> {
+        &self.fault_menu
+    }
+
+    /// What the intercept holds (`tool:NAME`, `method:M`), when it is on.
+    pub fn intercept(&self) -> &Option<String> {
+        &self.intercept
+    }
+
+    /// The requests and responses the intercept holds now.
+    pub fn intercepted(&self) -> &[mcpscope_engine::fault::HeldRequest] {
+        &self.intercepted
+    }
+
+    /// Gives the view the proxy's fault control (live sessions of its own).
+    pub fn set_faults(&mut self, faults: Arc<dyn FaultControl>) {
+        self.faults = Some(faults);
+    }
+
+    /// Focuses `pane`.
+    pub fn set_focus(&mut self, pane: Pane) {
+        self.focus = pane;
+    }
+
+    /// Fills the screen with the detail, or not.
+    pub fn set_zoom(&mut self, zoom: bool) {
+        self.zoom = zoom;
+    }
+
+    /// Shows `selected` in the detail.
+    pub fn set_selected(&mut self, selected: Selected) {
+        self.selected = selected;
+    }
+
+    /// Says `text` on the status line.
+    pub fn set_flash(&mut self, text: String) {
+        self.flash = Some(text);
+    }
+
+    /// Where exports are written.
+    pub fn set_export_dir(&mut self, dir: PathBuf) {
+        self.export_dir = dir;
+    }
 }
 
 impl App {

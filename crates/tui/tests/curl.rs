@@ -73,7 +73,7 @@ fn the_curl_command_resends_the_request_with_secrets_redacted() {
         &model,
     );
     let Some(Effect::Copy(command)) = effects.first() else {
-        panic!("no copy: {effects:?} {:?}", app.flash);
+        panic!("no copy: {effects:?} {:?}", app.flash());
     };
     assert!(
         !command.contains("SECRET-TOKEN") && !command.contains("K3Y"),

@@ -21,7 +21,7 @@ fn detail_of(model: &Model, tool: &str) -> String {
         .expect("the call");
     assert!(app.select_call(model, index), "its row");
     app.layout(model, Utc::now(), Rect::new(0, 0, 160, 48));
-    app.detail
+    app.detail()
         .lines()
         .iter()
         .map(|line| {

@@ -29,7 +29,7 @@ fn live() -> (App, LiveSource) {
 fn e_on_a_selected_call_yields_the_export_effect() {
     let (mut app, source) = live();
     app.select_row(source.model(), 2);
-    let call = app.calls.call.expect("a call is selected");
+    let call = app.calls().call.expect("a call is selected");
     assert_eq!(
         app.handle_key(key('e'), source.model()),
         vec![Effect::Export { call }]
@@ -45,7 +45,7 @@ fn e_without_a_call_explains() {
     let mut app = App::new(Info::default(), Theme::dark(), Utc.fix());
     assert!(app.handle_key(key('e'), source.model()).is_empty());
     assert!(
-        app.flash
+        app.flash()
             .as_deref()
             .is_some_and(|f| f.contains("select a call"))
     );
@@ -55,9 +55,9 @@ fn e_without_a_call_explains() {
 fn export_writes_the_diagram_to_a_new_private_file_each_time() {
     let dir = tempfile::tempdir().expect("tempdir");
     let (mut app, mut source) = live();
-    app.export_dir = dir.path().to_path_buf();
+    app.set_export_dir(dir.path().to_path_buf());
     app.select_row(source.model(), 2);
-    let call = app.calls.call.expect("a call is selected");
+    let call = app.calls().call.expect("a call is selected");
     let name = format!("mcpscope-call-{}", call + 1);
     for round in 1..=3 {
         for effect in app.handle_key(key('e'), source.model()) {
@@ -71,7 +71,7 @@ fn export_writes_the_diagram_to_a_new_private_file_each_time() {
             format!("{name}-{round}.md")
         };
         let path = dir.path().join(&file);
-        let flash = app.flash.clone().unwrap_or_default();
+        let flash = app.flash().clone().unwrap_or_default();
         assert!(flash.contains(&file), "{flash}");
         let text = std::fs::read_to_string(&path).expect("written");
         assert!(text.contains("```mermaid\nsequenceDiagram"), "{text}");

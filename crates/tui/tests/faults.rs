@@ -83,7 +83,7 @@ fn x_applies_a_fault_to_the_selected_calls_stream() {
     let fake = Arc::new(Fake::default());
     let model = Model::from_events(&scenario()).0;
     let mut app = App::new(Info::default(), Theme::dark(), Utc.fix());
-    app.faults = Some(fake.clone());
+    app.set_faults(fake.clone());
     app.sync(&model);
     app.select_row(&model, 2); // the pending peek, on POST#7
     press(&mut app, &model, KeyCode::Char('x'));
@@ -96,7 +96,7 @@ fn x_applies_a_fault_to_the_selected_calls_stream() {
         *fake.applied.lock().expect("lock"),
         vec![(7, "eof".to_string())]
     );
-    assert!(app.fault_menu.is_none());
+    assert!(app.fault_menu().is_none());
 }
 
 #[test]
@@ -104,7 +104,7 @@ fn a_arms_a_typed_rule_shown_in_the_status_bar() {
     let fake = Arc::new(Fake::default());
     let model = Model::new();
     let mut app = App::new(Info::default(), Theme::dark(), Utc.fix());
-    app.faults = Some(fake.clone());
+    app.set_faults(fake.clone());
     press(&mut app, &model, KeyCode::Char('a'));
     for c in "tool:poke reset".chars() {
         press(&mut app, &model, KeyCode::Char(c));
@@ -149,7 +149,7 @@ fn the_proxys_commands_are_offered_only_with_its_control_handle() {
     }
 
     let mut live = App::new(Info::default(), Theme::dark(), Utc.fix());
-    live.faults = Some(Arc::new(Fake::default()));
+    live.set_faults(Arc::new(Fake::default()));
     live.sync(&model);
     for c in commands {
         let key = KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE);
@@ -167,7 +167,7 @@ fn d_disarms_the_rule_shown_even_if_it_fired_since() {
     let fake = Arc::new(Fake::default());
     let model = Model::new();
     let mut app = App::new(Info::default(), Theme::dark(), Utc.fix());
-    app.faults = Some(fake.clone());
+    app.set_faults(fake.clone());
     for rule in ["reset when tool=a", "eof when tool=b"] {
         fake.arm(rule).expect("arm");
     }
@@ -185,13 +185,13 @@ fn d_disarms_the_rule_shown_even_if_it_fired_since() {
         "#2 must stay armed"
     );
     assert!(
-        app.flash
+        app.flash()
             .as_deref()
             .is_some_and(|f| f.contains("fired first")),
         "{:?}",
-        app.flash
+        app.flash()
     );
     press(&mut app, &model, KeyCode::Char('D'));
     assert!(fake.armed().is_empty());
-    assert_eq!(app.flash.as_deref(), Some("disarmed: eof when tool=b"));
+    assert_eq!(app.flash().as_deref(), Some("disarmed: eof when tool=b"));
 }

@@ -77,7 +77,7 @@ fn a_legacy_session_shows_its_revision_and_the_rewrite() {
     assert!(s.contains("5e55  2024-11-05"), "{s}");
     assert!(s.contains("pending"), "the 202 is no answer: {s}");
     key(&mut app, KeyCode::Tab);
-    assert_eq!(app.focus, Pane::Tree);
+    assert_eq!(app.focus(), Pane::Tree);
     // The session row, then its first stream: the SSE GET.
     key(&mut app, KeyCode::Home);
     key(&mut app, KeyCode::Down);

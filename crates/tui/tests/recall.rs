@@ -49,7 +49,7 @@ fn view(recording: Option<&std::path::Path>) -> (App, LiveSource, usize) {
     assert!(model.request_message(call).is_none(), "its detail is gone");
     let index = call.index;
     app.sync(source.model());
-    app.selected = Selected::Call(index);
+    app.set_selected(Selected::Call(index));
     (app, source, index)
 }
 

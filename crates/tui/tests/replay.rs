@@ -154,16 +154,19 @@ fn replay_keys_drive_the_cursor_without_a_terminal() {
         "a time not understood moves nothing"
     );
     assert!(
-        app.flash
+        app.flash()
             .as_deref()
             .is_some_and(|f| f.contains("bad time \"soon\"")),
         "{:?}",
-        app.flash
+        app.flash()
     );
     press(&mut app, &mut source, KeyCode::Char(']'));
-    assert_eq!(app.replay.as_ref().map(|r| r.position), Some(source_len()));
+    assert_eq!(
+        app.replay().as_ref().map(|r| r.position),
+        Some(source_len())
+    );
     press(&mut app, &mut source, KeyCode::Char('+'));
-    assert_eq!(app.replay.as_ref().map(|r| r.speed.as_str()), Some("10×"));
+    assert_eq!(app.replay().as_ref().map(|r| r.speed.as_str()), Some("10×"));
 }
 
 fn source_len() -> usize {

@@ -98,7 +98,7 @@ fn tree_expanded_and_linked_to_the_selected_call() {
     let model = model();
     screen(&mut app, &model, scenario_now());
     // The first row (the orphaned poke) selects its stream, POST#3, in the tree.
-    let selected = app.tree.selected().to_vec();
+    let selected = app.tree().selected().to_vec();
     assert_eq!(
         selected,
         vec![
@@ -107,7 +107,7 @@ fn tree_expanded_and_linked_to_the_selected_call() {
         ]
     );
     key(&mut app, &model, KeyCode::Tab);
-    assert_eq!(app.focus, Pane::Tree);
+    assert_eq!(app.focus(), Pane::Tree);
     key(&mut app, &model, KeyCode::Enter); // open POST#3
     let s = screen(&mut app, &model, scenario_now());
     assert!(s.contains("→ tools/call id=3"), "{s}");
@@ -118,7 +118,7 @@ fn tree_expanded_and_linked_to_the_selected_call() {
     key(&mut app, &model, KeyCode::Down);
     screen(&mut app, &model, scenario_now());
     assert_eq!(
-        app.calls.rows.get(app.calls.row),
+        app.calls().rows.get(app.calls().row),
         Some(&2),
         "tree selection did not select the slow call"
     );
@@ -141,7 +141,7 @@ fn detail_pane_of_the_orphaned_call() {
     assert!(s.contains("\"name\": \"poke\""), "{s}");
     insta::assert_snapshot!("detail", s);
     key(&mut app, &model, KeyCode::Esc);
-    assert!(!app.zoom);
+    assert!(!app.zoom());
 }
 
 #[test]
@@ -161,7 +161,7 @@ fn help_overlay_lists_every_key() {
     }
     insta::assert_snapshot!("help", s);
     key(&mut app, &model, KeyCode::Char('x'));
-    assert!(!app.help);
+    assert!(!app.help());
 }
 
 #[test]
@@ -189,7 +189,7 @@ fn status_filter_token() {
     key(&mut app, &model, KeyCode::Char('/'));
     typed(&mut app, &model, "status:orphaned");
     key(&mut app, &model, KeyCode::Enter);
-    assert_eq!(app.calls.rows.len(), 1);
+    assert_eq!(app.calls().rows.len(), 1);
 }
 
 #[test]
@@ -235,15 +235,15 @@ fn keys_move_the_selection() {
     let mut app = app();
     let model = model();
     screen(&mut app, &model, scenario_now());
-    assert_eq!(app.calls.row, 0);
+    assert_eq!(app.calls().row, 0);
     key(&mut app, &model, KeyCode::Char('j'));
-    assert_eq!(app.calls.row, 1);
+    assert_eq!(app.calls().row, 1);
     key(&mut app, &model, KeyCode::Char('G'));
-    assert_eq!(app.calls.row, app.calls.rows.len() - 1);
+    assert_eq!(app.calls().row, app.calls().rows.len() - 1);
     key(&mut app, &model, KeyCode::Char('g'));
-    assert_eq!(app.calls.row, 0);
+    assert_eq!(app.calls().row, 0);
     key(&mut app, &model, KeyCode::PageDown);
-    assert_eq!(app.calls.row, app.calls.rows.len() - 1);
+    assert_eq!(app.calls().row, app.calls().rows.len() - 1);
     let quit = app.handle_key(
         KeyEvent::new(KeyCode::Char('q'), KeyModifiers::NONE),
         &model,

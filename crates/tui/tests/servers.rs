@@ -190,7 +190,7 @@ fn the_tree_keeps_the_selection_when_a_second_server_appears() {
         "{rows:#?}"
     );
     assert_eq!(
-        app.tree.selected(),
+        app.tree().selected(),
         &[
             mcpscope_tui::server_node(Some(A)),
             mcpscope_tui::Node::Session(before.stream(1).expect("stream 1").session),
@@ -260,7 +260,7 @@ fn the_filter_takes_a_server() {
         key(&mut app, &model, KeyCode::Enter);
         screen(&mut app, &model, now, 140, 40);
         let mut shown: Vec<&str> = app
-            .calls
+            .calls()
             .rows
             .iter()
             .filter_map(|&ci| model.calls.get(ci)?.tool.as_deref())

@@ -23,7 +23,7 @@ fn events() -> Vec<Event> {
 fn stats_screen(model: &Model) -> String {
     let mut app = mcpscope_tui::screen::proxy_view(None);
     app.handle_key(KeyEvent::new(KeyCode::Char('S'), KeyModifiers::NONE), model);
-    assert!(app.stats);
+    assert!(app.stats());
     let now = model.last_t.unwrap_or_default();
     text(&render_to_buffer(&mut app, model, now, 140, 40))
 }

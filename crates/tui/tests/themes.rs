@@ -119,11 +119,11 @@ fn t_cycles_themes() {
         ratatui::crossterm::event::KeyModifiers::NONE,
     );
     app.handle_key(key, &model);
-    assert_eq!(app.theme.name, "light");
+    assert_eq!(app.theme().name, "light");
     app.handle_key(key, &model);
-    assert_eq!(app.theme.name, "high-contrast");
+    assert_eq!(app.theme().name, "high-contrast");
     app.handle_key(key, &model);
-    assert_eq!(app.theme.name, "dark");
+    assert_eq!(app.theme().name, "dark");
 }
 
 fn load(body: &str) -> (String, String) {

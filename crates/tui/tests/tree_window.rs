@@ -27,7 +27,7 @@ fn the_tree_walks_a_long_session_one_stream_at_a_time_across_its_window() {
     let (width, height) = (200, 50);
     let mut app = App::new(Info::default(), Theme::dark(), Utc.fix());
     app.sync(&model);
-    app.focus = Pane::Tree;
+    app.set_focus(Pane::Tree);
     let screen = text(&render_to_buffer(&mut app, &model, now, width, height));
     // The first call's stream is selected: nothing before it is left out.
     assert!(!screen.contains("earlier streams"), "{screen}");
@@ -63,7 +63,7 @@ fn keys_faster_than_frames_walk_on_past_the_window_edge() {
     let (width, height) = (200, 50);
     let mut app = App::new(Info::default(), Theme::dark(), Utc.fix());
     app.sync(&model);
-    app.focus = Pane::Tree;
+    app.set_focus(Pane::Tree);
     let key = |code| KeyEvent::new(code, KeyModifiers::NONE);
     render_to_buffer(&mut app, &model, now, width, height);
     app.handle_key(key(KeyCode::End), &model);
@@ -71,10 +71,10 @@ fn keys_faster_than_frames_walk_on_past_the_window_edge() {
     assert_eq!(app.selected_stream(&model), Some(601));
     // Up, with no frame drawn in between, until the count of earlier streams is selected.
     let mut presses = 0;
-    while !matches!(app.tree.selected().last(), Some(Node::More(..))) {
+    while !matches!(app.tree().selected().last(), Some(Node::More(..))) {
         app.handle_key(key(KeyCode::Up), &model);
         presses += 1;
-        assert!(presses < 200, "{:?}", app.tree.selected());
+        assert!(presses < 200, "{:?}", app.tree().selected());
     }
     let screen = text(&render_to_buffer(&mut app, &model, now, width, height));
     // `presses - 1` streams walked (601 down to the window's first), the count is the next.
@@ -110,25 +110,25 @@ fn an_open_stream_walks_its_many_messages_one_at_a_time() {
     let (width, height) = (200, 50);
     let mut app = App::new(Info::default(), Theme::dark(), Utc.fix());
     app.sync(&model);
-    app.focus = Pane::Tree;
+    app.set_focus(Pane::Tree);
     let key = |code| KeyEvent::new(code, KeyModifiers::NONE);
     let mut screen = String::new();
     // Down to the call's stream (its call is selected, so it is already), and open it.
     for _ in 0..10 {
         render_to_buffer(&mut app, &model, now, width, height);
-        if app.tree.selected().last() == Some(&Node::Stream(2)) {
+        if app.tree().selected().last() == Some(&Node::Stream(2)) {
             break;
         }
         app.handle_key(key(KeyCode::Down), &model);
     }
-    assert_eq!(app.tree.selected().last(), Some(&Node::Stream(2)));
+    assert_eq!(app.tree().selected().last(), Some(&Node::Stream(2)));
     app.handle_key(key(KeyCode::Right), &model);
     let mut walked = Vec::new();
     for _ in 0..300 {
         app.handle_key(key(KeyCode::Down), &model);
         app.sync(&model);
         screen = text(&render_to_buffer(&mut app, &model, now, width, height));
-        if let Selected::Message(m) = app.selected {
+        if let Selected::Message(m) = app.selected() {
             walked.push(m);
         }
     }
