@@ -79,21 +79,17 @@ def build(mode: str) -> MCPServer:
     return server
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("port", type=int)
-    ap.add_argument("--mode", choices=["healthy", "dies"], default="healthy")
-    args = ap.parse_args()
-
-    server = build(args.mode)
-    app = server.streamable_http_app(streamable_http_path="/mcp", host="127.0.0.1")
-
+def listen(port: int) -> tuple[socket.socket, int]:
+    """A listening socket on 127.0.0.1:`port` (0: any free port) and its port."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", args.port))
+    sock.bind(("127.0.0.1", port))
     sock.listen(128)
-    port = sock.getsockname()[1]
+    return sock, sock.getsockname()[1]
 
+
+def serve(app, sock: socket.socket, port: int) -> None:
+    """Serves `app` on `sock` with uvicorn, says `READY PORT` once it listens, exits 0 when it ends."""
     config = uvicorn.Config(app, log_level="warning", lifespan="on")
     userver = uvicorn.Server(config)
 
@@ -109,6 +105,18 @@ def main() -> None:
     except KeyboardInterrupt:
         pass
     sys.exit(0)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("port", type=int)
+    ap.add_argument("--mode", choices=["healthy", "dies"], default="healthy")
+    args = ap.parse_args()
+
+    server = build(args.mode)
+    app = server.streamable_http_app(streamable_http_path="/mcp", host="127.0.0.1")
+    sock, port = listen(args.port)
+    serve(app, sock, port)
 
 
 if __name__ == "__main__":

@@ -19,16 +19,13 @@ from __future__ import annotations
 
 import argparse
 import os
-import socket
 import sys
 from urllib.parse import quote
 
-import anyio
-import uvicorn
 from mcp.server import sse as sse_transport
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from py_server import build  # noqa: E402
+from py_server import build, listen, serve  # noqa: E402
 
 
 def main() -> None:
@@ -38,11 +35,7 @@ def main() -> None:
     ap.add_argument("--absolute-endpoint", action="store_true")
     args = ap.parse_args()
 
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", args.port))
-    sock.listen(128)
-    port = sock.getsockname()[1]
+    sock, port = listen(args.port)
 
     if args.absolute_endpoint:
         # The SDK builds the endpoint's data as quote(path) + "?session_id=…"; prefixing the
@@ -53,21 +46,7 @@ def main() -> None:
     server = build(args.mode)
     app = server.sse_app(sse_path="/sse", message_path="/messages/", host="127.0.0.1")
 
-    config = uvicorn.Config(app, log_level="warning", lifespan="on")
-    userver = uvicorn.Server(config)
-
-    async def run() -> None:
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(lambda: userver.serve(sockets=[sock]))
-            while not userver.started:
-                await anyio.sleep(0.01)
-            print(f"READY {port}", flush=True)
-
-    try:
-        anyio.run(run)
-    except KeyboardInterrupt:
-        pass
-    sys.exit(0)
+    serve(app, sock, port)
 
 
 if __name__ == "__main__":
