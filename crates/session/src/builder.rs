@@ -218,3 +218,110 @@ impl Session {
         tally
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mcpscope_engine::event::EventKind;
+    use mcpscope_engine::record::{Create, Events};
+
+    fn note(text: &str) -> EventKind {
+        EventKind::Note {
+            stream: None,
+            text: text.into(),
+        }
+    }
+
+    /// A session declared with a recorder, a subscriber and a view: every event sent before
+    /// `finish` is recorded, reaches the view in order and the subscriber as far as its queue
+    /// holds (the rest counted dropped); finishing closes the view's feed and the queue.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_session_records_views_and_feeds_its_subscribers_until_it_finishes() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("s.jsonl");
+        let recorder = Recorder::create(&path, Create::New, true).expect("recorder");
+        let dropped = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counted = dropped.clone();
+        let mut builder = Session::builder("test", Redactor::new())
+            .name(Some("unit".into()))
+            .record(Some(recorder));
+        let mut copies = builder.subscribe(2, move || {
+            counted.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        });
+        let mut session = builder.start().expect("session");
+        assert_eq!(session.info().kind, "test");
+        assert_eq!(session.info().name.as_deref(), Some("unit"));
+        assert!(
+            session
+                .info()
+                .recording
+                .as_ref()
+                .is_some_and(|p| p.is_absolute())
+        );
+        let (mut feed, pace) = session.view().expect("the view's feed");
+        assert!(session.view().is_none(), "the feed is taken once");
+        let sink = session.sink();
+        for i in 0..5 {
+            sink.emit(note(&format!("n{i}")));
+        }
+        let tally = session
+            .finish(Duration::from_secs(10))
+            .await
+            .expect("finished in time");
+        assert_eq!((tally.seen, tally.written), (5, 5));
+        let mut viewed = Vec::new();
+        while let Some(event) = feed.recv().await {
+            pace.release(&event);
+            viewed.push(event);
+        }
+        let texts: Vec<String> = viewed
+            .iter()
+            .map(|e| match &e.kind {
+                EventKind::Note { text, .. } => text.clone(),
+                other => format!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(texts, ["n0", "n1", "n2", "n3", "n4"]);
+        let mut subscribed = 0;
+        while copies.recv().await.is_some() {
+            subscribed += 1;
+        }
+        let dropped = dropped.load(std::sync::atomic::Ordering::Relaxed);
+        assert_eq!(
+            subscribed + dropped,
+            5,
+            "{subscribed} copies, {dropped} dropped"
+        );
+        assert!(subscribed >= 2, "the queue's room was used: {subscribed}");
+        let recorded = Events::open(&path).expect("recording").count();
+        assert_eq!(recorded, 5);
+    }
+
+    /// An unpublished session never makes a socket, and a sink used after `finish` is sealed:
+    /// nothing it is given later is taken.
+    #[tokio::test]
+    async fn an_unpublished_session_makes_no_socket_and_finishing_seals_its_sink() {
+        let mut session = Session::builder("test", Redactor::new())
+            .start()
+            .expect("session");
+        session.publish(Some("127.0.0.1:1".into()));
+        assert!(session.published.is_none());
+        assert_eq!(session.info().listen.as_deref(), Some("127.0.0.1:1"));
+        let late = session.sink();
+        let mut feed = session.feed().expect("feed");
+        late.emit(note("before"));
+        let tally = session
+            .finish(Duration::from_secs(10))
+            .await
+            .expect("tally");
+        late.emit(note("after"));
+        assert_eq!(tally.seen, 1);
+        let mut texts = Vec::new();
+        while let Some(event) = feed.recv().await {
+            if let EventKind::Note { text, .. } = event.kind {
+                texts.push(text);
+            }
+        }
+        assert_eq!(texts, ["before"]);
+    }
+}
