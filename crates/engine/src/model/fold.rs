@@ -61,23 +61,6 @@ fn is_input_required(result: &Value) -> bool {
         || result.get("inputRequests").is_some()
 }
 
-/// Session 0: the one an exchange belongs to until a session id says otherwise (made by the
-/// first event).
-fn first_session(t: DateTime<Utc>) -> Session {
-    Session {
-        id: None,
-        origin: None,
-        revision: None,
-        client: None,
-        server: None,
-        started_at: t,
-        ended: None,
-        streams: Vec::new(),
-        tools: Default::default(),
-        announced: true,
-    }
-}
-
 /// A `stream_opened` as the fold reads it, its server resolved.
 struct Opened<'a> {
     id: StreamId,
@@ -125,7 +108,8 @@ impl Model {
     fn fold_event(&mut self, event: &Event) -> Vec<Notice> {
         let mut out = self.advance(event.t);
         if self.sessions.is_empty() {
-            self.sessions.push(first_session(event.t));
+            // Session 0: the one an exchange belongs to until a session id says otherwise.
+            self.sessions.push(Session::sessionless(None, event.t));
         }
         self.events_applied += 1;
         self.last_t = Some(event.t);

@@ -64,6 +64,23 @@ pub struct Session {
 }
 
 impl Session {
+    /// A session without an id (traffic before or without one) of the server at `origin` (none:
+    /// the only upstream), begun at `t`; no `session_started` is reported for it.
+    pub(crate) fn sessionless(origin: Option<&str>, t: DateTime<Utc>) -> Self {
+        Self {
+            id: None,
+            origin: origin.map(str::to_string),
+            revision: None,
+            client: None,
+            server: None,
+            started_at: t,
+            ended: None,
+            streams: Vec::new(),
+            tools: Default::default(),
+            announced: true,
+        }
+    }
+
     /// The id, or `(no session)`.
     pub fn label(&self) -> String {
         self.id

@@ -61,18 +61,7 @@ impl Model {
         {
             return index;
         }
-        self.sessions.push(Session {
-            id: None,
-            origin: origin.map(str::to_string),
-            revision: None,
-            client: None,
-            server: None,
-            started_at: t,
-            ended: None,
-            streams: Vec::new(),
-            tools: Default::default(),
-            announced: true,
-        })
+        self.sessions.push(Session::sessionless(origin, t))
     }
 
     /// Reports `session_started` once.
