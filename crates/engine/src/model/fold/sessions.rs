@@ -21,15 +21,9 @@ impl Model {
         let index = self.sessions.next_index();
         self.sessions.push(Session {
             id: Some(id.to_string()),
-            origin: origin.map(str::to_string),
             revision: revision.map(str::to_string),
-            client: None,
-            server: None,
-            started_at: t,
-            ended: None,
-            streams: Vec::new(),
-            tools: Default::default(),
             announced: false,
+            ..Session::sessionless(origin, t)
         });
         self.session_index.insert(key, index);
         if announce {
